@@ -1,0 +1,67 @@
+# focus-go build. `make` builds libfocus.so; `make test` runs the Go tests and pytest in
+# a project virtualenv; `make demo` runs the main job; `make bench` the benchmarks.
+# Everything built lands in build/ and is reused when present.
+
+GO      ?= go
+PYTHON  ?= python3
+CARGO   ?= cargo
+BUILD   := $(CURDIR)/build
+VENV    := $(CURDIR)/.venv
+VPY     := $(VENV)/bin/python
+
+# daulet/tokenizers links a Rust static library that we build from the module's own sources.
+TOKENIZERS_MOD := github.com/daulet/tokenizers
+LIBTOKENIZERS  := $(BUILD)/libtokenizers.a
+LIBFOCUS       := $(BUILD)/libfocus.so
+GO_SOURCES     := $(shell find capi core backends -name '*.go' -not -name '*_test.go' 2>/dev/null) go.mod go.sum
+
+export CGO_ENABLED := 1
+export CGO_LDFLAGS := -L$(BUILD)
+
+.PHONY: all lib tokenizers venv test test-go test-py demo bench clean
+
+all: lib
+
+lib: $(LIBFOCUS)
+
+tokenizers: $(LIBTOKENIZERS)
+
+# The module cache is read-only, so the crate is copied out and built with cargo into build/.
+$(LIBTOKENIZERS):
+	@mkdir -p $(BUILD)
+	$(GO) mod download $(TOKENIZERS_MOD)
+	rm -rf $(BUILD)/tokenizers-src
+	cp -r "$$($(GO) list -m -f '{{.Dir}}' $(TOKENIZERS_MOD))" $(BUILD)/tokenizers-src
+	chmod -R u+w $(BUILD)/tokenizers-src
+	cd $(BUILD)/tokenizers-src && CARGO_TARGET_DIR=$(BUILD)/cargo $(CARGO) build --release --lib --locked
+	cp $(BUILD)/cargo/release/libtokenizers.a $@
+
+$(LIBFOCUS): $(LIBTOKENIZERS) $(GO_SOURCES) capi/focus.h
+	$(GO) build -trimpath -buildmode=c-shared -ldflags "-X main.version=$$(cat VERSION)" -o $@ ./capi
+	rm -f $(BUILD)/libfocus.h
+
+# The project virtualenv: the package installed as a user installs it, plus the test tools.
+venv: $(VENV)/.installed
+
+$(VENV)/.installed: $(LIBFOCUS) pyproject.toml setup.py $(shell find python -name '*.py')
+	test -x $(VPY) || $(PYTHON) -m venv $(VENV)
+	$(VPY) -m pip install --quiet --disable-pip-version-check '.[test]'
+	touch $@
+
+test: test-go test-py
+
+test-go: $(LIBTOKENIZERS)
+	$(GO) vet ./...
+	$(GO) test -count=1 ./...
+
+test-py: venv
+	cd tests && $(VPY) -m pytest -q
+
+demo: venv
+	$(VPY) -m focus_go version
+
+bench: venv
+	$(VPY) benchmarks/run.py
+
+clean:
+	rm -rf $(BUILD) $(VENV) python/*.egg-info

@@ -1,0 +1,106 @@
+// Package tokenizer wraps Hugging Face tokenizers (the Rust library, through
+// github.com/daulet/tokenizers) for exact token ids: encode, decode and vocabulary size of a
+// model's own tokenizer.json; finding a model's tokenizer files on local disk (Resolve: a
+// directory or the Hugging Face hub cache, never a download); and reading the
+// tokenizer_config.json fields that chat rendering needs (LoadConfig).
+//
+// A Tokenizer is safe for concurrent use: the Rust tokenizer is immutable once loaded and
+// its encode/decode take shared references. Close releases the Rust object; using a closed
+// Tokenizer returns an error instead of crashing. Resolve and LoadConfig only read files; a
+// Config is a plain value, safe to share once loaded and not modified.
+package tokenizer
+
+import (
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/daulet/tokenizers"
+	"github.com/focus-go/focus-go/core/status"
+)
+
+// FileName is the Hugging Face tokenizer file inside a model directory.
+const FileName = "tokenizer.json"
+
+// Tokenizer is one loaded tokenizer.json.
+type Tokenizer struct {
+	mu     sync.RWMutex // guards tk against Close racing with use
+	tk     *tokenizers.Tokenizer
+	source string
+}
+
+// Load reads a tokenizer from a tokenizer.json path or from a directory that holds one.
+func Load(path string) (*Tokenizer, error) {
+	if info, err := os.Stat(path); err == nil && info.IsDir() {
+		path = filepath.Join(path, FileName)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, status.Wrap(status.NotFound, err, "tokenizer: cannot read %s", path)
+	}
+	t, err := FromBytes(data)
+	if err != nil {
+		return nil, err
+	}
+	t.source = path
+	return t, nil
+}
+
+// FromBytes parses tokenizer.json content.
+func FromBytes(data []byte) (*Tokenizer, error) {
+	tk, err := tokenizers.FromBytes(data)
+	if err != nil {
+		return nil, status.Wrap(status.InvalidArgument, err, "tokenizer: cannot parse tokenizer.json")
+	}
+	return &Tokenizer{tk: tk, source: "<bytes>"}, nil
+}
+
+// Source is the file the tokenizer was loaded from ("<bytes>" when parsed from memory).
+func (t *Tokenizer) Source() string { return t.source }
+
+// Encode turns text into token ids; addSpecial applies the tokenizer's post-processor
+// (BOS/EOS templates). Chat prompts are rendered with their special tokens as text, so
+// callers normally pass false.
+func (t *Tokenizer) Encode(text string, addSpecial bool) ([]uint32, error) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	if t.tk == nil {
+		return nil, errClosed
+	}
+	ids, _ := t.tk.Encode(text, addSpecial)
+	return ids, nil
+}
+
+// Decode turns token ids back into text.
+func (t *Tokenizer) Decode(ids []uint32, skipSpecial bool) (string, error) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	if t.tk == nil {
+		return "", errClosed
+	}
+	return t.tk.Decode(ids, skipSpecial), nil
+}
+
+// VocabSize is the number of ids, added tokens included.
+func (t *Tokenizer) VocabSize() int {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	if t.tk == nil {
+		return 0
+	}
+	return int(t.tk.VocabSize())
+}
+
+// Close frees the Rust tokenizer. It is safe to call more than once.
+func (t *Tokenizer) Close() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.tk == nil {
+		return nil
+	}
+	err := t.tk.Close()
+	t.tk = nil
+	return err
+}
+
+var errClosed = status.Errorf(status.InvalidArgument, "tokenizer: used after Close")

@@ -1,0 +1,80 @@
+package main
+
+/*
+#include <stdlib.h>
+#include "focus.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"runtime/debug"
+	"unsafe"
+
+	"github.com/focus-go/focus-go/core/status"
+)
+
+// version is set at link time from the VERSION file (Makefile: -ldflags -X main.version=...).
+var version = "dev"
+
+const abiVersion = C.FOCUS_ABI_VERSION
+
+func main() {}
+
+// guard runs one export body: a returned error or a recovered panic becomes a status code
+// and, when the caller passed an err slot, a C string it must free.
+func guard(errOut **C.char, body func() error) (code C.focus_status) {
+	defer func() {
+		if r := recover(); r != nil {
+			msg := fmt.Sprintf("focus: internal error (Go panic: %v)\n%s", r, debug.Stack())
+			code = setError(errOut, status.Internal, msg)
+		}
+	}()
+	if err := body(); err != nil {
+		return setError(errOut, status.CodeOf(err), err.Error())
+	}
+	return C.FOCUS_OK
+}
+
+func setError(errOut **C.char, code status.Code, msg string) C.focus_status {
+	if errOut != nil {
+		*errOut = C.CString(msg)
+	}
+	return C.focus_status(code)
+}
+
+// goBytes views a caller-owned buffer without copying; it must not outlive the call.
+func goBytes(p *C.char, n C.size_t) []byte {
+	if p == nil || n == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(p)), int(n))
+}
+
+//export focus_abi_version
+func focus_abi_version() C.int32_t { return abiVersion }
+
+//export focus_version
+func focus_version(out **C.char, errOut **C.char) C.focus_status {
+	return guard(errOut, func() error {
+		if out == nil {
+			return status.Errorf(status.InvalidArgument, "focus_version: out is NULL")
+		}
+		*out = C.CString(version)
+		return nil
+	})
+}
+
+//export focus_string_free
+func focus_string_free(s *C.char) { C.free(unsafe.Pointer(s)) }
+
+//export focus_buffer_free
+func focus_buffer_free(p unsafe.Pointer) { C.free(p) }
+
+//export focus_handle_release
+func focus_handle_release(h C.focus_handle, errOut **C.char) C.focus_status {
+	return guard(errOut, func() error { return handles.release(uint64(h)) })
+}
+
+//export focus_live_handles
+func focus_live_handles() C.int64_t { return C.int64_t(handles.live()) }

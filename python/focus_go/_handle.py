@@ -1,0 +1,39 @@
+"""Python objects that own a Go handle."""
+
+from __future__ import annotations
+
+import weakref
+
+from . import _lib
+
+
+def _release_quietly(handle: int) -> None:
+    # Runs at garbage collection or interpreter exit, where raising helps nobody.
+    try:
+        _lib.release(handle)
+    except Exception:  # noqa: BLE001
+        pass
+
+
+class GoObject:
+    """Owns one Go handle and releases it exactly once: on close(), on leaving a ``with``
+    block, or when garbage collected. Using it after close raises InvalidHandleError."""
+
+    def __init__(self, handle: int) -> None:
+        self._handle = handle
+        self._finalizer = weakref.finalize(self, _release_quietly, handle)
+
+    @property
+    def handle(self) -> int:
+        """The Go handle; 0 once closed, which the library rejects as invalid."""
+        return self._handle if self._finalizer.alive else 0
+
+    def close(self) -> None:
+        if self._finalizer.detach() is not None:
+            _lib.release(self._handle)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

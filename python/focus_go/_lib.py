@@ -1,0 +1,169 @@
+"""The one module that loads libfocus.so and declares every C signature.
+
+The library is loaded lazily, on the first call that needs it: ``import focus_go`` does not
+touch it. It is opened with ``RTLD_NODELETE`` because a Go runtime cannot be unloaded.
+A process must not ``fork()`` after the first use (the Go runtime's threads do not survive
+a fork): use the ``spawn`` start method for multiprocessing.
+
+ctypes releases the GIL around every foreign call, so Go work runs in parallel with Python
+threads; the Go side is safe for concurrent calls.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+from pathlib import Path
+from typing import Any, Callable
+
+from .errors import LibraryError, error_for
+
+ABI_VERSION = 1
+LIBRARY_NAME = "libfocus.so"
+ENV_LIBRARY = "FOCUS_GO_LIBRARY"
+
+_lib: ctypes.CDLL | None = None
+_path: Path | None = None
+_lock = threading.Lock()
+
+c_handle = ctypes.c_uint64
+_err_p = ctypes.POINTER(ctypes.c_void_p)
+_str_out = ctypes.POINTER(ctypes.c_void_p)
+
+# name: (restype, argtypes). Every status-returning function takes `char **err` last.
+_SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
+    "focus_abi_version": (ctypes.c_int32, []),
+    "focus_version": (ctypes.c_int32, [_str_out, _err_p]),
+    "focus_string_free": (None, [ctypes.c_void_p]),
+    "focus_buffer_free": (None, [ctypes.c_void_p]),
+    "focus_handle_release": (ctypes.c_int32, [c_handle, _err_p]),
+    "focus_live_handles": (ctypes.c_int64, []),
+    "focus_selftest_panic": (ctypes.c_int32, [ctypes.c_char_p, _err_p]),
+    "focus_selftest_box": (
+        ctypes.c_int32,
+        [ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(c_handle), _err_p],
+    ),
+    "focus_selftest_unbox": (ctypes.c_int32, [c_handle, _str_out, _err_p]),
+}
+
+_FIX = (
+    "Build it with `make lib` in a focus-go checkout, reinstall the package with "
+    "`pip install .`, or point {env} at a libfocus.so."
+).format(env=ENV_LIBRARY)
+
+
+def _candidates() -> list[Path]:
+    here = Path(__file__).resolve().parent
+    env = os.environ.get(ENV_LIBRARY)
+    if env:
+        return [Path(env)]
+    # The installed package carries the library; a source checkout has it in build/.
+    return [here / LIBRARY_NAME, here.parent.parent / "build" / LIBRARY_NAME]
+
+
+def _open() -> tuple[ctypes.CDLL, Path]:
+    tried = []
+    for path in _candidates():
+        if not path.is_file():
+            tried.append(f"{path} (missing)")
+            continue
+        try:
+            mode = os.RTLD_NOW | os.RTLD_LOCAL | getattr(os, "RTLD_NODELETE", 0)
+            return ctypes.CDLL(str(path), mode=mode), path
+        except OSError as exc:
+            tried.append(f"{path} ({exc})")
+    raise LibraryError(f"cannot load {LIBRARY_NAME}; tried: {'; '.join(tried)}. {_FIX}")
+
+
+def _declare(lib: ctypes.CDLL, path: Path) -> None:
+    for name, (restype, argtypes) in _SIGNATURES.items():
+        try:
+            fn = getattr(lib, name)
+        except AttributeError:
+            raise LibraryError(f"{path} lacks {name}: it is from another focus-go version. {_FIX}") from None
+        fn.restype = restype
+        fn.argtypes = argtypes
+
+
+def lib() -> ctypes.CDLL:
+    """The loaded library, loading and checking it on first use."""
+    global _lib, _path
+    if _lib is not None:
+        return _lib
+    with _lock:
+        if _lib is None:
+            loaded, path = _open()
+            abi = loaded.focus_abi_version()
+            if abi != ABI_VERSION:
+                raise LibraryError(
+                    f"{path} implements C ABI version {abi}, but this focus_go package needs "
+                    f"version {ABI_VERSION}. {_FIX}"
+                )
+            _declare(loaded, path)
+            _lib, _path = loaded, path
+    return _lib
+
+
+def loaded() -> bool:
+    """Whether the library has been loaded in this process."""
+    return _lib is not None
+
+
+def library_path() -> Path:
+    """The path of the loaded library (loading it if needed)."""
+    lib()
+    assert _path is not None
+    return _path
+
+
+def take_string(ptr: ctypes.c_void_p) -> str:
+    """Decode a C string the library allocated, and free it."""
+    if not ptr.value:
+        return ""
+    try:
+        return ctypes.string_at(ptr.value).decode("utf-8", "replace")
+    finally:
+        lib().focus_string_free(ptr)
+
+
+def call(name: str, *args: Any) -> None:
+    """Call a status-returning function; raise the mapped FocusError on failure."""
+    fn: Callable[..., int] = getattr(lib(), name)
+    err = ctypes.c_void_p()
+    code = fn(*args, ctypes.byref(err))
+    if code != 0:
+        message = take_string(err) or f"{name} failed with status {code}"
+        raise error_for(code, message)
+
+
+def call_string(name: str, *args: Any) -> str:
+    """Call a function whose last output is a C string, and return it decoded."""
+    out = ctypes.c_void_p()
+    call(name, *args, ctypes.byref(out))
+    return take_string(out)
+
+
+def call_handle(name: str, *args: Any) -> int:
+    """Call a function that returns a new handle through its last output."""
+    out = c_handle()
+    call(name, *args, ctypes.byref(out))
+    return out.value
+
+
+def release(handle: int) -> None:
+    """Release a handle; releasing one twice raises InvalidHandleError."""
+    call("focus_handle_release", c_handle(handle))
+
+
+def live_handles() -> int:
+    """How many Go objects Python still holds handles to (for leak checks)."""
+    return int(lib().focus_live_handles())
+
+
+def abi_version() -> int:
+    return int(lib().focus_abi_version())
+
+
+def library_version() -> str:
+    return call_string("focus_version")

@@ -1,0 +1,107 @@
+"""The exceptions focus-go raises.
+
+Every error is a :class:`FocusError`. Each subclass also inherits the built-in exception it
+resembles, so ``except ValueError`` keeps working for bad configuration. Errors from the Go
+core arrive as a numeric status code (``capi/focus.h``) and are mapped here by that code,
+never by their message.
+"""
+
+from __future__ import annotations
+
+
+class FocusError(Exception):
+    """Root of every focus-go error."""
+
+    code: int = 1
+
+
+class InternalError(FocusError, RuntimeError):
+    """A bug in focus-go, such as a recovered Go panic. Please report it with the message."""
+
+    code = 1
+
+
+class ConfigError(FocusError, ValueError):
+    """Invalid configuration or input: bad JSON, out-of-range values, malformed trees."""
+
+    code = 2
+
+
+class InvalidHandleError(FocusError, LookupError):
+    """A Go object was used after it was closed or released, or never existed."""
+
+    code = 3
+
+
+class FocusTimeoutError(FocusError, TimeoutError):
+    """A deadline passed (a policy, environment or critic call took too long)."""
+
+    code = 4
+
+
+class OperationCancelled(FocusError):
+    """The work was cancelled by its caller."""
+
+    code = 5
+
+
+class BackendError(FocusError, ConnectionError):
+    """An inference or value server failed or answered something malformed."""
+
+    code = 6
+
+
+class CollectionError(FocusError, RuntimeError):
+    """A collection had failed branches and ``allow_partial`` was not set."""
+
+    code = 7
+
+
+class NotFoundError(FocusError, FileNotFoundError):
+    """A model directory, tokenizer or file that was asked for does not exist."""
+
+    code = 8
+
+
+class LibraryError(FocusError, ImportError):
+    """libfocus.so is missing, cannot be loaded, or was built for another ABI version."""
+
+    code = -1
+
+
+_BY_CODE: dict[int, type[FocusError]] = {
+    cls.code: cls
+    for cls in (
+        InternalError,
+        ConfigError,
+        InvalidHandleError,
+        FocusTimeoutError,
+        OperationCancelled,
+        BackendError,
+        CollectionError,
+        NotFoundError,
+    )
+}
+
+
+def error_for(code: int, message: str) -> FocusError:
+    """The exception for a status code from the Go core; unknown codes are internal errors."""
+    cls = _BY_CODE.get(code)
+    if cls is None:
+        return InternalError(f"unknown status code {code}: {message}")
+    return cls(message)
+
+
+__all__ = [
+    "BackendError",
+    "CollectionError",
+    "ConfigError",
+    "FocusError",
+    "FocusTimeoutError",
+    "InternalError",
+    "InvalidHandleError",
+    "LibraryError",
+    "NotFoundError",
+    "OperationCancelled",
+    "error_for",
+]
