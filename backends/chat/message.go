@@ -1,0 +1,241 @@
+package chat
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"strconv"
+
+	"github.com/ardanlabs/jinja"
+	"github.com/focus-go/focus-go/core/status"
+)
+
+// Message is one chat message in the OpenAI / transformers shape. Its JSON form uses the
+// same field names, so a JSON list of messages decodes straight into []Message.
+type Message struct {
+	Role string `json:"role"`
+	// Content is the message text; nil is JSON null (an assistant turn that only calls
+	// tools). Multimodal content lists are not supported.
+	Content *string `json:"content"`
+	// ReasoningContent is the assistant's thinking; nil leaves the key out, so templates
+	// that test `message.reasoning_content is defined` see it undefined.
+	ReasoningContent *string    `json:"reasoning_content,omitempty"`
+	ToolCalls        []ToolCall `json:"tool_calls,omitempty"`
+	ToolCallID       string     `json:"tool_call_id,omitempty"`
+	Name             string     `json:"name,omitempty"`
+}
+
+// ToolCall is one tool call of an assistant message.
+type ToolCall struct {
+	ID       string       `json:"id,omitempty"`
+	Type     string       `json:"type,omitempty"` // "function" when empty
+	Function FunctionCall `json:"function"`
+}
+
+// FunctionCall names the function and its arguments.
+type FunctionCall struct {
+	Name string `json:"name"`
+	// Arguments is raw JSON: an object (rendered as an insertion-ordered dict, which is what
+	// `arguments|tojson` and `arguments|items` in templates expect) or a JSON string (rendered
+	// as that string, as transformers does when it is given the OpenAI string form).
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+}
+
+// Text returns a pointer to s, for Message.Content and Message.ReasoningContent literals.
+func Text(s string) *string { return &s }
+
+// ParseMessages decodes a JSON list of messages.
+func ParseMessages(data []byte) ([]Message, error) {
+	var msgs []Message
+	if err := json.Unmarshal(data, &msgs); err != nil {
+		return nil, status.Wrap(status.InvalidArgument, err, "chat: messages must be a JSON list of {role, content, ...} objects")
+	}
+	return msgs, nil
+}
+
+// ParseTools decodes a JSON list of tool schemas, keeping each schema's raw JSON (and so
+// its key order).
+func ParseTools(data []byte) ([]json.RawMessage, error) {
+	if len(bytes.TrimSpace(data)) == 0 || string(bytes.TrimSpace(data)) == "null" {
+		return nil, nil
+	}
+	var tools []json.RawMessage
+	if err := json.Unmarshal(data, &tools); err != nil {
+		return nil, status.Wrap(status.InvalidArgument, err, "chat: tools must be a JSON list of tool schemas")
+	}
+	return tools, nil
+}
+
+// value converts a message into the dict a template sees. Unset optional fields stay
+// undefined, as they would be missing keys of a Python dict.
+func (m Message) value(index int) (jinja.Value, error) {
+	v := jinja.NewDict()
+	d := v.AsDict()
+	d.Set("role", jinja.NewString(m.Role))
+	if m.Content == nil {
+		d.Set("content", jinja.None())
+	} else {
+		d.Set("content", jinja.NewString(*m.Content))
+	}
+	if m.ReasoningContent != nil {
+		d.Set("reasoning_content", jinja.NewString(*m.ReasoningContent))
+	}
+	if len(m.ToolCalls) > 0 {
+		calls := make([]jinja.Value, len(m.ToolCalls))
+		for i, c := range m.ToolCalls {
+			cv, err := c.value()
+			if err != nil {
+				return jinja.Value{}, status.Wrap(status.InvalidArgument, err, "chat: messages[%d].tool_calls[%d]", index, i)
+			}
+			calls[i] = cv
+		}
+		d.Set("tool_calls", jinja.NewList(calls))
+	}
+	if m.ToolCallID != "" {
+		d.Set("tool_call_id", jinja.NewString(m.ToolCallID))
+	}
+	if m.Name != "" {
+		d.Set("name", jinja.NewString(m.Name))
+	}
+	return v, nil
+}
+
+func (c ToolCall) value() (jinja.Value, error) {
+	v := jinja.NewDict()
+	d := v.AsDict()
+	if c.ID != "" {
+		d.Set("id", jinja.NewString(c.ID))
+	}
+	kind := c.Type
+	if kind == "" {
+		kind = "function"
+	}
+	d.Set("type", jinja.NewString(kind))
+	fv := jinja.NewDict()
+	f := fv.AsDict()
+	f.Set("name", jinja.NewString(c.Function.Name))
+	if len(c.Function.Arguments) > 0 {
+		args, err := DecodeJSON(c.Function.Arguments)
+		if err != nil {
+			return jinja.Value{}, err
+		}
+		f.Set("arguments", args)
+	}
+	d.Set("function", fv)
+	return v, nil
+}
+
+// DecodeJSON decodes one JSON value into a template value, keeping object keys in their
+// written order (a repeated key keeps its first position and its last value, like Python's
+// json.loads). Integers stay integers.
+func DecodeJSON(data []byte) (jinja.Value, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	v, err := decodeValue(dec)
+	if err != nil {
+		return jinja.Value{}, status.Wrap(status.InvalidArgument, err, "chat: invalid JSON %.80q", data)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return jinja.Value{}, status.Errorf(status.InvalidArgument, "chat: invalid JSON %.80q: data after the first value", data)
+	}
+	return v, nil
+}
+
+func decodeValue(dec *json.Decoder) (jinja.Value, error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return jinja.Value{}, err
+	}
+	switch t := tok.(type) {
+	case json.Delim:
+		switch t {
+		case '{':
+			v := jinja.NewDict()
+			d := v.AsDict()
+			for dec.More() {
+				kt, err := dec.Token()
+				if err != nil {
+					return jinja.Value{}, err
+				}
+				key, ok := kt.(string)
+				if !ok {
+					return jinja.Value{}, errors.New("object key is not a string")
+				}
+				item, err := decodeValue(dec)
+				if err != nil {
+					return jinja.Value{}, err
+				}
+				d.Set(key, item)
+			}
+			if _, err := dec.Token(); err != nil {
+				return jinja.Value{}, err
+			}
+			return v, nil
+		case '[':
+			items := []jinja.Value{}
+			for dec.More() {
+				item, err := decodeValue(dec)
+				if err != nil {
+					return jinja.Value{}, err
+				}
+				items = append(items, item)
+			}
+			if _, err := dec.Token(); err != nil {
+				return jinja.Value{}, err
+			}
+			return jinja.NewList(items), nil
+		}
+		return jinja.Value{}, errors.New("unexpected " + t.String())
+	case json.Number:
+		// Integers beyond int64 fall back to float, where Python would keep them exact.
+		return jinja.FromGoValue(t), nil
+	default:
+		return jinja.FromGoValue(t), nil
+	}
+}
+
+// toValue converts a keyword argument: json.RawMessage keeps its key order, []Message and
+// Message become message dicts, anything else goes through jinja.FromGoValue (map keys
+// sorted).
+func toValue(name string, x any) (jinja.Value, error) {
+	switch v := x.(type) {
+	case json.RawMessage:
+		return DecodeJSON(v)
+	case jinja.Value:
+		return v, nil
+	case Message:
+		return v.value(0)
+	case []Message:
+		items := make([]jinja.Value, len(v))
+		for i, m := range v {
+			mv, err := m.value(i)
+			if err != nil {
+				return jinja.Value{}, err
+			}
+			items[i] = mv
+		}
+		return jinja.NewList(items), nil
+	case []any:
+		items := make([]jinja.Value, len(v))
+		for i, item := range v {
+			iv, err := toValue(name+"["+strconv.Itoa(i)+"]", item)
+			if err != nil {
+				return jinja.Value{}, err
+			}
+			items[i] = iv
+		}
+		return jinja.NewList(items), nil
+	case int32:
+		return jinja.NewInt(int64(v)), nil
+	case uint32:
+		return jinja.NewInt(int64(v)), nil
+	case float32:
+		return jinja.NewFloat(float64(v)), nil
+	}
+	out := jinja.FromGoValue(x)
+	if out.IsUndefined() {
+		return out, status.Errorf(status.InvalidArgument, "chat: keyword argument %s has unsupported type %T", name, x)
+	}
+	return out, nil
+}

@@ -1,0 +1,258 @@
+package chat
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ardanlabs/jinja"
+	"github.com/focus-go/focus-go/backends/tokenizer"
+	"github.com/focus-go/focus-go/core/status"
+)
+
+// Template is a compiled chat template. It is immutable and safe for concurrent Render.
+type Template struct {
+	tmpl    *jinja.Template
+	source  string
+	globals map[string]jinja.Value // special tokens and strftime_now, below the caller's kwargs
+}
+
+// Option configures Compile and FromConfig.
+type Option func(*options)
+
+type options struct {
+	special map[string]any
+	now     func() time.Time
+}
+
+// WithSpecialTokens sets the special-token variables the template sees (bos_token,
+// eos_token, ..., as tokenizer.Config.SpecialTokens returns them).
+func WithSpecialTokens(tokens map[string]any) Option {
+	return func(o *options) { o.special = tokens }
+}
+
+// WithClock sets the clock behind strftime_now (default time.Now, local time like Python's
+// datetime.now()); tests pin it.
+func WithClock(now func() time.Time) Option {
+	return func(o *options) { o.now = now }
+}
+
+// reserved are the names transformers passes itself; a keyword argument of the same name
+// is a TypeError there and an InvalidArgument error here.
+var reserved = map[string]bool{"messages": true, "tools": true, "documents": true, "add_generation_prompt": true}
+
+// Compile parses a chat template source.
+func Compile(source string, opts ...Option) (*Template, error) {
+	o := options{now: time.Now}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	normalized := normalizeSource(source)
+	tmpl, err := jinja.Compile(normalized)
+	if err != nil {
+		return nil, status.Wrap(status.InvalidArgument, err, "chat: cannot compile the chat template")
+	}
+	t := &Template{tmpl: tmpl, source: source, globals: map[string]jinja.Value{}}
+	for name, v := range o.special {
+		val, err := toValue(name, v)
+		if err != nil {
+			return nil, err
+		}
+		t.globals[name] = val
+	}
+	now := o.now
+	t.globals["strftime_now"] = jinja.NewCallable("strftime_now", func(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+		if len(args) != 1 || !args[0].IsString() {
+			return jinja.Value{}, status.Errorf(status.InvalidArgument, "strftime_now: expected one format string, got %d arguments", len(args))
+		}
+		return jinja.NewString(Strftime(now(), args[0].AsString())), nil
+	})
+	return t, nil
+}
+
+// FromConfig compiles the default chat template of a tokenizer_config.json, with its
+// special tokens.
+func FromConfig(cfg *tokenizer.Config, opts ...Option) (*Template, error) {
+	if cfg.ChatTemplate == "" {
+		names := make([]string, 0, len(cfg.ChatTemplates))
+		for name := range cfg.ChatTemplates {
+			names = append(names, name)
+		}
+		return nil, status.Errorf(status.NotFound, "chat: tokenizer_config.json has no default chat_template (named templates: %v)", names)
+	}
+	return Compile(cfg.ChatTemplate, append([]Option{WithSpecialTokens(cfg.SpecialTokens())}, opts...)...)
+}
+
+// Source is the template source as given to Compile.
+func (t *Template) Source() string { return t.source }
+
+// Render renders messages and tool schemas (nil: no tools, which the template sees as
+// None) into prompt text. addGenerationPrompt opens the assistant turn; kwargs are extra
+// template variables such as "enable_thinking": false.
+func (t *Template) Render(messages []Message, tools []json.RawMessage, addGenerationPrompt bool, kwargs map[string]any) (string, error) {
+	data := make(map[string]jinja.Value, len(t.globals)+len(kwargs)+4)
+	for k, v := range t.globals {
+		data[k] = v
+	}
+	for k, x := range kwargs {
+		if reserved[k] {
+			return "", status.Errorf(status.InvalidArgument, "chat: keyword argument %q is set by Render itself", k)
+		}
+		v, err := toValue(k, x)
+		if err != nil {
+			return "", err
+		}
+		data[k] = v
+	}
+	msgs := make([]jinja.Value, len(messages))
+	for i, m := range messages {
+		v, err := m.value(i)
+		if err != nil {
+			return "", err
+		}
+		msgs[i] = v
+	}
+	data["messages"] = jinja.NewList(msgs)
+	data["tools"] = jinja.None()
+	if tools != nil {
+		list := make([]jinja.Value, len(tools))
+		for i, raw := range tools {
+			v, err := DecodeJSON(raw)
+			if err != nil {
+				return "", status.Wrap(status.InvalidArgument, err, "chat: tools[%d]", i)
+			}
+			list[i] = v
+		}
+		data["tools"] = jinja.NewList(list)
+	}
+	data["documents"] = jinja.None()
+	data["add_generation_prompt"] = jinja.NewBool(addGenerationPrompt)
+
+	text, err := t.renderValues(data)
+	if err != nil {
+		return "", status.Wrap(status.InvalidArgument, err, "chat: rendering the chat template failed")
+	}
+	return text, nil
+}
+
+// renderValues runs the template, turning a panic inside the engine (a template using a
+// construct the Go engine mishandles) into an error instead of crashing the collector.
+func (t *Template) renderValues(data map[string]jinja.Value) (text string, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = status.Errorf(status.Internal, "chat: template engine panic: %v", r)
+		}
+	}()
+	return t.tmpl.RenderValues(data)
+}
+
+// normalizeSource applies what Jinja2's lexer does before parsing with transformers'
+// settings: "\r\n" and "\r" become "\n", and (keep_trailing_newline=False) one trailing
+// newline is dropped.
+func normalizeSource(s string) string {
+	if strings.ContainsRune(s, '\r') {
+		s = strings.ReplaceAll(s, "\r\n", "\n")
+		s = strings.ReplaceAll(s, "\r", "\n")
+	}
+	return strings.TrimSuffix(s, "\n")
+}
+
+// Strftime formats t like Python's datetime.strftime in the C locale, with glibc's "%-"
+// (no padding) flag, of a naive local time (%Z and %z are empty). Unknown directives are copied through unchanged, as glibc does.
+func Strftime(t time.Time, format string) string {
+	var b strings.Builder
+	for i := 0; i < len(format); i++ {
+		c := format[i]
+		if c != '%' || i+1 >= len(format) {
+			b.WriteByte(c)
+			continue
+		}
+		i++
+		pad := true
+		if format[i] == '-' && i+1 < len(format) {
+			pad = false
+			i++
+		}
+		num := func(n, width int) {
+			s := strconv.Itoa(n)
+			if pad {
+				for len(s) < width {
+					s = "0" + s
+				}
+			}
+			b.WriteString(s)
+		}
+		switch format[i] {
+		case 'a':
+			b.WriteString(t.Weekday().String()[:3])
+		case 'A':
+			b.WriteString(t.Weekday().String())
+		case 'b', 'h':
+			b.WriteString(t.Month().String()[:3])
+		case 'B':
+			b.WriteString(t.Month().String())
+		case 'd':
+			num(t.Day(), 2)
+		case 'e':
+			s := strconv.Itoa(t.Day())
+			if pad && len(s) < 2 {
+				s = " " + s
+			}
+			b.WriteString(s)
+		case 'm':
+			num(int(t.Month()), 2)
+		case 'y':
+			num(t.Year()%100, 2)
+		case 'Y':
+			b.WriteString(strconv.Itoa(t.Year()))
+		case 'H':
+			num(t.Hour(), 2)
+		case 'I':
+			h := t.Hour() % 12
+			if h == 0 {
+				h = 12
+			}
+			num(h, 2)
+		case 'M':
+			num(t.Minute(), 2)
+		case 'S':
+			num(t.Second(), 2)
+		case 'f':
+			num(t.Nanosecond()/1000, 6)
+		case 'j':
+			num(t.YearDay(), 3)
+		case 'p':
+			if t.Hour() < 12 {
+				b.WriteString("AM")
+			} else {
+				b.WriteString("PM")
+			}
+		case 'w':
+			b.WriteString(strconv.Itoa(int(t.Weekday())))
+		case 'u':
+			w := int(t.Weekday())
+			if w == 0 {
+				w = 7
+			}
+			b.WriteString(strconv.Itoa(w))
+		case 'Z', 'z':
+			// transformers formats a naive datetime.now(), whose zone fields are empty.
+		case 'F':
+			b.WriteString(t.Format("2006-01-02"))
+		case 'T':
+			b.WriteString(t.Format("15:04:05"))
+		case 'D':
+			b.WriteString(t.Format("01/02/06"))
+		case '%':
+			b.WriteByte('%')
+		default:
+			b.WriteByte('%')
+			if !pad {
+				b.WriteByte('-')
+			}
+			b.WriteByte(format[i])
+		}
+	}
+	return b.String()
+}

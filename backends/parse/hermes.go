@@ -1,0 +1,69 @@
+package parse
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"regexp"
+	"strings"
+)
+
+// ParseHermes reads Hermes-style tool calls: each <tool_call> block holds one JSON object
+// {"name": ..., "arguments": {...}} (Qwen2.5 and Qwen3 templates).
+func ParseHermes(r Result) ToolTurn { return BuildToolTurn(r.Text, DecodeHermes) }
+
+// hermesName finds a name in a block that is not valid JSON, so a malformed call still says
+// which tool the model meant.
+var hermesName = regexp.MustCompile(`"name"\s*:\s*"((?:[^"\\]|\\.)*)"`)
+
+// DecodeHermes decodes one Hermes block body. Arguments may be an object (kept as written),
+// a string holding a JSON object (the OpenAI form, unwrapped), or absent/null ("{}").
+// "parameters" is accepted for "arguments", as some models write it.
+func DecodeHermes(block string) ToolCall {
+	body := strings.TrimSpace(block)
+	malformed := func(reason string) ToolCall {
+		c := ToolCall{Arguments: body, Error: reason}
+		if m := hermesName.FindStringSubmatch(body); m != nil {
+			var name string
+			if json.Unmarshal([]byte(`"`+m[1]+`"`), &name) == nil {
+				c.Name = name
+			}
+		}
+		return c
+	}
+	var call struct {
+		Name       *string         `json:"name"`
+		Arguments  json.RawMessage `json:"arguments"`
+		Parameters json.RawMessage `json:"parameters"`
+	}
+	dec := json.NewDecoder(strings.NewReader(body))
+	if err := dec.Decode(&call); err != nil {
+		return malformed("tool call is not a JSON object: " + err.Error())
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return malformed("text after the tool call's JSON object")
+	}
+	if !strings.HasPrefix(body, "{") {
+		return malformed("tool call is not a JSON object")
+	}
+	if call.Name == nil || *call.Name == "" {
+		return malformed(`tool call has no "name" string`)
+	}
+	args := bytes.TrimSpace(call.Arguments)
+	if len(args) == 0 {
+		args = bytes.TrimSpace(call.Parameters)
+	}
+	switch {
+	case len(args) == 0 || string(args) == "null":
+		args = []byte("{}")
+	case args[0] == '"':
+		var inner string
+		if json.Unmarshal(args, &inner) != nil || !isJSONObject([]byte(inner)) {
+			return malformed("arguments string is not a JSON object")
+		}
+		args = []byte(strings.TrimSpace(inner))
+	case args[0] != '{':
+		return malformed("arguments are not a JSON object")
+	}
+	return ToolCall{Name: *call.Name, Arguments: string(args)}
+}

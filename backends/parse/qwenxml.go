@@ -1,0 +1,265 @@
+package parse
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+	"strings"
+)
+
+// QwenXML reads Qwen3.5 / Qwen3-Coder tool calls, which the chat templates write as
+//
+//	<tool_call>
+//	<function=NAME>
+//	<parameter=ARG>
+//	VALUE
+//	</parameter>
+//	</function>
+//	</tool_call>
+//
+// Parameter values are raw text (one leading and one trailing newline belong to the
+// format). The templates print mappings and lists as JSON and everything else with Python's
+// str(), so the value's JSON type is ambiguous: Tools, the tool schemas offered in the
+// prompt, say which parameters are strings. Without a schema for a parameter, a value that
+// is a JSON object, array, number, true/false/null (or Python's True/False/None) is taken as
+// that JSON value and anything else as a string.
+type QwenXML struct {
+	// Tools are the tool schemas of the prompt, OpenAI form ({"type": "function",
+	// "function": {"name", "parameters"}}) or bare ({"name", "parameters"}).
+	Tools []json.RawMessage
+}
+
+// ParseQwenXML reads Qwen XML tool calls without tool schemas.
+func ParseQwenXML(r Result) ToolTurn { return QwenXML{}.Parse(r) }
+
+// Parse reads the tool calls of a result.
+func (q QwenXML) Parse(r Result) ToolTurn {
+	types := q.paramTypes()
+	return BuildToolTurn(r.Text, func(block string) ToolCall { return decodeQwenXML(block, types) })
+}
+
+// DecodeBlock decodes one <tool_call> block body.
+func (q QwenXML) DecodeBlock(block string) ToolCall { return decodeQwenXML(block, q.paramTypes()) }
+
+// paramTypes maps tool name → parameter name → JSON schema types. Schemas that do not
+// decode are ignored: the schemas were already rendered into the prompt, so a parse must not
+// fail because of them.
+func (q QwenXML) paramTypes() map[string]map[string][]string {
+	out := map[string]map[string][]string{}
+	for _, raw := range q.Tools {
+		var schema struct {
+			Name       string `json:"name"`
+			Parameters struct {
+				Properties map[string]struct {
+					Type json.RawMessage `json:"type"`
+				} `json:"properties"`
+			} `json:"parameters"`
+			Function *struct {
+				Name       string `json:"name"`
+				Parameters struct {
+					Properties map[string]struct {
+						Type json.RawMessage `json:"type"`
+					} `json:"properties"`
+				} `json:"parameters"`
+			} `json:"function"`
+		}
+		if json.Unmarshal(raw, &schema) != nil {
+			continue
+		}
+		name, props := schema.Name, schema.Parameters.Properties
+		if schema.Function != nil {
+			name, props = schema.Function.Name, schema.Function.Parameters.Properties
+		}
+		params := map[string][]string{}
+		for p, s := range props {
+			var one string
+			var many []string
+			switch {
+			case json.Unmarshal(s.Type, &one) == nil:
+				params[p] = []string{one}
+			case json.Unmarshal(s.Type, &many) == nil:
+				params[p] = many
+			}
+		}
+		out[name] = params
+	}
+	return out
+}
+
+func decodeQwenXML(block string, types map[string]map[string][]string) ToolCall {
+	body := strings.TrimSpace(block)
+	malformed := func(name, reason string) ToolCall {
+		return ToolCall{Name: name, Arguments: body, Error: reason}
+	}
+	const fnOpen, fnClose, pOpen, pClose = "<function=", "</function>", "<parameter=", "</parameter>"
+	start := strings.Index(body, fnOpen)
+	if start < 0 {
+		return malformed("", "tool call has no <function=NAME> tag")
+	}
+	rest := body[start+len(fnOpen):]
+	gt := strings.IndexByte(rest, '>')
+	if gt < 0 {
+		return malformed("", "tool call's <function= tag is not closed with '>'")
+	}
+	name := strings.TrimSpace(rest[:gt])
+	if name == "" {
+		return malformed("", "tool call has an empty function name")
+	}
+	rest = rest[gt+1:]
+	if end := strings.Index(rest, fnClose); end >= 0 {
+		rest = rest[:end]
+	}
+	params := types[name]
+
+	var args bytes.Buffer
+	args.WriteByte('{')
+	seen := map[string]bool{}
+	for {
+		i := strings.Index(rest, pOpen)
+		if i < 0 {
+			break
+		}
+		rest = rest[i+len(pOpen):]
+		gt := strings.IndexByte(rest, '>')
+		if gt < 0 {
+			return malformed(name, "a <parameter= tag is not closed with '>'")
+		}
+		pname := strings.TrimSpace(rest[:gt])
+		rest = rest[gt+1:]
+		if pname == "" {
+			return malformed(name, "a parameter has an empty name")
+		}
+		if seen[pname] {
+			return malformed(name, "parameter "+strconv.Quote(pname)+" is given twice")
+		}
+		seen[pname] = true
+		// A value ends at its closing tag, or (tolerating a missing one) where the next
+		// parameter starts.
+		end := len(rest)
+		if j := strings.Index(rest, pClose); j >= 0 {
+			end = j
+		}
+		if j := strings.Index(rest, pOpen); j >= 0 && j < end {
+			end = j
+		}
+		value := rest[:end]
+		rest = rest[end:]
+		rest = strings.TrimPrefix(rest, pClose)
+		value = strings.TrimPrefix(value, "\n")
+		value = strings.TrimSuffix(value, "\n")
+
+		if len(seen) > 1 {
+			args.WriteString(", ")
+		}
+		writeJSONString(&args, pname)
+		args.WriteString(": ")
+		args.WriteString(paramJSON(value, params[pname]))
+	}
+	args.WriteByte('}')
+	return ToolCall{Name: name, Arguments: args.String()}
+}
+
+// paramJSON converts a raw parameter value to JSON, guided by its schema types (nil: none).
+func paramJSON(value string, types []string) string {
+	trimmed := strings.TrimSpace(value)
+	if len(types) == 0 {
+		if lit, ok := literalJSON(trimmed); ok {
+			return lit
+		}
+		return quote(value)
+	}
+	for _, t := range types {
+		switch t {
+		case "string":
+			// A string is a string even when it looks like a number; try the other
+			// types first only for "null".
+			if hasType(types, "null") && (trimmed == "null" || trimmed == "None") {
+				return "null"
+			}
+			return quote(value)
+		case "null":
+			if trimmed == "null" || trimmed == "None" {
+				return "null"
+			}
+		case "integer":
+			if _, err := strconv.ParseInt(trimmed, 10, 64); err == nil {
+				return trimmed
+			}
+		case "number":
+			if isJSONNumber(trimmed) {
+				return trimmed
+			}
+		case "boolean":
+			switch trimmed {
+			case "true", "True":
+				return "true"
+			case "false", "False":
+				return "false"
+			}
+		case "object":
+			if isJSONObject([]byte(trimmed)) {
+				return trimmed
+			}
+		case "array":
+			if strings.HasPrefix(trimmed, "[") && json.Valid([]byte(trimmed)) {
+				return trimmed
+			}
+		default:
+			if lit, ok := literalJSON(trimmed); ok {
+				return lit
+			}
+		}
+	}
+	// No schema type fits: keep the text, so the environment sees what the model wrote.
+	return quote(value)
+}
+
+// literalJSON reads a value that is JSON (but not a JSON string) or a Python literal.
+func literalJSON(s string) (string, bool) {
+	switch s {
+	case "True":
+		return "true", true
+	case "False":
+		return "false", true
+	case "None":
+		return "null", true
+	case "":
+		return "", false
+	}
+	if s[0] != '"' && json.Valid([]byte(s)) {
+		return s, true
+	}
+	return "", false
+}
+
+func isJSONNumber(s string) bool {
+	if s == "" || !(s[0] == '-' || (s[0] >= '0' && s[0] <= '9')) {
+		return false
+	}
+	var n json.Number
+	return json.Unmarshal([]byte(s), &n) == nil
+}
+
+func hasType(types []string, t string) bool {
+	for _, x := range types {
+		if x == t {
+			return true
+		}
+	}
+	return false
+}
+
+func quote(s string) string {
+	var b bytes.Buffer
+	writeJSONString(&b, s)
+	return b.String()
+}
+
+// writeJSONString writes s as a JSON string the way Python's json.dumps(ensure_ascii=False)
+// does: no HTML escaping, non-ASCII kept.
+func writeJSONString(b *bytes.Buffer, s string) {
+	enc := json.NewEncoder(b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s)       // a Go string always encodes
+	b.Truncate(b.Len() - 1) // Encode appends a newline
+}
