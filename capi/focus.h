@@ -76,6 +76,22 @@ focus_status focus_selftest_box(char *json, size_t len, focus_handle *out, char 
 /* Returns the boxed value of `h` re-encoded as JSON. */
 focus_status focus_selftest_unbox(focus_handle h, char **out, char **err);
 
+/* --- action parsing (backends/parse) -------------------------------------------- */
+
+/* Parses one response with the parser a profile names ("qwen_xml", "hermes", "native",
+ * "text", "token_chunk"). request: {"result": {"tokens", "text", "stop_reason",
+ * "native_tool_calls": [{"name", "arguments", "call_id"}]}, "tools": [schema...]}.
+ * *out: {"kind", "text" | "tool_turn": {"text", "tool_calls", "reasoning"} |
+ * "chunk": {"tokens", "finished"}}. */
+focus_status focus_parse(char *profile, char *request, size_t len, char **out, char **err);
+
+/* Splits a completion into reasoning, visible text and the bodies of its <tool_call>
+ * blocks: *out = {"text", "reasoning", "blocks": [...]}. */
+focus_status focus_tool_blocks(char *text, size_t len, char **out, char **err);
+
+/* The tool-call profile a model name implies ("qwen_xml" or "hermes"). */
+focus_status focus_profile_for_model(char *model, char **out, char **err);
+
 #ifdef __cplusplus
 }
 #endif

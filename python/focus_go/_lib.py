@@ -45,6 +45,13 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
         [ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(c_handle), _err_p],
     ),
     "focus_selftest_unbox": (ctypes.c_int32, [c_handle, _str_out, _err_p]),
+    # action parsing
+    "focus_parse": (
+        ctypes.c_int32,
+        [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t, _str_out, _err_p],
+    ),
+    "focus_tool_blocks": (ctypes.c_int32, [ctypes.c_char_p, ctypes.c_size_t, _str_out, _err_p]),
+    "focus_profile_for_model": (ctypes.c_int32, [ctypes.c_char_p, _str_out, _err_p]),
 }
 
 _FIX = (

@@ -1,0 +1,132 @@
+package main
+
+/*
+#include "focus.h"
+*/
+import "C"
+
+import (
+	"encoding/json"
+
+	jsoniter "github.com/json-iterator/go"
+
+	"github.com/focus-go/focus-go/backends/parse"
+	"github.com/focus-go/focus-go/core/status"
+)
+
+var jsonAPI = jsoniter.ConfigCompatibleWithStandardLibrary
+
+type wireToolCall struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+	CallID    string `json:"call_id"`
+}
+
+type wireParseRequest struct {
+	Result struct {
+		Tokens          []uint32       `json:"tokens"`
+		Text            string         `json:"text"`
+		StopReason      string         `json:"stop_reason"`
+		NativeToolCalls []wireToolCall `json:"native_tool_calls"`
+	} `json:"result"`
+	Tools []json.RawMessage `json:"tools"`
+}
+
+type wireToolTurn struct {
+	Text      string         `json:"text"`
+	ToolCalls []wireToolCall `json:"tool_calls"`
+	Reasoning string         `json:"reasoning"`
+}
+
+type wireAction struct {
+	Kind  parse.Kind    `json:"kind"`
+	Text  string        `json:"text,omitempty"`
+	Turn  *wireToolTurn `json:"tool_turn,omitempty"`
+	Chunk *struct {
+		Tokens   []uint32 `json:"tokens"`
+		Finished bool     `json:"finished"`
+	} `json:"chunk,omitempty"`
+}
+
+func toWireTurn(t parse.ToolTurn) *wireToolTurn {
+	calls := make([]wireToolCall, len(t.ToolCalls))
+	for i, c := range t.ToolCalls {
+		calls[i] = wireToolCall{Name: c.Name, Arguments: c.Arguments, CallID: c.CallID}
+	}
+	return &wireToolTurn{Text: t.Text, ToolCalls: calls, Reasoning: t.Reasoning}
+}
+
+// decodeJSON reads a caller-owned JSON payload into v, naming the payload on error.
+func decodeJSON(data *C.char, n C.size_t, what string, v any) error {
+	if err := jsonAPI.Unmarshal(goBytes(data, n), v); err != nil {
+		return status.Wrap(status.InvalidArgument, err, "%s: bad JSON", what)
+	}
+	return nil
+}
+
+// returnJSON encodes v into a C string for the caller.
+func returnJSON(out **C.char, v any) error {
+	data, err := jsonAPI.Marshal(v)
+	if err != nil {
+		return err
+	}
+	*out = C.CString(string(data))
+	return nil
+}
+
+//export focus_parse
+func focus_parse(profile *C.char, request *C.char, n C.size_t, out **C.char, errOut **C.char) C.focus_status {
+	return guard(errOut, func() error {
+		var req wireParseRequest
+		if err := decodeJSON(request, n, "parse request", &req); err != nil {
+			return err
+		}
+		parser, err := parse.ForProfile(C.GoString(profile), req.Tools)
+		if err != nil {
+			return err
+		}
+		r := parse.Result{Tokens: req.Result.Tokens, Text: req.Result.Text, StopReason: req.Result.StopReason}
+		for _, c := range req.Result.NativeToolCalls {
+			r.NativeToolCalls = append(r.NativeToolCalls, parse.ToolCall{Name: c.Name, Arguments: c.Arguments, CallID: c.CallID})
+		}
+		action, err := parser.Parse(r)
+		if err != nil {
+			return err
+		}
+		w := wireAction{Kind: action.Kind, Text: action.Text}
+		if action.Turn != nil {
+			w.Turn = toWireTurn(*action.Turn)
+		}
+		if action.Chunk != nil {
+			w.Chunk = &struct {
+				Tokens   []uint32 `json:"tokens"`
+				Finished bool     `json:"finished"`
+			}{action.Chunk.Tokens, action.Chunk.Finished}
+		}
+		return returnJSON(out, w)
+	})
+}
+
+//export focus_tool_blocks
+func focus_tool_blocks(text *C.char, n C.size_t, out **C.char, errOut **C.char) C.focus_status {
+	return guard(errOut, func() error {
+		var blocks []string
+		turn := parse.BuildToolTurn(string(goBytes(text, n)), func(block string) parse.ToolCall {
+			blocks = append(blocks, block)
+			return parse.ToolCall{}
+		})
+		return returnJSON(out, struct {
+			Text      string   `json:"text"`
+			Reasoning string   `json:"reasoning"`
+			Blocks    []string `json:"blocks"`
+		}{turn.Text, turn.Reasoning, blocks})
+	})
+}
+
+//export focus_profile_for_model
+func focus_profile_for_model(model *C.char, out **C.char, errOut **C.char) C.focus_status {
+	return guard(errOut, func() error {
+		*out = C.CString(parse.ProfileForModel(C.GoString(model)))
+		return nil
+	})
+}
