@@ -92,6 +92,29 @@ focus_status focus_tool_blocks(char *text, size_t len, char **out, char **err);
 /* The tool-call profile a model name implies ("qwen_xml" or "hermes"). */
 focus_status focus_profile_for_model(char *model, char **out, char **err);
 
+/* --- tokenizer and chat template (backends/tokenizer, backends/chat) -------------- */
+
+/* Loads a model's tokenizer.json and chat template from a local directory or the local
+ * Hugging Face cache (never downloads). The handle owns the tokenizer. */
+focus_status focus_codec_load(char *model, focus_handle *out, char **err);
+
+/* *out = {"source", "vocab_size", "special_tokens": {...}, "special_ids": [...],
+ * "chat_template"}. */
+focus_status focus_codec_info(focus_handle codec, char **out, char **err);
+
+/* Encodes text; *ids is freed with focus_buffer_free. */
+focus_status focus_codec_encode(focus_handle codec, char *text, size_t len, int32_t add_special,
+                                uint32_t **ids, size_t *count, char **err);
+
+focus_status focus_codec_decode(focus_handle codec, uint32_t *ids, size_t count,
+                                int32_t skip_special, char **out, char **err);
+
+/* Renders a conversation with the chat template and encodes it. request:
+ * {"messages": [...], "tools": [...] | null, "add_generation_prompt": bool, "kwargs": {...}}.
+ * *out = {"text", "tokens": [...]}. */
+focus_status focus_codec_render(focus_handle codec, char *request, size_t len, char **out,
+                                char **err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -27,6 +27,7 @@ type Tokenizer struct {
 	mu     sync.RWMutex // guards tk against Close racing with use
 	tk     *tokenizers.Tokenizer
 	source string
+	vocab  int // cached: the Rust side builds the whole vocabulary map to count it
 }
 
 // Load reads a tokenizer from a tokenizer.json path or from a directory that holds one.
@@ -52,7 +53,7 @@ func FromBytes(data []byte) (*Tokenizer, error) {
 	if err != nil {
 		return nil, status.Wrap(status.InvalidArgument, err, "tokenizer: cannot parse tokenizer.json")
 	}
-	return &Tokenizer{tk: tk, source: "<bytes>"}, nil
+	return &Tokenizer{tk: tk, source: "<bytes>", vocab: int(tk.VocabSize())}, nil
 }
 
 // Source is the file the tokenizer was loaded from ("<bytes>" when parsed from memory).
@@ -71,25 +72,24 @@ func (t *Tokenizer) Encode(text string, addSpecial bool) ([]uint32, error) {
 	return ids, nil
 }
 
-// Decode turns token ids back into text.
+// Decode turns token ids back into text. An id outside the vocabulary is an error (the
+// Rust library would silently drop it).
 func (t *Tokenizer) Decode(ids []uint32, skipSpecial bool) (string, error) {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	if t.tk == nil {
 		return "", errClosed
 	}
+	for i, id := range ids {
+		if int(id) >= t.vocab {
+			return "", status.Errorf(status.InvalidArgument, "tokenizer: token %d at position %d is outside the vocabulary (size %d)", id, i, t.vocab)
+		}
+	}
 	return t.tk.Decode(ids, skipSpecial), nil
 }
 
 // VocabSize is the number of ids, added tokens included.
-func (t *Tokenizer) VocabSize() int {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	if t.tk == nil {
-		return 0
-	}
-	return int(t.tk.VocabSize())
-}
+func (t *Tokenizer) VocabSize() int { return t.vocab }
 
 // Close frees the Rust tokenizer. It is safe to call more than once.
 func (t *Tokenizer) Close() error {

@@ -107,6 +107,9 @@ func TestEncodeUsesMergesAndSpecialTokens(t *testing.T) {
 	skipped, err := tk.Decode([]uint32{263, 104, 264}, true)
 	require.NoError(t, err)
 	assert.Equal(t, "h", skipped)
+
+	_, err = tk.Decode([]uint32{104, 265}, false)
+	assert.ErrorContains(t, err, "token 265 at position 1 is outside the vocabulary (size 265)")
 }
 
 func TestLoadFromDirectoryAndErrors(t *testing.T) {

@@ -11,13 +11,14 @@ threads; the Go side is safe for concurrent calls.
 
 from __future__ import annotations
 
+import array
 import ctypes
 import os
 import threading
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
-from .errors import LibraryError, error_for
+from .errors import ConfigError, LibraryError, error_for
 
 ABI_VERSION = 1
 LIBRARY_NAME = "libfocus.so"
@@ -30,6 +31,9 @@ _lock = threading.Lock()
 c_handle = ctypes.c_uint64
 _err_p = ctypes.POINTER(ctypes.c_void_p)
 _str_out = ctypes.POINTER(ctypes.c_void_p)
+_ids_out = ctypes.POINTER(ctypes.POINTER(ctypes.c_uint32))
+_ids_in = ctypes.POINTER(ctypes.c_uint32)
+_size_out = ctypes.POINTER(ctypes.c_size_t)
 
 # name: (restype, argtypes). Every status-returning function takes `char **err` last.
 _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
@@ -52,6 +56,21 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     ),
     "focus_tool_blocks": (ctypes.c_int32, [ctypes.c_char_p, ctypes.c_size_t, _str_out, _err_p]),
     "focus_profile_for_model": (ctypes.c_int32, [ctypes.c_char_p, _str_out, _err_p]),
+    # tokenizer and chat template
+    "focus_codec_load": (ctypes.c_int32, [ctypes.c_char_p, ctypes.POINTER(c_handle), _err_p]),
+    "focus_codec_info": (ctypes.c_int32, [c_handle, _str_out, _err_p]),
+    "focus_codec_encode": (
+        ctypes.c_int32,
+        [c_handle, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_int32, _ids_out, _size_out, _err_p],
+    ),
+    "focus_codec_decode": (
+        ctypes.c_int32,
+        [c_handle, _ids_in, ctypes.c_size_t, ctypes.c_int32, _str_out, _err_p],
+    ),
+    "focus_codec_render": (
+        ctypes.c_int32,
+        [c_handle, ctypes.c_char_p, ctypes.c_size_t, _str_out, _err_p],
+    ),
 }
 
 _FIX = (
@@ -156,6 +175,32 @@ def call_handle(name: str, *args: Any) -> int:
     out = c_handle()
     call(name, *args, ctypes.byref(out))
     return out.value
+
+
+def call_ids(name: str, *args: Any) -> list[int]:
+    """Call a function whose last outputs are a token-id buffer and its length."""
+    out = ctypes.POINTER(ctypes.c_uint32)()
+    count = ctypes.c_size_t()
+    call(name, *args, ctypes.byref(out), ctypes.byref(count))
+    if not out:
+        return []
+    try:
+        return out[: count.value]
+    finally:
+        lib().focus_buffer_free(out)
+
+
+def ids_arg(ids: Sequence[int]) -> tuple[Any, int]:
+    """Token ids as a C uint32 array argument and its length."""
+    try:
+        buf = array.array("I", ids)
+    except OverflowError:
+        raise ConfigError("token ids must be integers in [0, 2**32)") from None
+    except TypeError:
+        raise ConfigError("token ids must be integers") from None
+    if not buf:
+        return None, 0
+    return (ctypes.c_uint32 * len(buf)).from_buffer(buf), len(buf)
 
 
 def release(handle: int) -> None:

@@ -1,0 +1,213 @@
+"""Tokenizers, chat codecs and policy formats.
+
+``HFTokenizer`` is a model's Hugging Face ``tokenizer.json`` plus the chat template and
+special tokens of its ``tokenizer_config.json``, loaded by the Go core (the Rust
+``tokenizers`` library and a Go Jinja renderer that reproduces transformers'
+``apply_chat_template``). ``ChatCodec`` renders conversations to exact token ids with it;
+``PolicyFormat`` binds a codec to the action parser that reads the model's output.
+Nothing is downloaded: models resolve from a local directory or the local Hugging Face
+cache.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Any, Dict, Generic, List, Mapping, Optional, Sequence, Tuple, TypeVar, Union
+
+from .. import _lib
+from .._handle import GoObject
+from .parsing import (
+    ActionParser,
+    HermesToolCallParser,
+    NativeToolCallParser,
+    QwenXMLToolCallParser,
+    TextActionParser,
+    TokenChunkParser,
+)
+from .types import GenerateResult, Message, PreparedPrompt, TokenId
+
+A = TypeVar("A")
+
+PROFILES = ("qwen_xml", "hermes", "native", "text", "token_chunk")
+
+
+class HFTokenizer(GoObject):
+    """A model's tokenizer and chat template.
+
+    ``model`` is a local directory holding ``tokenizer.json`` and ``tokenizer_config.json``
+    or a Hugging Face model id present in the local cache (``HF_HUB_CACHE``, ``HF_HOME`` or
+    ``~/.cache/huggingface/hub``). The tokenizer is safe to share between threads."""
+
+    def __init__(self, model: Union[str, "os.PathLike[str]"]) -> None:
+        self.name_or_path = os.fspath(model)
+        super().__init__(_lib.call_handle("focus_codec_load", self.name_or_path.encode()))
+        info = json.loads(_lib.call_string("focus_codec_info", _lib.c_handle(self.handle)))
+        self.vocab_size: int = info["vocab_size"]
+        self.source: str = info["source"]
+        self.chat_template: str = info["chat_template"]
+        self.special_tokens_map: Dict[str, Any] = dict(info["special_tokens"] or {})
+        self.all_special_ids: Tuple[int, ...] = tuple(info["special_ids"] or ())
+
+    @classmethod
+    def from_pretrained(cls, model: Union[str, "os.PathLike[str]"]) -> "HFTokenizer":
+        """Load ``model`` (same as the constructor; named like transformers' loader)."""
+        return cls(model)
+
+    def _token(self, name: str) -> Optional[str]:
+        value = self.special_tokens_map.get(name)
+        return value if isinstance(value, str) else None
+
+    @property
+    def eos_token(self) -> Optional[str]:
+        return self._token("eos_token")
+
+    @property
+    def bos_token(self) -> Optional[str]:
+        return self._token("bos_token")
+
+    @property
+    def pad_token(self) -> Optional[str]:
+        return self._token("pad_token")
+
+    @property
+    def eos_token_id(self) -> Optional[int]:
+        token = self.eos_token
+        if token is None:
+            return None
+        ids = self.encode(token)
+        return ids[0] if len(ids) == 1 else None
+
+    def encode(self, text: str, add_special_tokens: bool = False) -> List[TokenId]:
+        """Token ids of ``text``. Special tokens written in the text become their ids."""
+        data = text.encode("utf-8")
+        return _lib.call_ids(
+            "focus_codec_encode", _lib.c_handle(self.handle), data, len(data), int(add_special_tokens)
+        )
+
+    def decode(self, tokens: Sequence[int], skip_special_tokens: bool = False) -> str:
+        ids, count = _lib.ids_arg(tokens)
+        return _lib.call_string(
+            "focus_codec_decode", _lib.c_handle(self.handle), ids, count, int(skip_special_tokens)
+        )
+
+    def render(
+        self,
+        messages: Sequence[Message],
+        tools: Optional[Sequence[Mapping[str, Any]]] = None,
+        *,
+        add_generation_prompt: bool = True,
+        **kwargs: Any,
+    ) -> Tuple[str, Tuple[TokenId, ...]]:
+        """Render ``messages`` with the chat template and encode the text; returns both."""
+        request = {
+            "messages": list(messages),
+            "tools": None if tools is None else list(tools),
+            "add_generation_prompt": add_generation_prompt,
+            "kwargs": kwargs,
+        }
+        data = json.dumps(request, ensure_ascii=False).encode("utf-8")
+        out = json.loads(_lib.call_string("focus_codec_render", _lib.c_handle(self.handle), data, len(data)))
+        return out["text"], tuple(out["tokens"] or ())
+
+    def apply_chat_template(
+        self,
+        conversation: Sequence[Message],
+        tools: Optional[Sequence[Mapping[str, Any]]] = None,
+        add_generation_prompt: bool = False,
+        tokenize: bool = True,
+        **kwargs: Any,
+    ) -> Union[str, List[TokenId]]:
+        """transformers-compatible rendering: token ids, or the text with ``tokenize=False``."""
+        text, tokens = self.render(conversation, tools, add_generation_prompt=add_generation_prompt, **kwargs)
+        return list(tokens) if tokenize else text
+
+    def __repr__(self) -> str:
+        return f"HFTokenizer({self.name_or_path!r}, vocab_size={self.vocab_size})"
+
+
+@dataclass(frozen=True)
+class ChatCodec:
+    """Renders messages as model tokens with a tokenizer's own chat template.
+
+    ``template_kwargs`` are passed to every rendering (for example
+    ``{"enable_thinking": False}`` for Qwen3)."""
+
+    tokenizer: HFTokenizer
+    template_kwargs: Mapping[str, Any] = field(default_factory=dict)
+
+    def encode(
+        self, messages: Sequence[Message], tools: Sequence[Mapping[str, Any]] = (), *, add_generation_prompt: bool = True
+    ) -> Tuple[str, Tuple[TokenId, ...]]:
+        kwargs = dict(self.template_kwargs or {})
+        return self.tokenizer.render(messages, list(tools) or None, add_generation_prompt=add_generation_prompt, **kwargs)
+
+    def decode(self, tokens: Sequence[int], *, skip_special_tokens: bool = False) -> str:
+        return self.tokenizer.decode(tokens, skip_special_tokens=skip_special_tokens)
+
+
+_PARSERS = {
+    "qwen_xml": QwenXMLToolCallParser,
+    "hermes": HermesToolCallParser,
+    "native": NativeToolCallParser,
+    "text": TextActionParser,
+    "token_chunk": TokenChunkParser,
+}
+
+
+@dataclass(frozen=True)
+class PolicyFormat(Generic[A]):
+    """Binds a codec for encoding model input to a parser for interpreting model output.
+
+    The parser is the agent's default; the agent adapts it to the action kind its
+    environment or context manager needs (``Agent(parser=...)`` overrides it)."""
+
+    name: str
+    codec: ChatCodec
+    parser: ActionParser[A]
+
+    def prepare(self, messages: Sequence[Message], tools: Sequence[Dict[str, Any]] = ()) -> PreparedPrompt:
+        """Render the supplied conversation and tool schemas into a prompt snapshot."""
+        _, tokens = self.codec.encode(messages, tools)
+        return PreparedPrompt(
+            tokens=tokens,
+            format=self,
+            _messages=tuple(dict(m) for m in messages),
+            _tools=tuple(dict(t) for t in tools),
+        )
+
+    def record_reply(self, result: GenerateResult, messages: List[Message]) -> None:
+        """Append the assistant message for ``result``, keeping native tool-call fields."""
+        message: Message = {"role": "assistant", "content": result.text}
+        if result.native_tool_calls:
+            message["tool_calls"] = [
+                {
+                    "id": call.call_id,
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": call.arguments},
+                }
+                for call in result.native_tool_calls
+            ]
+        messages.append(message)
+
+    @classmethod
+    def resolve(
+        cls, model: str, *, tokenizer: Optional[HFTokenizer] = None, profile: Optional[str] = None
+    ) -> "PolicyFormat[Any]":
+        """The tokenizer, chat template and parser for a model.
+
+        ``profile`` names the parser: ``"qwen_xml"`` (Qwen3.5 tool calls), ``"hermes"``
+        (Qwen2.5 tool calls), ``"native"`` (API tool calls), ``"text"``, or
+        ``"token_chunk"`` (exact segments). Without one, the model name selects the tool
+        dialect. Without a tokenizer, ``model`` is loaded as a local directory or from the
+        local Hugging Face cache."""
+        if profile is None:
+            profile = _lib.call_string("focus_profile_for_model", model.encode())
+        if profile not in _PARSERS:
+            from ..errors import ConfigError
+
+            raise ConfigError(f"unknown profile {profile!r}, expected one of {', '.join(PROFILES)}")
+        if tokenizer is None:
+            tokenizer = HFTokenizer(model)
+        return cls(name=f"{model}:{profile}", codec=ChatCodec(tokenizer), parser=_PARSERS[profile]())
