@@ -1,0 +1,311 @@
+// Package generate owns the values that cross every token-exact policy backend: the
+// sampling parameters of one request (SamplingParams, with the documented defaults
+// temperature 0.7, max tokens 512, top-p 1.0), the request itself (Request) and the record
+// of one model response (Result, the Go form of focus.backends.GenerateResult), plus the
+// checks every backend applies to a response before handing it on (Result.Validate).
+//
+// Everything here is a plain value with no shared state: safe to copy, and safe to share
+// between goroutines as long as nobody modifies it.
+package generate
+
+import (
+	"encoding/json"
+	"math"
+	"strconv"
+
+	"github.com/focus-go/focus-go/core/status"
+)
+
+// Defaults for the sampling fields a caller leaves unset (focus.generation.types).
+const (
+	DefaultTemperature = 0.7
+	DefaultMaxTokens   = 512
+	DefaultTopP        = 1.0
+	// DefaultTopK (-1) disables top-k on both SGLang and vLLM.
+	DefaultTopK = -1
+	// DefaultRepetitionPenalty (1.0) disables the penalty.
+	DefaultRepetitionPenalty = 1.0
+)
+
+// Stop reasons: why generation ended.
+const (
+	StopReasonStop   = "stop"   // EOS, a stop token or a stop string
+	StopReasonLength = "length" // max tokens reached (or the server's context limit)
+	StopReasonAbort  = "abort"  // the server aborted the request; the output is partial
+)
+
+// SamplingParams are the generation controls of one request. A nil pointer means "unset":
+// Resolve fills it with the default, and backends always send every field explicitly,
+// because servers otherwise fill unset fields from the model's generation_config.json.
+type SamplingParams struct {
+	Temperature *float64
+	MaxTokens   *int
+	TopP        *float64
+	TopK        *int // -1 (or nil) = off
+	Stop        []string
+	// StopTokenIDs end generation when sampled (vLLM extension, SGLang native).
+	StopTokenIDs []uint32
+	// Logprobs is the number of top alternatives to return per generated token (0 = the
+	// sampled token's logprob only). Token-exact backends always return the sampled
+	// token's logprob, so nil and 0 mean the same.
+	Logprobs *int
+	// PromptLogprobs, when set, asks for the logprob of every prompt token plus this many
+	// alternatives per position.
+	PromptLogprobs    *int
+	RepetitionPenalty *float64
+	Seed              *int64
+}
+
+// Float64, Int and Int64 return pointers for building SamplingParams literals.
+func Float64(v float64) *float64 { return &v }
+func Int(v int) *int             { return &v }
+func Int64(v int64) *int64       { return &v }
+
+// WithDefaults returns p with every unset field taken from defaults (e.g. a policy's
+// default_params); Stop and StopTokenIDs count as unset when nil.
+func (p SamplingParams) WithDefaults(defaults SamplingParams) SamplingParams {
+	if p.Temperature == nil {
+		p.Temperature = defaults.Temperature
+	}
+	if p.MaxTokens == nil {
+		p.MaxTokens = defaults.MaxTokens
+	}
+	if p.TopP == nil {
+		p.TopP = defaults.TopP
+	}
+	if p.TopK == nil {
+		p.TopK = defaults.TopK
+	}
+	if p.Stop == nil {
+		p.Stop = defaults.Stop
+	}
+	if p.StopTokenIDs == nil {
+		p.StopTokenIDs = defaults.StopTokenIDs
+	}
+	if p.Logprobs == nil {
+		p.Logprobs = defaults.Logprobs
+	}
+	if p.PromptLogprobs == nil {
+		p.PromptLogprobs = defaults.PromptLogprobs
+	}
+	if p.RepetitionPenalty == nil {
+		p.RepetitionPenalty = defaults.RepetitionPenalty
+	}
+	if p.Seed == nil {
+		p.Seed = defaults.Seed
+	}
+	return p
+}
+
+// Resolved is SamplingParams with every default applied: what goes on the wire.
+type Resolved struct {
+	Temperature       float64
+	MaxTokens         int
+	TopP              float64
+	TopK              int
+	Stop              []string // never nil
+	StopTokenIDs      []uint32 // never nil
+	TopLogprobs       int      // alternatives per generated token, ≥ 0
+	PromptLogprobs    int      // alternatives per prompt position; -1 = prompt logprobs not wanted
+	RepetitionPenalty float64
+	Seed              int64
+	HasSeed           bool
+}
+
+// Resolve applies the defaults and checks the ranges both servers enforce, so that a bad
+// value fails here with a clear message instead of as a server 400.
+func (p SamplingParams) Resolve() (Resolved, error) {
+	r := Resolved{
+		Temperature: DefaultTemperature, MaxTokens: DefaultMaxTokens, TopP: DefaultTopP,
+		TopK: DefaultTopK, Stop: p.Stop, StopTokenIDs: p.StopTokenIDs, PromptLogprobs: -1,
+		RepetitionPenalty: DefaultRepetitionPenalty,
+	}
+	if p.Temperature != nil {
+		r.Temperature = *p.Temperature
+	}
+	if p.MaxTokens != nil {
+		r.MaxTokens = *p.MaxTokens
+	}
+	if p.TopP != nil {
+		r.TopP = *p.TopP
+	}
+	if p.TopK != nil {
+		r.TopK = *p.TopK
+	}
+	if p.Logprobs != nil {
+		r.TopLogprobs = *p.Logprobs
+	}
+	if p.PromptLogprobs != nil {
+		r.PromptLogprobs = *p.PromptLogprobs
+	}
+	if p.RepetitionPenalty != nil {
+		r.RepetitionPenalty = *p.RepetitionPenalty
+	}
+	if p.Seed != nil {
+		r.Seed, r.HasSeed = *p.Seed, true
+	}
+	if r.Stop == nil {
+		r.Stop = []string{}
+	}
+	if r.StopTokenIDs == nil {
+		r.StopTokenIDs = []uint32{}
+	}
+	switch {
+	case math.IsNaN(r.Temperature) || r.Temperature < 0:
+		return r, status.Errorf(status.InvalidArgument, "sampling: temperature %v must be ≥ 0", r.Temperature)
+	case r.MaxTokens < 1:
+		return r, status.Errorf(status.InvalidArgument, "sampling: max_tokens %d must be ≥ 1", r.MaxTokens)
+	case math.IsNaN(r.TopP) || r.TopP <= 0 || r.TopP > 1:
+		return r, status.Errorf(status.InvalidArgument, "sampling: top_p %v must be in (0, 1]", r.TopP)
+	case r.TopK < -1:
+		return r, status.Errorf(status.InvalidArgument, "sampling: top_k %d must be -1 (off), 0 (off) or ≥ 1", r.TopK)
+	case p.Logprobs != nil && *p.Logprobs < 0:
+		return r, status.Errorf(status.InvalidArgument, "sampling: logprobs %d must be ≥ 0", *p.Logprobs)
+	case p.PromptLogprobs != nil && *p.PromptLogprobs < 0:
+		return r, status.Errorf(status.InvalidArgument, "sampling: prompt_logprobs %d must be ≥ 0", *p.PromptLogprobs)
+	case math.IsNaN(r.RepetitionPenalty) || r.RepetitionPenalty <= 0 || r.RepetitionPenalty > 2:
+		return r, status.Errorf(status.InvalidArgument, "sampling: repetition_penalty %v must be in (0, 2]", r.RepetitionPenalty)
+	}
+	for i, s := range r.Stop {
+		if s == "" {
+			return r, status.Errorf(status.InvalidArgument, "sampling: stop[%d] is empty", i)
+		}
+	}
+	return r, nil
+}
+
+// Request is one token-exact generation request.
+type Request struct {
+	// Tokens is the exact prompt (the prefix the model continues). Never re-tokenized.
+	Tokens []uint32
+	Params SamplingParams
+	// ID names the request on the server (SGLang rid, vLLM X-Request-Id) so it can be
+	// aborted; empty = the backend makes one up.
+	ID string
+	// RoutingKey, when set, is sent as X-SMG-Routing-Key so that an SGLang router keeps a
+	// whole tree on one worker (its KV cache is per worker).
+	RoutingKey string
+}
+
+// StopMatchKind says what ended a "stop" finish.
+type StopMatchKind uint8
+
+const (
+	MatchNone   StopMatchKind = iota // EOS with no recorded match, a length or abort finish
+	MatchToken                       // a token id (EOS or a stop_token_ids entry)
+	MatchString                      // a stop string (or SGLang stop regex)
+)
+
+// StopMatch is GenerateResult.matched_stop: an int token id, a string, or None.
+type StopMatch struct {
+	Kind   StopMatchKind
+	Token  uint32
+	String string
+}
+
+// Value is the Python-shaped value: nil, an int64 token id, or a string.
+func (m StopMatch) Value() any {
+	switch m.Kind {
+	case MatchToken:
+		return int64(m.Token)
+	case MatchString:
+		return m.String
+	}
+	return nil
+}
+
+// MarshalJSON writes null, the token id, or the string.
+func (m StopMatch) MarshalJSON() ([]byte, error) {
+	switch m.Kind {
+	case MatchToken:
+		return strconv.AppendUint(nil, uint64(m.Token), 10), nil
+	case MatchString:
+		return json.Marshal(m.String)
+	}
+	return []byte("null"), nil
+}
+
+// Result records one model response (focus.backends.GenerateResult).
+type Result struct {
+	// Tokens are the generated ids, exactly as sampled, the final EOS / stop token included.
+	Tokens []uint32 `json:"tokens"`
+	// PrefixTokens is the prompt the tokens continue.
+	PrefixTokens []uint32 `json:"prefix_tokens"`
+	// Text is the server's detokenization of Tokens (specials and stop strings kept).
+	Text        string    `json:"text"`
+	StopReason  string    `json:"stop_reason"` // StopReasonStop, StopReasonLength or StopReasonAbort
+	MatchedStop StopMatch `json:"matched_stop"`
+	// Logprobs holds the sampled token's logprob per generated token, aligned with Tokens.
+	Logprobs []float64 `json:"logprobs"`
+	// TopLogprobs, when alternatives were asked for, maps token id → logprob per generated
+	// position (aligned with Tokens); nil otherwise.
+	TopLogprobs []map[uint32]float64 `json:"top_logprobs"`
+	// PromptLogprobs, when asked for, holds one value per prompt token; positions the
+	// server gives no logprob for (always the first) are NaN. Empty otherwise.
+	PromptLogprobs []float64 `json:"prompt_logprobs"`
+	// PromptTopLogprobs, when prompt alternatives were asked for, maps token id → logprob
+	// per prompt position (nil entries where the server has none); nil otherwise.
+	PromptTopLogprobs []map[uint32]float64 `json:"prompt_top_logprobs"`
+	// Entropy is the sample estimate of the per-token entropy, -mean(Logprobs) (the
+	// expected surprisal of a sampled token); 0 with no tokens.
+	Entropy float64 `json:"entropy"`
+	// ExactGeneration is true when Tokens are the ids the server sampled (always, for
+	// these backends), false when they were reconstructed from text.
+	ExactGeneration bool `json:"exact_generation"`
+	// PromptTokens is the server's count of prompt tokens; CachedTokens how many of them
+	// it reused from its prefix cache (0 when the server does not report it).
+	PromptTokens int `json:"prompt_tokens"`
+	CachedTokens int `json:"cached_tokens"`
+	// AbortMessage is the server's reason for an "abort" finish, if it gave one.
+	AbortMessage string `json:"abort_message,omitempty"`
+}
+
+// SampleEntropy is -mean(logprobs), the sample estimate of the per-token entropy.
+func SampleEntropy(logprobs []float64) float64 {
+	if len(logprobs) == 0 {
+		return 0
+	}
+	sum := 0.0
+	for _, lp := range logprobs {
+		sum -= lp
+	}
+	return sum / float64(len(logprobs))
+}
+
+// Validate checks what the execution service relies on: a known stop reason, at most
+// maxTokens tokens, one finite logprob per token, and top-logprob maps (when present)
+// aligned with the tokens. backend prefixes the error ("sglang: response has 300 tokens,
+// max_tokens was 256"). Every failure is status.Backend: the server broke its contract.
+func (r *Result) Validate(backend string, maxTokens int) error {
+	switch r.StopReason {
+	case StopReasonStop, StopReasonLength, StopReasonAbort:
+	default:
+		return status.Errorf(status.Backend, "%s: unknown finish reason %q, expected stop, length or abort", backend, r.StopReason)
+	}
+	if len(r.Tokens) > maxTokens {
+		return status.Errorf(status.Backend, "%s: response has %d tokens, max_tokens was %d", backend, len(r.Tokens), maxTokens)
+	}
+	if len(r.Logprobs) != len(r.Tokens) {
+		return status.Errorf(status.Backend, "%s: response has %d tokens but %d logprobs; expected one logprob per token",
+			backend, len(r.Tokens), len(r.Logprobs))
+	}
+	for i, lp := range r.Logprobs {
+		if math.IsNaN(lp) || math.IsInf(lp, 0) || lp > 1e-6 {
+			return status.Errorf(status.Backend, "%s: logprob %v of token %d (id %d) is not a finite value ≤ 0", backend, lp, i, r.Tokens[i])
+		}
+	}
+	if r.TopLogprobs != nil {
+		if len(r.TopLogprobs) != len(r.Tokens) {
+			return status.Errorf(status.Backend, "%s: response has %d tokens but %d top-logprob entries", backend, len(r.Tokens), len(r.TopLogprobs))
+		}
+		for i, m := range r.TopLogprobs {
+			if m == nil {
+				return status.Errorf(status.Backend, "%s: top logprobs were requested but token %d (id %d) has none", backend, i, r.Tokens[i])
+			}
+		}
+	}
+	if r.PromptLogprobs != nil && len(r.PromptLogprobs) > 0 && len(r.PromptLogprobs) != len(r.PrefixTokens) {
+		return status.Errorf(status.Backend, "%s: prompt has %d tokens but %d prompt logprobs", backend, len(r.PrefixTokens), len(r.PromptLogprobs))
+	}
+	return nil
+}

@@ -1,0 +1,306 @@
+package sglang
+
+import (
+	"math"
+	"strconv"
+
+	jsoniter "github.com/json-iterator/go"
+
+	"github.com/focus-go/focus-go/backends/generate"
+	"github.com/focus-go/focus-go/backends/transport"
+	"github.com/focus-go/focus-go/core/status"
+)
+
+// response is the part of a /generate reply the client reads.
+type response struct {
+	text         string
+	outputIDs    []uint32
+	hasOutputIDs bool
+	meta         metaInfo
+	hasMeta      bool
+}
+
+type metaInfo struct {
+	finishType, abortMessage string
+	hasFinish                bool
+	matched                  generate.StopMatch
+	promptTokens             int
+	completionTokens         int // -1 when absent
+	cachedTokens             int
+	outLogprobs              []float64 // NaN where the server sent null
+	outIDs                   []uint32
+	hasOut                   bool
+	outTop                   []map[uint32]float64
+	inLogprobs               []float64
+	inTop                    []map[uint32]float64
+}
+
+// parseResponse decodes one /generate reply (an object, or a one-element array as batch
+// endpoints return) and turns it into a Result for prompt. It checks the id sources against
+// each other; Result.Validate does the rest.
+func parseResponse(body []byte, prompt []uint32, p generate.Resolved) (*generate.Result, error) {
+	iter := transport.JSON.BorrowIterator(body)
+	defer transport.JSON.ReturnIterator(iter)
+	var r response
+	switch iter.WhatIsNext() {
+	case jsoniter.ObjectValue:
+		readResponse(iter, &r)
+	case jsoniter.ArrayValue:
+		n := 0
+		for iter.ReadArray() {
+			if n++; n > 1 {
+				return nil, status.Errorf(status.Backend, "%s: response is an array of several results; one request expects one", Name)
+			}
+			readResponse(iter, &r)
+		}
+		if n == 0 && iter.Error == nil {
+			return nil, status.Errorf(status.Backend, "%s: response is an empty array; expected one result", Name)
+		}
+	default:
+		return nil, status.Errorf(status.Backend, "%s: response is not a JSON object: %s", Name, snippet(body))
+	}
+	if iter.Error != nil {
+		return nil, status.Errorf(status.Backend, "%s: malformed or truncated JSON response (%d bytes): %v", Name, len(body), iter.Error)
+	}
+	m := &r.meta
+	if !r.hasMeta {
+		return nil, status.Errorf(status.Backend, "%s: response has no meta_info", Name)
+	}
+	if !m.hasOut {
+		return nil, status.Errorf(status.Backend,
+			"%s: response has no meta_info.output_token_logprobs; the server ignored return_logprob", Name)
+	}
+	if m.completionTokens >= 0 && m.completionTokens != len(m.outIDs) {
+		return nil, status.Errorf(status.Backend,
+			"%s: meta_info.completion_tokens is %d but output_token_logprobs has %d entries", Name, m.completionTokens, len(m.outIDs))
+	}
+	// output_ids is trusted only as a cross-check, and only when its length matches: some
+	// builds start it with prompt-context tokens (sglang issue #17240).
+	if r.hasOutputIDs && len(r.outputIDs) == len(m.outIDs) {
+		for i, id := range r.outputIDs {
+			if id != m.outIDs[i] {
+				return nil, status.Errorf(status.Backend,
+					"%s: output_ids[%d] is %d but output_token_logprobs[%d] has id %d", Name, i, id, i, m.outIDs[i])
+			}
+		}
+	}
+	if !m.hasFinish {
+		return nil, status.Errorf(status.Backend, "%s: response has no meta_info.finish_reason (an unfinished stream chunk?)", Name)
+	}
+	res := &generate.Result{
+		Tokens: m.outIDs, PrefixTokens: prompt, Text: r.text, StopReason: m.finishType,
+		Logprobs: m.outLogprobs, PromptTokens: m.promptTokens, CachedTokens: m.cachedTokens,
+		ExactGeneration: true,
+	}
+	if res.Logprobs == nil {
+		res.Logprobs = []float64{}
+	}
+	switch m.finishType {
+	case generate.StopReasonStop:
+		res.MatchedStop = m.matched
+	case generate.StopReasonAbort:
+		res.AbortMessage = m.abortMessage
+	}
+	if p.TopLogprobs > 0 {
+		res.TopLogprobs = m.outTop
+		if res.TopLogprobs == nil {
+			return nil, status.Errorf(status.Backend, "%s: %d top logprobs were requested but the response has no output_top_logprobs", Name, p.TopLogprobs)
+		}
+	}
+	if p.PromptLogprobs >= 0 {
+		if m.inLogprobs == nil {
+			return nil, status.Errorf(status.Backend, "%s: prompt logprobs were requested but the response has no input_token_logprobs", Name)
+		}
+		res.PromptLogprobs = m.inLogprobs
+		if p.PromptLogprobs > 0 {
+			res.PromptTopLogprobs = m.inTop
+		}
+	}
+	res.Entropy = generate.SampleEntropy(res.Logprobs)
+	return res, nil
+}
+
+func readResponse(iter *jsoniter.Iterator, r *response) {
+	for f := iter.ReadObject(); f != ""; f = iter.ReadObject() {
+		switch f {
+		case "text":
+			r.text = iter.ReadString()
+		case "output_ids":
+			if iter.WhatIsNext() == jsoniter.NilValue {
+				iter.Skip()
+				continue
+			}
+			r.hasOutputIDs = true
+			r.outputIDs = r.outputIDs[:0]
+			for iter.ReadArray() {
+				r.outputIDs = append(r.outputIDs, iter.ReadUint32())
+			}
+		case "meta_info":
+			r.hasMeta = true
+			readMeta(iter, &r.meta)
+		default:
+			iter.Skip()
+		}
+		if iter.Error != nil {
+			return
+		}
+	}
+}
+
+func readMeta(iter *jsoniter.Iterator, m *metaInfo) {
+	m.completionTokens = -1
+	for f := iter.ReadObject(); f != ""; f = iter.ReadObject() {
+		switch f {
+		case "finish_reason":
+			readFinish(iter, m)
+		case "prompt_tokens":
+			m.promptTokens = readCount(iter)
+		case "completion_tokens":
+			m.completionTokens = readCount(iter)
+			if m.completionTokens < 0 {
+				m.completionTokens = -1
+			}
+		case "cached_tokens":
+			m.cachedTokens = max(readCount(iter), 0)
+		case "output_token_logprobs":
+			if iter.WhatIsNext() == jsoniter.NilValue {
+				iter.Skip()
+				continue
+			}
+			m.hasOut = true
+			m.outLogprobs, m.outIDs = readTriples(iter, "output_token_logprobs")
+		case "output_top_logprobs":
+			m.outTop = readTopList(iter)
+		case "input_token_logprobs":
+			if iter.WhatIsNext() == jsoniter.NilValue {
+				iter.Skip()
+				continue
+			}
+			m.inLogprobs, _ = readTriples(iter, "input_token_logprobs")
+			if m.inLogprobs == nil {
+				m.inLogprobs = []float64{}
+			}
+		case "input_top_logprobs":
+			m.inTop = readTopList(iter)
+		default:
+			iter.Skip()
+		}
+		if iter.Error != nil {
+			return
+		}
+	}
+}
+
+// readCount reads a non-negative count; null or absent gives -1.
+func readCount(iter *jsoniter.Iterator) int {
+	if iter.WhatIsNext() != jsoniter.NumberValue {
+		iter.Skip()
+		return -1
+	}
+	return int(iter.ReadInt64())
+}
+
+// readFinish reads {"type":"stop","matched":17|"</answer>"|null}, {"type":"length",...},
+// {"type":"abort","message":...}; a bare string is taken as the type (very old builds).
+func readFinish(iter *jsoniter.Iterator, m *metaInfo) {
+	switch iter.WhatIsNext() {
+	case jsoniter.NilValue:
+		iter.Skip()
+		return
+	case jsoniter.StringValue:
+		m.hasFinish, m.finishType = true, iter.ReadString()
+		return
+	case jsoniter.ObjectValue:
+	default:
+		iter.ReportError("finish_reason", "expected an object, a string or null")
+		return
+	}
+	m.hasFinish = true
+	for f := iter.ReadObject(); f != ""; f = iter.ReadObject() {
+		switch f {
+		case "type":
+			m.finishType = iter.ReadString()
+		case "matched":
+			switch iter.WhatIsNext() {
+			case jsoniter.NumberValue:
+				m.matched = generate.StopMatch{Kind: generate.MatchToken, Token: iter.ReadUint32()}
+			case jsoniter.StringValue:
+				m.matched = generate.StopMatch{Kind: generate.MatchString, String: iter.ReadString()}
+			default:
+				iter.Skip()
+			}
+		case "message":
+			if iter.WhatIsNext() == jsoniter.StringValue {
+				m.abortMessage = iter.ReadString()
+			} else {
+				iter.Skip()
+			}
+		default:
+			iter.Skip()
+		}
+	}
+}
+
+// readTriples reads [[logprob|null, id, text|null], ...]; a null logprob becomes NaN.
+func readTriples(iter *jsoniter.Iterator, field string) ([]float64, []uint32) {
+	lps := make([]float64, 0, 64)
+	ids := make([]uint32, 0, 64)
+	for iter.ReadArray() {
+		if iter.WhatIsNext() != jsoniter.ArrayValue {
+			iter.ReportError(field, "entry "+strconv.Itoa(len(ids))+" is not a [logprob, token_id, text] triple")
+			return nil, nil
+		}
+		if !iter.ReadArray() {
+			iter.ReportError(field, "entry "+strconv.Itoa(len(ids))+" is empty")
+			return nil, nil
+		}
+		lp := math.NaN()
+		if iter.WhatIsNext() == jsoniter.NilValue {
+			iter.Skip()
+		} else {
+			lp = iter.ReadFloat64()
+		}
+		if !iter.ReadArray() {
+			iter.ReportError(field, "entry "+strconv.Itoa(len(ids))+" has no token id")
+			return nil, nil
+		}
+		id := iter.ReadUint32()
+		for iter.ReadArray() {
+			iter.Skip()
+		}
+		lps = append(lps, lp)
+		ids = append(ids, id)
+	}
+	return lps, ids
+}
+
+// readTopList reads [null | [[logprob, id, text], ...], ...] into id → logprob maps; a null
+// position gives a nil map. A null list gives nil.
+func readTopList(iter *jsoniter.Iterator) []map[uint32]float64 {
+	if iter.WhatIsNext() == jsoniter.NilValue {
+		iter.Skip()
+		return nil
+	}
+	out := []map[uint32]float64{}
+	for iter.ReadArray() {
+		if iter.WhatIsNext() == jsoniter.NilValue {
+			iter.Skip()
+			out = append(out, nil)
+			continue
+		}
+		lps, ids := readTriples(iter, "top_logprobs")
+		top := make(map[uint32]float64, len(ids))
+		for i, id := range ids {
+			top[id] = lps[i]
+		}
+		out = append(out, top)
+	}
+	return out
+}
+
+func snippet(b []byte) string {
+	if len(b) > 120 {
+		return strconv.Quote(string(b[:120])) + "…"
+	}
+	return strconv.Quote(string(b))
+}
