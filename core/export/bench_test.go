@@ -1,0 +1,77 @@
+package export_test
+
+import (
+	"fmt"
+	"io"
+	"testing"
+
+	"github.com/focus-go/focus-go/core/export"
+	"github.com/focus-go/focus-go/core/prepare"
+	"github.com/focus-go/focus-go/core/tree/treetest"
+)
+
+// benchRollouts scales the Selective-shaped tree of treetest.Search: 8
+// segments of 256 tokens per rollout.
+var benchRollouts = []int{32, 256, 1024, 4096}
+
+func BenchmarkPrepare(b *testing.B) {
+	for _, n := range benchRollouts {
+		tr := treetest.Search(n, 8, 256, 1)
+		b.Run(fmt.Sprintf("rollouts=%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := prepare.Prepare(tr, prepare.DefaultRewardConfig(), prepare.DirectBranchTd{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(tr.Len()), "nodes")
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(tr.Len()), "ns/node")
+		})
+	}
+}
+
+// BenchmarkPrepareExport is the whole path from a collected tree to the flat
+// records handed to Python: prepare, then encode every actor span with its
+// full context.
+func BenchmarkPrepareExport(b *testing.B) {
+	for _, n := range benchRollouts {
+		tr := treetest.Search(n, 8, 256, 1)
+		b.Run(fmt.Sprintf("rollouts=%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			tokens := 0
+			for b.Loop() {
+				batch, err := prepare.Prepare(tr, prepare.DefaultRewardConfig(), prepare.DirectBranchTd{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				f, err := export.Encode(batch, 0, export.Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				tokens = len(f.Actor.Tokens)
+			}
+			b.ReportMetric(float64(tr.Len()), "nodes")
+			b.ReportMetric(float64(tokens), "tokens")
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(tokens), "ns/token")
+		})
+	}
+}
+
+func BenchmarkWriteJSONL(b *testing.B) {
+	tr := treetest.Search(256, 8, 256, 1)
+	batch, err := prepare.Prepare(tr, prepare.DefaultRewardConfig(), prepare.DirectBranchTd{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	f, err := export.Encode(batch, 0, export.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := export.WriteJSONL(io.Discard, f); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(len(f.Actor.Tokens)), "tokens")
+}

@@ -1,0 +1,134 @@
+package prepare
+
+// Estimator turns a tree's values into one ActorSample per completed edge.
+type Estimator interface {
+	// Name is recorded on every sample and record ("estimator").
+	Name() string
+	Estimate(v *TreeValues) ([]ActorSample, error)
+}
+
+// Estimator names.
+const (
+	DirectBranchTdName = "DirectBranchTd"
+	GroupBaselineName  = "GroupBaseline"
+)
+
+// DirectBranchTd is the FOCUS recipe (ALGORITHM.md §5.6): the advantage of
+// edge s -> c is the segment TD error over refined values,
+// A = r(s->c) + gamma*V*(c) - V*(s).
+type DirectBranchTd struct{}
+
+// Name implements Estimator.
+func (DirectBranchTd) Name() string { return DirectBranchTdName }
+
+// Estimate implements Estimator. Diagnostics per sample: reward, v_star_parent,
+// v_star_child, n_s (of the parent).
+func (DirectBranchTd) Estimate(v *TreeValues) ([]ActorSample, error) {
+	t := v.Tree
+	diag := newDiagPool(edgeCount(v), 4)
+	out := make([]ActorSample, 0, edgeCount(v))
+	for id := 1; id < len(t.Nodes); id++ {
+		if v.Excluded[id] {
+			continue
+		}
+		p := t.Nodes[id].Parent
+		out = append(out, EdgeSample(t, id, DirectBranchTdName, v.Advantage(id), diag.take(
+			Diagnostic{"reward", v.Reward[id]},
+			Diagnostic{"v_star_parent", v.Refined[p]},
+			Diagnostic{"v_star_child", v.Refined[id]},
+			Diagnostic{"n_s", float64(v.Count[p])},
+		)))
+	}
+	return out, nil
+}
+
+// GroupBaseline is the GRPO-style baseline on a tree: with R the sum of
+// rewards along a root-to-leaf path, the advantage of an edge is the mean over
+// the completed terminal leaves under it of R_leaf - mean_all R. On
+// Independent chains this is exactly R_i - mean R for every edge of chain i.
+// An edge with no terminal leaf under it (a cancelled continuation) gets 0.
+// The critic plays no part.
+type GroupBaseline struct{}
+
+// Name implements Estimator.
+func (GroupBaseline) Name() string { return GroupBaselineName }
+
+// Estimate implements Estimator. Diagnostics per sample: leaf_mean (mean R
+// under the edge), group_mean (mean R over all leaves), leaves (under the edge).
+func (GroupBaseline) Estimate(v *TreeValues) ([]ActorSample, error) {
+	t := v.Tree
+	n := len(t.Nodes)
+	ret := make([]float64, n) // R from the root to each node
+	sum := make([]float64, n) // sum of leaf R under each node
+	leaves := make([]int, n)  // terminal leaves under each node
+	order := t.BreadthFirst()
+	for _, id := range order[1:] {
+		ret[id] = ret[t.Nodes[id].Parent] + v.Reward[id]
+	}
+	for i := len(order) - 1; i >= 1; i-- {
+		id := order[i]
+		if v.Excluded[id] {
+			continue
+		}
+		if t.Nodes[id].Terminal() {
+			sum[id], leaves[id] = ret[id], 1
+		}
+		p := t.Nodes[id].Parent
+		sum[p] += sum[id]
+		leaves[p] += leaves[id]
+	}
+	groupMean := 0.0
+	if leaves[0] > 0 {
+		groupMean = sum[0] / float64(leaves[0])
+	}
+	diag := newDiagPool(edgeCount(v), 3)
+	out := make([]ActorSample, 0, edgeCount(v))
+	for id := 1; id < n; id++ {
+		if v.Excluded[id] {
+			continue
+		}
+		leafMean, adv := 0.0, 0.0
+		if leaves[id] > 0 {
+			leafMean = sum[id] / float64(leaves[id])
+			adv = leafMean - groupMean
+		}
+		out = append(out, EdgeSample(t, id, GroupBaselineName, adv, diag.take(
+			Diagnostic{"leaf_mean", leafMean},
+			Diagnostic{"group_mean", groupMean},
+			Diagnostic{"leaves", float64(leaves[id])},
+		)))
+	}
+	return out, nil
+}
+
+// edgeCount is the number of completed edges (completed non-root nodes).
+func edgeCount(v *TreeValues) int {
+	n := 0
+	for id := 1; id < len(v.Excluded); id++ {
+		if !v.Excluded[id] {
+			n++
+		}
+	}
+	return n
+}
+
+// diagPool hands out fixed-size Diagnostics from one backing array, so a batch
+// costs one allocation for all its diagnostics instead of one per sample.
+type diagPool struct{ buf []Diagnostic }
+
+func newDiagPool(samples, per int) *diagPool {
+	return &diagPool{buf: make([]Diagnostic, 0, samples*per)}
+}
+
+func (p *diagPool) take(d ...Diagnostic) Diagnostics {
+	start := len(p.buf)
+	p.buf = append(p.buf, d...)
+	// Full slice expression: appending to one sample's diagnostics must never
+	// overwrite the next sample's.
+	return Diagnostics(p.buf[start:len(p.buf):len(p.buf)])
+}
+
+var (
+	_ Estimator = DirectBranchTd{}
+	_ Estimator = GroupBaseline{}
+)
