@@ -115,6 +115,78 @@ focus_status focus_codec_decode(focus_handle codec, uint32_t *ids, size_t count,
 focus_status focus_codec_render(focus_handle codec, char *request, size_t len, char **out,
                                 char **err);
 
+/* --- cancellation ------------------------------------------------------------------ */
+
+/* A cancel token for blocking calls that take one (0 there means "not cancellable").
+ * focus_cancel makes the calls running under it return FOCUS_ERR_CANCELLED promptly;
+ * release the token with focus_handle_release. */
+focus_status focus_cancel_new(focus_handle *out, char **err);
+focus_status focus_cancel(focus_handle token, char **err);
+
+/* --- Go-native token policies (backends/sglang, backends/vllm) ---------------------- */
+
+/* config: {"backend": "sglang" | "vllm", "base_url", "model", "served_model", "api_key",
+ * "headers": {...}, "timeout": seconds, "max_concurrency", "max_retries"}. */
+focus_status focus_policy_open(char *config, size_t len, focus_handle *out, char **err);
+
+/* Generates a continuation of the exact prefix. params: SamplingParams as JSON
+ * (temperature, max_tokens, top_p, top_k, stop, stop_token_ids, logprobs, prompt_logprobs,
+ * repetition_penalty, seed; absent = default). *out: GenerateResult as JSON. Blocks. */
+focus_status focus_policy_generate(focus_handle policy, focus_handle cancel, uint32_t *prefix,
+                                   size_t count, char *params, size_t len, char **out,
+                                   char **err);
+
+/* Contacts the server (health, model info); *out describes it as JSON. Blocks. */
+focus_status focus_policy_startup_check(focus_handle policy, focus_handle cancel, char **out,
+                                        char **err);
+
+/* --- trees, preparation, export (core/tree, core/prepare, core/export) ------------- */
+/* reward: RewardConfig JSON {"gamma", "critic_weight", "reward_min", "reward_max",
+ * "truncated_reward", "truncation"}; len 0 means the defaults. */
+
+/* A tree from its JSON form (validated); the handle owns it. */
+focus_status focus_tree_from_json(char *json, size_t len, focus_handle *out, char **err);
+focus_status focus_tree_to_json(focus_handle tree, char **out, char **err);
+
+/* *out = {"backup": {id: G_bar}, "refined": {id: V*}, "count": {id: n_s}}. */
+focus_status focus_tree_values(focus_handle tree, char *reward, size_t len, char **out, char **err);
+
+/* *out = [{"node_id", "context", "target", "diagnostics"}, ...]. */
+focus_status focus_critic_targets(focus_handle tree, char *reward, size_t len, char **out,
+                                  char **err);
+
+/* Prepares a batch with the named estimator ("DirectBranchTd", "GroupBaseline", or ""
+ * for critic targets only). *out is the batch handle; *summary describes it as JSON
+ * (actor samples without their spans, critic samples, stats, failures, reward config). */
+focus_status focus_prepare(focus_handle tree, char *reward, size_t len, char *estimator,
+                           focus_handle *out, char **summary, char **err);
+
+/* A batch from Python-made samples with explicit spans. */
+focus_status focus_batch_from_json(char *json, size_t len, focus_handle *out, char **err);
+
+/* The full-context spans of actor sample `sample`: [{"tokens", "trainable", "logprobs"}]. */
+focus_status focus_batch_spans(focus_handle batch, int64_t sample, char **out, char **err);
+
+/* kind "describe" (Batch.describe) or "edges" (format_edges). */
+focus_status focus_batch_text(focus_handle batch, char *kind, char **out, char **err);
+
+/* format_tree; batch may be 0. */
+focus_status focus_format_tree(focus_handle tree, focus_handle batch, char **out, char **err);
+
+/* A self-contained HTML picture of the tree; batch may be 0. */
+focus_status focus_tree_html(focus_handle tree, char *reward, size_t len, focus_handle batch,
+                             char **out, char **err);
+
+/* Trainer records of a batch, column-wise in one buffer (*blob, *size bytes; free it with
+ * focus_buffer_free). *layout (JSON) gives problem_id, group_index, estimators, n_actor,
+ * n_critic and, per section, its byte offset and element count: tokens (u32), offsets,
+ * span_start, span_offsets (i64), span_mask (u8), span_logprobs, advantage (f64), node_id,
+ * search_pass (i64, -1 = none), estimator (i32 index into estimators), critic_offsets (i64),
+ * critic_context (UTF-8 bytes), critic_target (f64), critic_node_id (i64). min_abs_advantage
+ * 0 keeps every record. */
+focus_status focus_batch_export(focus_handle batch, int64_t group_index, double min_abs_advantage,
+                                char **layout, void **blob, size_t *size, char **err);
+
 #ifdef __cplusplus
 }
 #endif

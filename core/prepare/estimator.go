@@ -1,5 +1,7 @@
 package prepare
 
+import "github.com/focus-go/focus-go/core/status"
+
 // Estimator turns a tree's values into one ActorSample per completed edge.
 type Estimator interface {
 	// Name is recorded on every sample and record ("estimator").
@@ -132,3 +134,17 @@ var (
 	_ Estimator = DirectBranchTd{}
 	_ Estimator = GroupBaseline{}
 )
+
+// EstimatorByName returns the estimator a name selects ("DirectBranchTd" or
+// "GroupBaseline"); "" selects none (critic targets only), returned as nil.
+func EstimatorByName(name string) (Estimator, error) {
+	switch name {
+	case "":
+		return nil, nil
+	case DirectBranchTdName:
+		return DirectBranchTd{}, nil
+	case GroupBaselineName:
+		return GroupBaseline{}, nil
+	}
+	return nil, status.Errorf(status.InvalidArgument, "prepare: unknown estimator %q, expected %s or %s", name, DirectBranchTdName, GroupBaselineName)
+}

@@ -11,6 +11,14 @@ method for multiprocessing.
 from __future__ import annotations
 
 from ._version import __version__
+from .preparation import (
+    ActorSample,
+    Batch,
+    CriticSample,
+    DirectBranchTd,
+    GroupBaseline,
+    RewardConfig,
+)
 from .errors import (
     BackendError,
     CollectionError,
@@ -25,6 +33,12 @@ from .errors import (
 )
 
 __all__ = [
+    "ActorSample",
+    "Batch",
+    "CriticSample",
+    "DirectBranchTd",
+    "GroupBaseline",
+    "RewardConfig",
     "BackendError",
     "CollectionError",
     "ConfigError",

@@ -67,6 +67,33 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
         ctypes.c_int32,
         [c_handle, _ids_in, ctypes.c_size_t, ctypes.c_int32, _str_out, _err_p],
     ),
+    # cancellation and Go-native token policies
+    "focus_cancel_new": (ctypes.c_int32, [ctypes.POINTER(c_handle), _err_p]),
+    "focus_cancel": (ctypes.c_int32, [c_handle, _err_p]),
+    "focus_policy_open": (ctypes.c_int32, [ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(c_handle), _err_p]),
+    "focus_policy_generate": (
+        ctypes.c_int32,
+        [c_handle, c_handle, _ids_in, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t, _str_out, _err_p],
+    ),
+    "focus_policy_startup_check": (ctypes.c_int32, [c_handle, c_handle, _str_out, _err_p]),
+    # trees, preparation, export
+    "focus_tree_from_json": (ctypes.c_int32, [ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(c_handle), _err_p]),
+    "focus_tree_to_json": (ctypes.c_int32, [c_handle, _str_out, _err_p]),
+    "focus_tree_values": (ctypes.c_int32, [c_handle, ctypes.c_char_p, ctypes.c_size_t, _str_out, _err_p]),
+    "focus_critic_targets": (ctypes.c_int32, [c_handle, ctypes.c_char_p, ctypes.c_size_t, _str_out, _err_p]),
+    "focus_prepare": (
+        ctypes.c_int32,
+        [c_handle, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.POINTER(c_handle), _str_out, _err_p],
+    ),
+    "focus_batch_from_json": (ctypes.c_int32, [ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(c_handle), _err_p]),
+    "focus_batch_spans": (ctypes.c_int32, [c_handle, ctypes.c_int64, _str_out, _err_p]),
+    "focus_batch_text": (ctypes.c_int32, [c_handle, ctypes.c_char_p, _str_out, _err_p]),
+    "focus_format_tree": (ctypes.c_int32, [c_handle, c_handle, _str_out, _err_p]),
+    "focus_tree_html": (ctypes.c_int32, [c_handle, ctypes.c_char_p, ctypes.c_size_t, c_handle, _str_out, _err_p]),
+    "focus_batch_export": (
+        ctypes.c_int32,
+        [c_handle, ctypes.c_int64, ctypes.c_double, _str_out, ctypes.POINTER(ctypes.c_void_p), _size_out, _err_p],
+    ),
     "focus_codec_render": (
         ctypes.c_int32,
         [c_handle, ctypes.c_char_p, ctypes.c_size_t, _str_out, _err_p],

@@ -1,0 +1,139 @@
+package main
+
+/*
+#include "focus.h"
+*/
+import "C"
+
+import (
+	"context"
+	"math"
+	"time"
+
+	"github.com/focus-go/focus-go/backends/generate"
+	"github.com/focus-go/focus-go/backends/sglang"
+	"github.com/focus-go/focus-go/backends/transport"
+	"github.com/focus-go/focus-go/backends/vllm"
+	"github.com/focus-go/focus-go/core/status"
+)
+
+// tokenPolicy is what both Go-native token backends offer.
+type tokenPolicy interface {
+	Generate(ctx context.Context, req generate.Request) (*generate.Result, error)
+	Close()
+}
+
+// closingPolicy adapts Close() to io.Closer for the handle table.
+type closingPolicy struct {
+	tokenPolicy
+	startup func(ctx context.Context) (any, error)
+}
+
+func (p closingPolicy) Close() error { p.tokenPolicy.Close(); return nil }
+
+type wirePolicyConfig struct {
+	Backend        string            `json:"backend"`
+	BaseURL        string            `json:"base_url"`
+	Model          string            `json:"model"`
+	ServedModel    string            `json:"served_model"`
+	APIKey         string            `json:"api_key"`
+	Headers        map[string]string `json:"headers"`
+	TimeoutSeconds float64           `json:"timeout"`
+	MaxConcurrency int               `json:"max_concurrency"`
+	MaxRetries     int               `json:"max_retries"`
+}
+
+func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+//export focus_policy_open
+func focus_policy_open(config *C.char, n C.size_t, out *C.focus_handle, errOut **C.char) C.focus_status {
+	return guard(errOut, func() error {
+		var cfg wirePolicyConfig
+		if err := decodeJSON(config, n, "policy config", &cfg); err != nil {
+			return err
+		}
+		retry := transport.RetryPolicy{MaxRetries: cfg.MaxRetries}
+		var p closingPolicy
+		switch cfg.Backend {
+		case sglang.Name:
+			c, err := sglang.New(sglang.Config{BaseURL: cfg.BaseURL, APIKey: cfg.APIKey, Headers: cfg.Headers,
+				Timeout: seconds(cfg.TimeoutSeconds), MaxConcurrency: cfg.MaxConcurrency, Retry: retry})
+			if err != nil {
+				return err
+			}
+			p = closingPolicy{c, func(ctx context.Context) (any, error) { return c.StartupCheck(ctx) }}
+		case vllm.Name:
+			c, err := vllm.New(vllm.Config{BaseURL: cfg.BaseURL, Model: cfg.Model, ServedModel: cfg.ServedModel,
+				APIKey: cfg.APIKey, Headers: cfg.Headers, Timeout: seconds(cfg.TimeoutSeconds),
+				MaxConcurrency: cfg.MaxConcurrency, Retry: retry})
+			if err != nil {
+				return err
+			}
+			p = closingPolicy{c, func(ctx context.Context) (any, error) { return c.StartupCheck(ctx) }}
+		default:
+			return status.Errorf(status.InvalidArgument, "policy config: unknown backend %q, expected sglang or vllm", cfg.Backend)
+		}
+		*out = C.focus_handle(handles.put(p))
+		return nil
+	})
+}
+
+// wireResult is generate.Result with JSON-safe prompt logprobs (NaN = no value = null).
+type wireResult struct {
+	*generate.Result
+	PromptLogprobs []*float64 `json:"prompt_logprobs"`
+}
+
+func toWireResult(r *generate.Result) wireResult {
+	w := wireResult{Result: r, PromptLogprobs: make([]*float64, len(r.PromptLogprobs))}
+	for i := range r.PromptLogprobs {
+		if v := r.PromptLogprobs[i]; !math.IsNaN(v) {
+			w.PromptLogprobs[i] = &v
+		}
+	}
+	return w
+}
+
+//export focus_policy_generate
+func focus_policy_generate(h C.focus_handle, cancel C.focus_handle, prefix *C.uint32_t, count C.size_t,
+	params *C.char, n C.size_t, out **C.char, errOut **C.char) C.focus_status {
+	return guard(errOut, func() error {
+		p, err := handleAs[closingPolicy](uint64(h), "policy")
+		if err != nil {
+			return err
+		}
+		ctx, err := callContext(cancel)
+		if err != nil {
+			return err
+		}
+		var sp generate.SamplingParams
+		if err := decodeJSON(params, n, "sampling params", &sp); err != nil {
+			return err
+		}
+		tokens := append([]uint32(nil), goIDs(prefix, count)...)
+		res, err := p.Generate(ctx, generate.Request{Tokens: tokens, Params: sp})
+		if err != nil {
+			return err
+		}
+		return returnJSON(out, toWireResult(res))
+	})
+}
+
+//export focus_policy_startup_check
+func focus_policy_startup_check(h C.focus_handle, cancel C.focus_handle, out **C.char, errOut **C.char) C.focus_status {
+	return guard(errOut, func() error {
+		p, err := handleAs[closingPolicy](uint64(h), "policy")
+		if err != nil {
+			return err
+		}
+		ctx, err := callContext(cancel)
+		if err != nil {
+			return err
+		}
+		info, err := p.startup(ctx)
+		if err != nil {
+			return err
+		}
+		return returnJSON(out, info)
+	})
+}

@@ -1,0 +1,183 @@
+"""Inspect a collected tree and convert prepared training data into trainer records.
+
+Default records are dicts. An actor record (one per generated span) has ``tokens`` (the
+full exact token context up to and including the span), ``loss_mask`` (true only on the
+span's generated tokens), ``behavior_logprobs`` (aligned to ``tokens``, 0.0 where not
+generated), ``advantage``, ``lane`` ("actor"), ``group_index``, ``estimator``,
+``node_id``, ``search_pass`` and ``problem_id``. A critic record (one per target) has
+``context``, ``target``, ``lane`` ("critic"), ``group_index``, ``node_id`` and
+``problem_id``. Factories receive the same values as keywords.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+from typing import Any, List, Literal, Optional, Protocol, TypeAlias, TypeVar
+
+from . import _lib
+from .preparation import Batch, RewardConfig
+from .tree import PackedSequence, SchedulerView
+
+T = TypeVar("T", covariant=True)
+
+ESTIMATOR_KEY = "estimator"
+"""The metadata field naming the estimator that prepared a training record."""
+
+LANE_KEY = "lane"
+"""The metadata field distinguishing actor records from critic records."""
+
+Lane: TypeAlias = Literal["actor", "critic"]
+"""A training record's destination."""
+
+
+class SampleFactory(Protocol[T]):
+    """Converts a packed actor span into a trainer-specific sample. Receives the span
+    (full context, trainable only on its generated tokens), its behaviour log
+    probabilities, the prepared advantage as ``reward``, the lane and the group index, and
+    as ``**extra`` the default record's other keys (tokens, loss_mask, behavior_logprobs,
+    advantage, estimator, node_id, search_pass, problem_id)."""
+
+    def __call__(self, *, span: PackedSequence, logprobs: tuple, reward: float, lane: Lane, group_index: int, **extra: Any) -> T: ...
+
+
+class CriticSampleFactory(Protocol[T]):
+    """Converts a checkpoint context and critic target into the trainer's critic record;
+    ``**extra`` carries lane, node_id and problem_id."""
+
+    def __call__(self, *, context: str, target: float, group_index: int, **extra: Any) -> T: ...
+
+
+def _section(view: memoryview, layout: dict, name: str, fmt: str, size: int) -> memoryview:
+    sec = layout["sections"][name]
+    start = sec["offset"]
+    return view[start : start + sec["count"] * size].cast(fmt)
+
+
+def to_samples(
+    result: Batch,
+    group_index: int,
+    *,
+    sample_factory: Optional[SampleFactory[Any]] = None,
+    critic_sample_factory: Optional[CriticSampleFactory[Any]] = None,
+    min_abs_advantage: Optional[float] = None,
+) -> List[Any]:
+    """Convert a prepared batch into actor and critic records for a trainer: actor
+    records first (one per generated span), then critic records. This is what
+    ``Batch.to_records()`` calls."""
+    layout_ptr = ctypes.c_void_p()
+    blob = ctypes.c_void_p()
+    size = ctypes.c_size_t()
+    with result._go_batch() as go:
+        _lib.call(
+            "focus_batch_export",
+            _lib.c_handle(go.handle),
+            int(group_index),
+            float(min_abs_advantage or 0.0),
+            ctypes.byref(layout_ptr),
+            ctypes.byref(blob),
+            ctypes.byref(size),
+        )
+    layout = json.loads(_lib.take_string(layout_ptr))
+    try:
+        view = memoryview((ctypes.c_char * size.value).from_address(blob.value)).cast("B") if size.value else memoryview(b"")
+        return _records(view, layout, group_index, sample_factory, critic_sample_factory)
+    finally:
+        _lib.lib().focus_buffer_free(blob)
+
+
+def _records(view, layout, group_index, sample_factory, critic_sample_factory) -> List[Any]:
+    n_actor, n_critic = layout["n_actor"], layout["n_critic"]
+    problem_id = layout["problem_id"] or None
+    estimators = layout["estimators"] or []
+    out: List[Any] = []
+    if n_actor:
+        tokens = _section(view, layout, "tokens", "I", 4)
+        offsets = _section(view, layout, "offsets", "q", 8).tolist()
+        span_start = _section(view, layout, "span_start", "q", 8).tolist()
+        span_offsets = _section(view, layout, "span_offsets", "q", 8).tolist()
+        span_mask = _section(view, layout, "span_mask", "?", 1)
+        span_logprobs = _section(view, layout, "span_logprobs", "d", 8)
+        advantage = _section(view, layout, "advantage", "d", 8).tolist()
+        node_id = _section(view, layout, "node_id", "q", 8).tolist()
+        search_pass = _section(view, layout, "search_pass", "q", 8).tolist()
+        estimator = _section(view, layout, "estimator", "i", 4).tolist()
+        for i in range(n_actor):
+            k = span_start[i]
+            m0, m1 = span_offsets[i], span_offsets[i + 1]
+            record = {
+                "tokens": tokens[offsets[i] : offsets[i + 1]].tolist(),
+                "loss_mask": [False] * k + span_mask[m0:m1].tolist(),
+                "behavior_logprobs": [0.0] * k + span_logprobs[m0:m1].tolist(),
+                "advantage": advantage[i],
+                "lane": "actor",
+                "group_index": group_index,
+                ESTIMATOR_KEY: estimators[estimator[i]],
+                "node_id": node_id[i],
+                "search_pass": None if search_pass[i] < 0 else search_pass[i],
+                "problem_id": problem_id,
+            }
+            if sample_factory is None:
+                out.append(record)
+                continue
+            span = PackedSequence(tuple(record["tokens"]), tuple(record["loss_mask"]), tuple(record["behavior_logprobs"]))
+            extra = {k: v for k, v in record.items() if k not in ("lane", "group_index")}
+            out.append(
+                sample_factory(span=span, logprobs=span.logprobs, reward=record["advantage"], lane="actor", group_index=group_index, **extra)
+            )
+    if n_critic:
+        c_offsets = _section(view, layout, "critic_offsets", "q", 8).tolist()
+        context = _section(view, layout, "critic_context", "B", 1)
+        target = _section(view, layout, "critic_target", "d", 8).tolist()
+        c_node = _section(view, layout, "critic_node_id", "q", 8).tolist()
+        for i in range(n_critic):
+            text = bytes(context[c_offsets[i] : c_offsets[i + 1]]).decode("utf-8")
+            if critic_sample_factory is None:
+                out.append(
+                    {"context": text, "target": target[i], "lane": "critic", "group_index": group_index, "node_id": c_node[i], "problem_id": problem_id}
+                )
+            else:
+                out.append(
+                    critic_sample_factory(context=text, target=target[i], group_index=group_index, lane="critic", node_id=c_node[i], problem_id=problem_id)
+                )
+    return out
+
+
+def format_edges(result: Batch) -> str:
+    """Actor weights and critic targets of a prepared batch, for inspection."""
+    with result._go_batch() as go:
+        return _lib.call_string("focus_batch_text", _lib.c_handle(go.handle), b"edges")
+
+
+def format_tree(view: SchedulerView[Any], result: Optional[Batch] = None) -> str:
+    """The search tree: parent-child structure, terminal states, rewards and critic
+    predictions, with actor weights beside their nodes when a prepared batch is given."""
+    state = view.state
+    if result is None:
+        return _lib.call_string("focus_format_tree", _lib.c_handle(state.handle), _lib.c_handle(0))
+    with result._go_batch() as go:
+        return _lib.call_string("focus_format_tree", _lib.c_handle(state.handle), _lib.c_handle(go.handle))
+
+
+def format_tree_html(view: SchedulerView[Any], result: Optional[Batch] = None, *, reward_config: Optional[RewardConfig] = None) -> str:
+    """A self-contained HTML picture of the tree: nodes coloured by refined value, edges by
+    advantage; click a node to read its segment text, critic prediction and target."""
+    cfg = (reward_config or (result.reward_config if result else None) or RewardConfig())._json()
+    state = view.state
+    if result is None:
+        return _lib.call_string("focus_tree_html", _lib.c_handle(state.handle), cfg, len(cfg), _lib.c_handle(0))
+    with result._go_batch() as go:
+        return _lib.call_string("focus_tree_html", _lib.c_handle(state.handle), cfg, len(cfg), _lib.c_handle(go.handle))
+
+
+__all__ = [
+    "ESTIMATOR_KEY",
+    "LANE_KEY",
+    "CriticSampleFactory",
+    "Lane",
+    "SampleFactory",
+    "format_edges",
+    "format_tree",
+    "format_tree_html",
+    "to_samples",
+]

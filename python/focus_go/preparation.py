@@ -1,0 +1,334 @@
+"""Turn a searched tree into actor advantages and critic targets.
+
+``DirectBranchTd`` is the FOCUS recipe: critic targets are direct-branch backups
+(G_bar(s) = mean over direct children c of r(s->c) + gamma * V*(c)), and actor advantages
+are segment TD errors over refined values (A = r + gamma * V*(c) - V*(s), with
+V*(s) = (kappa * v_hat(s) + n_s * G_bar(s)) / (kappa + n_s)). ``GroupBaseline`` is the GRPO
+baseline comparisons run against. The arithmetic runs in the Go core; the same tree and
+configuration give the same numbers bit for bit.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, ClassVar, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union, overload
+
+from . import _lib
+from ._handle import GoObject
+from .tree import PackedSequence, SchedulerState
+
+_NO_DIAGNOSTICS: Mapping[str, float] = MappingProxyType({})
+_NO_STATS: Mapping[str, float] = MappingProxyType({})
+
+
+@dataclass(frozen=True)
+class RewardConfig:
+    """Reward and value settings (ALGORITHM.md §5): ``gamma``; ``critic_weight`` kappa, the
+    critic prior's strength in pseudo-branches (0 = tree Monte Carlo, large = TD(0); range
+    [0, 64]); the reward range [``reward_min``, ``reward_max``] (the Selective score maps
+    values into it); ``truncated_reward`` for a branch cut at the length limit; and
+    ``truncation``: "terminal" (a truncated branch ends with ``truncated_reward``) or
+    "bootstrap" (its value is the critic's prediction; valid only if the critic sees the
+    remaining budget)."""
+
+    gamma: float = 1.0
+    critic_weight: float = 1.0
+    reward_min: float = 0.0
+    reward_max: float = 1.0
+    truncated_reward: float = 0.0
+    truncation: str = "terminal"
+
+    def _json(self) -> bytes:
+        return json.dumps(dataclasses.asdict(self)).encode()
+
+
+class Estimator:
+    """How actor advantages are computed from a tree's values. ``name`` is recorded on
+    every sample and record (``ESTIMATOR_KEY``)."""
+
+    name: ClassVar[str] = ""
+
+
+@dataclass(frozen=True)
+class DirectBranchTd(Estimator):
+    """The FOCUS recipe: A(s->c) = r(s->c) + gamma * V*(c) - V*(s) for every edge. With
+    gamma = 1 the advantages on any root-to-leaf path sum to R - V*(root)."""
+
+    name: ClassVar[str] = "DirectBranchTd"
+
+
+@dataclass(frozen=True)
+class GroupBaseline(Estimator):
+    """The GRPO baseline: every edge gets the mean, over the terminal leaves below it, of
+    R - mean(R) (R = return of a root-to-leaf path). On independent rollouts this is
+    exactly R_i - mean_j R_j on every edge of rollout i."""
+
+    name: ClassVar[str] = "GroupBaseline"
+
+
+@dataclass
+class ActorSample:
+    """One edge's training tokens and its scalar advantage (``weight``).
+
+    Each span is a full training sequence: the exact context up to and including one
+    generated span, trainable only on that span's generated tokens. ``group_id`` is the
+    checkpoint the edge leaves from."""
+
+    node_id: int
+    spans: Tuple[PackedSequence, ...]
+    group_id: int
+    estimator: str
+    weight: float = 0.0
+    diagnostics: Mapping[str, float] = field(default_factory=lambda: _NO_DIAGNOSTICS)
+    search_pass: Optional[int] = None
+
+    @property
+    def edge_tokens(self) -> int:
+        """Trainable tokens across the entire edge (for normalising by edge when a chat
+        template splits one edge into several spans)."""
+        return sum(sum(1 for t in span.trainable if t) for span in self.spans)
+
+
+@dataclass(frozen=True)
+class CriticSample:
+    """A checkpoint's serialized context and its target remaining return G_bar."""
+
+    node_id: int
+    context: str
+    target: float
+    diagnostics: Mapping[str, float] = field(default_factory=dict)
+
+
+class _PreparedActors(Sequence[ActorSample]):
+    """The actor samples of a Go-prepared batch, materialised on first access (their
+    spans are full contexts, which Go keeps shared until asked)."""
+
+    def __init__(self, batch: GoObject, summaries: List[Dict[str, Any]]) -> None:
+        self._batch = batch
+        self._summaries = summaries
+        self._cache: Dict[int, ActorSample] = {}
+
+    def __len__(self) -> int:
+        return len(self._summaries)
+
+    def _get(self, i: int) -> ActorSample:
+        sample = self._cache.get(i)
+        if sample is None:
+            s = self._summaries[i]
+            raw = json.loads(_lib.call_string("focus_batch_spans", _lib.c_handle(self._batch.handle), i))
+            spans = tuple(PackedSequence(tuple(x["tokens"]), tuple(x["trainable"]), tuple(x["logprobs"])) for x in raw)
+            sample = ActorSample(
+                node_id=s["node_id"],
+                spans=spans,
+                group_id=s["group_id"],
+                estimator=s["estimator"],
+                weight=s["weight"],
+                diagnostics=MappingProxyType(dict(s.get("diagnostics") or {})),
+                search_pass=None if s["search_pass"] < 0 else s["search_pass"],
+            )
+            self._cache[i] = sample
+        return sample
+
+    @overload
+    def __getitem__(self, i: int) -> ActorSample: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> Tuple[ActorSample, ...]: ...
+
+    def __getitem__(self, i: Union[int, slice]) -> Union[ActorSample, Tuple[ActorSample, ...]]:
+        if isinstance(i, slice):
+            return tuple(self._get(k) for k in range(*i.indices(len(self))))
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError("actor sample index out of range")
+        return self._get(i)
+
+    def __iter__(self) -> Iterator[ActorSample]:
+        return (self._get(i) for i in range(len(self)))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Sequence):
+            return tuple(self) == tuple(other)
+        return NotImplemented
+
+    def __repr__(self) -> str:
+        return f"<{len(self)} prepared actor samples>"
+
+
+@dataclass(frozen=True)
+class Batch:
+    """The actor and critic samples one prompt produced, with collection statistics and
+    failures (``(node_id, message)`` pairs). ``to_records()`` converts it for a trainer.
+
+    A batch returned by ``prepare_samples`` is a read-only view of samples held by the Go
+    core; its records are produced there directly."""
+
+    actor: Sequence[ActorSample] = ()
+    critic: Tuple[CriticSample, ...] = ()
+    reward_config: Optional[RewardConfig] = None
+    stats: Mapping[str, float] = field(default_factory=lambda: _NO_STATS)
+    failures: Tuple[Tuple[int, str], ...] = ()
+    _go: Optional[GoObject] = field(default=None, repr=False, compare=False)
+    _problem_id: str = field(default="", repr=False, compare=False)
+
+    def __len__(self) -> int:
+        return len(self.actor) + len(self.critic)
+
+    def to_records(
+        self,
+        group_index: int,
+        *,
+        actor_factory: Any = None,
+        critic_factory: Any = None,
+        min_abs_advantage: Optional[float] = None,
+    ) -> List[Any]:
+        """Flatten the batch into trainer records: one per generated actor span and one per
+        critic target, as dicts unless factories are given (see ``focus_go.export``).
+        ``group_index`` identifies the prompt group; ``min_abs_advantage`` drops actor
+        records whose advantage is too small to matter."""
+        from .export import to_samples
+
+        return to_samples(
+            self,
+            group_index,
+            sample_factory=actor_factory,
+            critic_sample_factory=critic_factory,
+            min_abs_advantage=min_abs_advantage,
+        )
+
+    def describe(self) -> str:
+        """Each actor edge with its advantage and diagnostics, then each critic target,
+        one per line."""
+        with self._go_batch() as go:
+            return _lib.call_string("focus_batch_text", _lib.c_handle(go.handle), b"describe")
+
+    def _go_batch(self) -> GoObject:
+        """The Go batch behind this one: the prepared batch itself (not to be closed), or
+        a temporary one built from Python-made samples (closed by the ``with`` block)."""
+        if self._go is not None and isinstance(self.actor, _PreparedActors) and self.actor._batch is self._go:
+            return _Borrowed(self._go)
+        payload = {
+            "problem_id": self._problem_id,
+            "actor": [
+                {
+                    "node_id": a.node_id,
+                    "group_id": a.group_id,
+                    "estimator": a.estimator,
+                    "weight": a.weight,
+                    "diagnostics": dict(a.diagnostics),
+                    "search_pass": a.search_pass,
+                    "spans": [
+                        {"tokens": list(s.tokens), "trainable": list(s.trainable), "logprobs": list(s.logprobs)}
+                        for s in a.spans
+                    ],
+                }
+                for a in self.actor
+            ],
+            "critic": [
+                {"node_id": c.node_id, "context": c.context, "target": c.target, "diagnostics": dict(c.diagnostics)}
+                for c in self.critic
+            ],
+            "failures": [{"node_id": n, "message": m} for n, m in self.failures],
+        }
+        data = json.dumps(payload).encode()
+        return GoObject(_lib.call_handle("focus_batch_from_json", data, len(data)))
+
+
+class _Borrowed:
+    """A GoObject used in a ``with`` block without being closed at its end."""
+
+    def __init__(self, obj: GoObject) -> None:
+        self._obj = obj
+
+    def __enter__(self) -> GoObject:
+        return self._obj
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+
+@dataclass(frozen=True)
+class TreeValues:
+    """A tree's values under one RewardConfig: ``backup[node_id]`` = G_bar (nodes with at
+    least one completed child), ``refined[node_id]`` = V*, ``count[node_id]`` = n_s."""
+
+    state: SchedulerState[Any]
+    reward_config: RewardConfig
+    backup: Mapping[int, float]
+    refined: Mapping[int, float]
+    count: Mapping[int, int]
+
+
+def tree_values(state: SchedulerState[Any], reward_config: RewardConfig = RewardConfig()) -> TreeValues:
+    """Direct-branch backups, refined values and completed-child counts of every node."""
+    cfg = reward_config._json()
+    raw = json.loads(_lib.call_string("focus_tree_values", _lib.c_handle(state.handle), cfg, len(cfg)))
+
+    def keyed(d: Mapping[str, Any]) -> Mapping[int, Any]:
+        return MappingProxyType({int(k): v for k, v in (d or {}).items()})
+
+    return TreeValues(state, reward_config, keyed(raw["backup"]), keyed(raw["refined"]), keyed(raw["count"]))
+
+
+def _critic_samples(raw: Sequence[Mapping[str, Any]]) -> Tuple[CriticSample, ...]:
+    return tuple(
+        CriticSample(c["node_id"], c["context"], c["target"], dict(c.get("diagnostics") or {})) for c in raw or ()
+    )
+
+
+def critic_targets(values: TreeValues) -> List[CriticSample]:
+    """Critic training samples: the direct-branch backup G_bar at every expanded
+    checkpoint that was scored, paired with the context the critic read."""
+    cfg = values.reward_config._json()
+    raw = json.loads(_lib.call_string("focus_critic_targets", _lib.c_handle(values.state.handle), cfg, len(cfg)))
+    return list(_critic_samples(raw))
+
+
+def prepare_samples(
+    state: SchedulerState[Any],
+    *,
+    reward_config: RewardConfig,
+    estimator: Optional[Estimator] = DirectBranchTd(),
+) -> Batch:
+    """Turn a searched tree into actor advantages and critic targets with a chosen recipe.
+
+    Critic targets do not depend on the recipe; ``estimator=None`` prepares only critic
+    targets. Failed branches are left out of every backup and listed in
+    ``Batch.failures``."""
+    cfg = reward_config._json()
+    name = b"" if estimator is None else estimator.name.encode()
+    out = _lib.c_handle()
+    summary = _lib.call_string(
+        "focus_prepare", _lib.c_handle(state.handle), cfg, len(cfg), name, ctypes.byref(out)
+    )
+    go = GoObject(out.value)
+    raw = json.loads(summary)
+    return Batch(
+        actor=_PreparedActors(go, raw["actor"] or []),
+        critic=_critic_samples(raw["critic"]),
+        reward_config=reward_config,
+        stats=MappingProxyType(dict(raw["stats"])),
+        failures=tuple((f["node_id"], f["message"]) for f in raw["failures"] or ()),
+        _go=go,
+        _problem_id=raw.get("problem_id", ""),
+    )
+
+
+__all__ = [
+    "ActorSample",
+    "Batch",
+    "CriticSample",
+    "DirectBranchTd",
+    "Estimator",
+    "GroupBaseline",
+    "RewardConfig",
+    "TreeValues",
+    "critic_targets",
+    "prepare_samples",
+    "tree_values",
+]

@@ -1,0 +1,158 @@
+"""The searched tree: ``SchedulerState`` (the whole tree, held by the Go core) and
+``SchedulerView`` (a read-only Python view of it).
+
+A tree's nodes are checkpoints; the edge into a node is one policy call and the env step
+that consumed it, stored as ``PackedSequence`` spans of exact token ids with a per-token
+``trainable`` mask (true only on generated tokens) and behaviour log probabilities (0.0
+where not generated). ``SchedulerState.to_json()`` is a lossless debugging and replay
+format; ``SchedulerState.from_json()`` reads it back, validating it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any, Dict, Generic, List, Optional, Sequence, Tuple, TypeVar, Union
+
+from . import _lib
+from ._handle import GoObject
+
+R = TypeVar("R")
+
+
+@dataclass(frozen=True)
+class PackedSequence:
+    """Exact token ids with a per-token trainable mask and behaviour log probabilities.
+
+    In a prepared ``ActorSample`` each span is a full training sequence: the exact context
+    up to and including one generated span, trainable only on that span's generated tokens."""
+
+    tokens: Tuple[int, ...]
+    trainable: Tuple[bool, ...]
+    logprobs: Tuple[float, ...]
+
+    def __post_init__(self) -> None:
+        if not (len(self.tokens) == len(self.trainable) == len(self.logprobs)):
+            from .errors import ConfigError
+
+            raise ConfigError(
+                f"PackedSequence has {len(self.tokens)} tokens, {len(self.trainable)} trainable flags "
+                f"and {len(self.logprobs)} logprobs; they must be equal"
+            )
+
+
+class SchedulerState(GoObject, Generic[R]):
+    """The whole mutable tree of one collection, held by the Go core."""
+
+    @classmethod
+    def from_json(cls, text: Union[str, bytes]) -> "SchedulerState[Any]":
+        """Read a tree from its JSON form; a malformed tree raises ConfigError naming the
+        node and field (cycles, missing parents, mismatched lengths, NaN values...)."""
+        data = text.encode("utf-8") if isinstance(text, str) else bytes(text)
+        return cls(_lib.call_handle("focus_tree_from_json", data, len(data)))
+
+    @classmethod
+    def load(cls, path: Union[str, "os.PathLike[str]"]) -> "SchedulerState[Any]":
+        with open(path, "rb") as f:
+            return cls.from_json(f.read())
+
+    def to_json(self) -> str:
+        return _lib.call_string("focus_tree_to_json", _lib.c_handle(self.handle))
+
+    def save(self, path: Union[str, "os.PathLike[str]"]) -> None:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(self.to_json())
+
+    @property
+    def problem_id(self) -> str:
+        return SchedulerView(self).problem_id
+
+    def __repr__(self) -> str:
+        return f"SchedulerState(handle={self.handle})"
+
+
+@dataclass(frozen=True)
+class NodeView:
+    """One node of a tree, read-only. ``reward``, ``tokens`` and ``text`` describe the edge
+    into the node; ``context_tokens`` the exact prefix up to and including that edge."""
+
+    id: int
+    parent: Optional[int]
+    children: Tuple[int, ...]
+    depth: int
+    done: bool
+    truncated: bool
+    failed: Optional[str]
+    reward: float
+    critic: Optional[float]
+    search_pass: int
+    tokens: Tuple[int, ...]
+    spans: Tuple[PackedSequence, ...]
+    context_tokens: Tuple[int, ...]
+    text: str
+    observation: str = ""
+
+    @property
+    def terminal(self) -> bool:
+        return self.done or self.truncated
+
+
+class SchedulerView(Generic[R]):
+    """A read-only view of a SchedulerState (a snapshot taken when the view is made)."""
+
+    def __init__(self, state: SchedulerState[R]) -> None:
+        self.state = state
+        self._data: Dict[str, Any] = json.loads(state.to_json())
+
+    @property
+    def problem_id(self) -> str:
+        return self._data.get("problem_id", "")
+
+    @property
+    def stats(self) -> Dict[str, Any]:
+        return dict(self._data.get("stats") or {})
+
+    @cached_property
+    def nodes(self) -> Sequence[NodeView]:
+        raw = self._data["nodes"]
+        views: List[NodeView] = []
+        for n in raw:
+            spans = tuple(
+                PackedSequence(tuple(s["tokens"] or ()), tuple(s["trainable"] or ()), tuple(s["logprobs"] or ()))
+                for s in n.get("spans") or ()
+            )
+            tokens = tuple(t for s in spans for t in s.tokens)
+            parent = n["parent"]
+            context = (views[parent].context_tokens if parent >= 0 else ()) + tokens
+            views.append(
+                NodeView(
+                    id=n["id"],
+                    parent=None if parent < 0 else parent,
+                    children=tuple(n.get("children") or ()),
+                    depth=n["depth"],
+                    done=n.get("done", False),
+                    truncated=n.get("truncated", False),
+                    failed=n.get("failed") or None,
+                    reward=n.get("reward", 0.0),
+                    critic=n.get("critic"),
+                    search_pass=n.get("search_pass", 0),
+                    tokens=tokens,
+                    spans=spans,
+                    context_tokens=context,
+                    text=n.get("text", ""),
+                    observation=n.get("observation", ""),
+                )
+            )
+        return tuple(views)
+
+    @property
+    def root(self) -> NodeView:
+        return self.nodes[0]
+
+    def node(self, node_id: int) -> NodeView:
+        return self.nodes[node_id]
+
+    def __len__(self) -> int:
+        return len(self._data["nodes"])
