@@ -76,6 +76,11 @@ focus_status focus_selftest_box(char *json, size_t len, focus_handle *out, char 
 /* Returns the boxed value of `h` re-encoded as JSON. */
 focus_status focus_selftest_unbox(focus_handle h, char **out, char **err);
 
+/* A benchmark tree shaped like a Selective search (rollouts x segments edges of `tokens`
+ * generated tokens); the handle is a tree. */
+focus_status focus_selftest_search_tree(int64_t rollouts, int64_t segments, int64_t tokens,
+                                        uint64_t seed, focus_handle *out, char **err);
+
 /* --- action parsing (backends/parse) -------------------------------------------- */
 
 /* Parses one response with the parser a profile names ("qwen_xml", "hermes", "native",

@@ -9,6 +9,7 @@ import (
 	jsoniter "github.com/json-iterator/go"
 
 	"github.com/focus-go/focus-go/core/status"
+	"github.com/focus-go/focus-go/core/tree/treetest"
 )
 
 // box is the self-test's handle kind: a decoded JSON value.
@@ -43,6 +44,22 @@ func focus_selftest_unbox(h C.focus_handle, out **C.char, errOut **C.char) C.foc
 			return err
 		}
 		*out = C.CString(string(data))
+		return nil
+	})
+}
+
+// focus_selftest_search_tree builds a benchmark-sized tree shaped like a Selective search
+// (core/tree/treetest.Search): half root chains, half branches, `segments` edges of `tokens`
+// generated tokens per rollout. Used by benchmarks/ to measure preparation and export
+// through the C boundary without collecting first.
+//
+//export focus_selftest_search_tree
+func focus_selftest_search_tree(rollouts, segments, tokens C.int64_t, seed C.uint64_t, out *C.focus_handle, errOut **C.char) C.focus_status {
+	return guard(errOut, func() error {
+		if rollouts < 1 || segments < 1 || tokens < 1 {
+			return status.Errorf(status.InvalidArgument, "selftest: rollouts, segments and tokens must be >= 1")
+		}
+		*out = C.focus_handle(handles.put(treetest.Search(int(rollouts), int(segments), int(tokens), uint64(seed))))
 		return nil
 	})
 }

@@ -49,6 +49,10 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
         [ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(c_handle), _err_p],
     ),
     "focus_selftest_unbox": (ctypes.c_int32, [c_handle, _str_out, _err_p]),
+    "focus_selftest_search_tree": (
+        ctypes.c_int32,
+        [ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint64, ctypes.POINTER(c_handle), _err_p],
+    ),
     # action parsing
     "focus_parse": (
         ctypes.c_int32,
