@@ -1,0 +1,157 @@
+package search
+
+import (
+	"fmt"
+
+	"github.com/focus-go/focus-go/core/status"
+)
+
+// Scores a Config may name (ALGORITHM.md §5.7.4).
+const (
+	// ScoreValueRefinement is the default: the reduction of the critic
+	// target's mean squared error that one more branch buys.
+	ScoreValueRefinement = "value_refinement"
+	// ScorePosteriorVariance is p(1-p)/((kappa_sel+n)(kappa_sel+n+1)), the
+	// Beta posterior variance of the node's value.
+	ScorePosteriorVariance = "posterior_variance"
+	// ScoreUniform treats every candidate alike (Tree-GRPO); see Gain.
+	ScoreUniform = "uniform"
+	// ScoreEntropy is listed by ALGORITHM.md but not supported: it needs the
+	// policy's token entropies after each checkpoint, which the tree does not
+	// record. Validate rejects it with that explanation.
+	ScoreEntropy = "entropy"
+)
+
+// Defaults of Selective and Independent (ALGORITHM.md §5.8).
+const (
+	DefaultBudget      = 32
+	DefaultWarmup      = 16
+	DefaultPerPass     = 4
+	DefaultMaxChildren = 4
+	DefaultIndependent = 16
+)
+
+// Config mirrors Python's Selective(budget=32, warmup=16, *, per_pass=4,
+// max_children=4, min_remaining=None, score="value_refinement", seed=0) and
+// Independent(n=16, *, seed=0).
+type Config struct {
+	// Budget is B, the rollouts (generate-until-terminal calls) per tree;
+	// warmup rollouts, branches, failures and retries each cost one.
+	Budget int `json:"budget"`
+	// Warmup is W, the independent rollouts from the root before any branch.
+	Warmup int `json:"warmup"`
+	// PerPass is the round size R: picks planned per branching round.
+	PerPass int `json:"per_pass"`
+	// MaxChildren caps |ch(s)| + v_s of every checkpoint except the root.
+	MaxChildren int `json:"max_children"`
+	// MinRemaining is the generated-token headroom T_max - tokens(s) a
+	// checkpoint needs to be branched from; 0 means Limits.SegmentTokens (L).
+	MinRemaining int `json:"min_remaining"`
+	// Score names the candidate score; see the Score* constants.
+	Score string `json:"score"`
+	// Seed feeds H for sampler seeds and tie-breaks.
+	Seed uint64 `json:"seed"`
+	// Independent marks Independent(n): Budget = Warmup = n rollouts from the
+	// root and no branching rounds (GRPO-style groups).
+	Independent bool `json:"independent"`
+}
+
+// Selective returns Selective(budget, warmup) with the documented defaults
+// for the rest: per_pass 4, max_children 4, min_remaining = L, score
+// "value_refinement", seed 0.
+func Selective(budget, warmup int) Config {
+	return Config{
+		Budget: budget, Warmup: warmup,
+		PerPass: DefaultPerPass, MaxChildren: DefaultMaxChildren,
+		Score: ScoreValueRefinement,
+	}
+}
+
+// Independent returns Independent(n): n rollouts from the root, no branching.
+// The round fields keep Selective's defaults so the Config still validates;
+// no round ever runs because warmup spends the whole budget.
+func Independent(n int) Config {
+	c := Selective(n, n)
+	c.Independent = true
+	return c
+}
+
+// ConfigError names the Config field that is out of range, in Python's
+// spelling (budget, warmup, per_pass, max_children, min_remaining, score).
+type ConfigError struct {
+	Field  string
+	Reason string
+}
+
+func (e *ConfigError) Error() string {
+	return fmt.Sprintf("search config %s: %s", e.Field, e.Reason)
+}
+
+// Validate checks 1 <= warmup <= budget, per_pass >= 1, max_children >= 1,
+// min_remaining >= 0, a known score, and budget == warmup for Independent. A
+// violation is a *ConfigError classified status.InvalidArgument.
+func (c Config) Validate() error {
+	if err := c.validate(); err != nil {
+		return status.Wrap(status.InvalidArgument, err, "search")
+	}
+	return nil
+}
+
+func (c Config) validate() *ConfigError {
+	switch {
+	case c.Budget < 1:
+		return &ConfigError{"budget", fmt.Sprintf("is %d, must be >= 1", c.Budget)}
+	case c.Warmup < 1 || c.Warmup > c.Budget:
+		return &ConfigError{"warmup", fmt.Sprintf("is %d, must be in [1, budget=%d]", c.Warmup, c.Budget)}
+	case c.Independent && c.Warmup != c.Budget:
+		return &ConfigError{"warmup", fmt.Sprintf("is %d, Independent(n) runs n rollouts from the root so warmup must equal budget=%d", c.Warmup, c.Budget)}
+	case c.PerPass < 1:
+		return &ConfigError{"per_pass", fmt.Sprintf("is %d, must be >= 1", c.PerPass)}
+	case c.MaxChildren < 1:
+		return &ConfigError{"max_children", fmt.Sprintf("is %d, must be >= 1", c.MaxChildren)}
+	case c.MinRemaining < 0:
+		return &ConfigError{"min_remaining", fmt.Sprintf("is %d, must be >= 0 tokens (0 = the segment length)", c.MinRemaining)}
+	}
+	switch c.Score {
+	case ScoreValueRefinement, ScorePosteriorVariance, ScoreUniform:
+		return nil
+	case ScoreEntropy:
+		return &ConfigError{"score", fmt.Sprintf("%q is not supported: it needs the policy's token entropies after each checkpoint, "+
+			"which the tree does not record; use %q, %q or %q", c.Score, ScoreValueRefinement, ScorePosteriorVariance, ScoreUniform)}
+	default:
+		return &ConfigError{"score", fmt.Sprintf("is %q, must be %q, %q or %q", c.Score, ScoreValueRefinement, ScorePosteriorVariance, ScoreUniform)}
+	}
+}
+
+// MinRemainingTokens is min_remaining in tokens: MinRemaining, or the
+// segment length L when it is 0 (Python's None).
+func (c Config) MinRemainingTokens(lim Limits) int {
+	if c.MinRemaining > 0 {
+		return c.MinRemaining
+	}
+	return lim.SegmentTokens
+}
+
+// Limits are the agent's limits the rule needs.
+type Limits struct {
+	// MaxTotalTokens is T_max (Agent.max_total_tokens, default 8192): the
+	// generated policy tokens allowed on one root-to-leaf path.
+	MaxTotalTokens int `json:"max_total_tokens"`
+	// SegmentTokens is L (Segments(n), default 256), the default min_remaining.
+	SegmentTokens int `json:"segment_tokens"`
+}
+
+// DefaultLimits are T_max = 8192 and L = 256.
+func DefaultLimits() Limits { return Limits{MaxTotalTokens: 8192, SegmentTokens: 256} }
+
+// Validate checks that both limits are positive; a violation is a
+// *ConfigError classified status.InvalidArgument.
+func (l Limits) Validate() error {
+	switch {
+	case l.MaxTotalTokens < 1:
+		return status.Wrap(status.InvalidArgument, &ConfigError{"max_total_tokens", fmt.Sprintf("is %d, must be >= 1", l.MaxTotalTokens)}, "search")
+	case l.SegmentTokens < 1:
+		return status.Wrap(status.InvalidArgument, &ConfigError{"segment_tokens", fmt.Sprintf("is %d, must be >= 1", l.SegmentTokens)}, "search")
+	}
+	return nil
+}

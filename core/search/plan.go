@@ -1,0 +1,385 @@
+package search
+
+import (
+	"math"
+	"slices"
+
+	"github.com/focus-go/focus-go/core/prepare"
+	"github.com/focus-go/focus-go/core/status"
+	"github.com/focus-go/focus-go/core/tree"
+)
+
+// TieTolerance is the gain difference below which two candidates tie and the
+// seeded hash decides (ALGORITHM.md §5.7.5).
+const TieTolerance = 1e-12
+
+// scan is what the candidate rule reads off a tree in one breadth-first pass.
+type scan struct {
+	order    []int  // breadth-first, parents before children
+	reached  []bool // on a path from the root (always, on a valid tree)
+	excluded []bool // failed or under a failed node
+	live     []int  // |ch(s)|: children that did not fail
+	tokens   []int  // generated policy tokens on the path root..s
+}
+
+func scanTree(t *tree.Tree) *scan {
+	n := len(t.Nodes)
+	s := &scan{
+		order: t.BreadthFirst(), reached: make([]bool, n), excluded: make([]bool, n),
+		live: make([]int, n), tokens: make([]int, n),
+	}
+	for _, id := range s.order {
+		nd := &t.Nodes[id]
+		s.reached[id] = true
+		s.excluded[id] = nd.Failed != ""
+		s.tokens[id] = nd.GeneratedTokens()
+		// Bounds checks keep an invalid tree from panicking here; Plan
+		// reports it through validation.
+		if p := nd.Parent; id != 0 && p >= 0 && p < n {
+			s.excluded[id] = s.excluded[id] || s.excluded[p]
+			s.tokens[id] += s.tokens[p]
+			if nd.Failed == "" {
+				s.live[p]++
+			}
+		}
+	}
+	return s
+}
+
+// open reports whether id is in C given v_s = virtual (ALGORITHM.md §5.7.3).
+func (s *scan) open(t *tree.Tree, id int, cfg Config, lim Limits, virtual int) bool {
+	nd := &t.Nodes[id]
+	switch {
+	case !s.reached[id] || s.excluded[id] || nd.Terminal():
+		return false
+	case lim.MaxTotalTokens-s.tokens[id] < cfg.MinRemainingTokens(lim):
+		return false
+	case id != 0 && s.live[id]+virtual >= cfg.MaxChildren:
+		return false
+	}
+	return true
+}
+
+// Candidates is C of ALGORITHM.md §5.7.3 at the start of a round, in
+// ascending node id: the nodes that are nonterminal (neither done nor
+// truncated), not failed nor under a failed node, have
+// T_max - tokens(s) >= min_remaining, where tokens(s) counts the generated
+// (trainable) policy tokens on the path root..s — not the prompt, chat glue or
+// tool results — and have |ch(s)| + v_s < max_children, where |ch(s)| counts
+// the children that did not fail and v_s = virtual[s] (nil means none). The
+// root is exempt from max_children.
+//
+// Candidates does not look at critic predictions: the engine uses it to find
+// the checkpoints to score before calling Plan.
+func Candidates(t *tree.Tree, cfg Config, lim Limits, virtual map[int]int) []int {
+	if t == nil {
+		return nil
+	}
+	s := scanTree(t)
+	var out []int
+	for id := range t.Nodes {
+		if s.open(t, id, cfg, lim, virtual[id]) {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// Pick is one planned branch: a rollout from checkpoint Node, chosen with
+// score Gain (the node's score at pick time, virtual counts applied).
+type Pick struct {
+	Node int     `json:"node"`
+	Gain float64 `json:"gain"`
+}
+
+// Score is one candidate's standing at the start of a round, before any
+// virtual pick.
+type Score struct {
+	Node int `json:"node"`
+	// VStarSel is V*_sel(s): the refined value of §5.4 at kappa_sel.
+	VStarSel float64 `json:"v_star_sel"`
+	// Critic is V_phi(s), nil when the node has no prediction.
+	Critic *float64 `json:"critic"`
+	// Count is n_s, the node's completed children that entered its backup.
+	Count int `json:"count"`
+	// Gain is the node's score at n = n_s; eligible iff > 0.
+	Gain float64 `json:"gain"`
+}
+
+// Scores scores every candidate of a round on the tree as it stands, in
+// ascending node id, eligible or not; a candidate with no value at all (see
+// Plan) is left out. Plan picks from exactly these scores; Scores is exported
+// for diagnostics and logging.
+func Scores(t *tree.Tree, cfg Config, reward prepare.RewardConfig, lim Limits) ([]Score, error) {
+	if t == nil {
+		return nil, status.Errorf(status.InvalidArgument, "search: scores: tree is nil")
+	}
+	_, out, err := scores(t, cfg, reward, lim)
+	return out, err
+}
+
+func scores(t *tree.Tree, cfg Config, reward prepare.RewardConfig, lim Limits) (*scan, []Score, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, nil, err
+	}
+	if err := lim.Validate(); err != nil {
+		return nil, nil, err
+	}
+	if err := reward.Validate(); err != nil {
+		return nil, nil, err
+	}
+	// prepare.Values validates the tree; the scan before it tolerates an
+	// invalid one, so the tree is validated once per round, not twice.
+	s := scanTree(t)
+	var cands []int
+	for id := range t.Nodes {
+		if s.open(t, id, cfg, lim, 0) {
+			cands = append(cands, id)
+		}
+	}
+	if len(cands) == 0 {
+		if err := t.Validate(); err != nil {
+			return nil, nil, status.Wrap(status.InvalidArgument, err, "search")
+		}
+		return s, nil, nil
+	}
+	sel := selectionConfig(reward)
+	vals, err := prepare.Values(withoutValueless(t, s), sel)
+	if err != nil {
+		return nil, nil, status.Wrap(status.CodeOf(err), err, "search")
+	}
+	out := make([]Score, 0, len(cands))
+	for _, id := range cands {
+		if !vals.HasRefined(id) {
+			continue // no prediction and no completed child: see Plan
+		}
+		sc := Score{Node: id, VStarSel: vals.Refined[id], Critic: t.Nodes[id].Critic, Count: vals.Count[id]}
+		sc.Gain = sc.gain(cfg.Score, sel, 0)
+		out = append(out, sc)
+	}
+	return s, out, nil
+}
+
+// selectionConfig is reward with kappa replaced by kappa_sel = max(kappa, 1).
+func selectionConfig(reward prepare.RewardConfig) prepare.RewardConfig {
+	reward.CriticWeight = max(reward.CriticWeight, 1)
+	return reward
+}
+
+// gain scores sc with `virtual` planned picks added to n_s.
+func (sc *Score) gain(score string, sel prepare.RewardConfig, virtual int) float64 {
+	vphi, hasPhi := 0.0, sc.Critic != nil
+	if hasPhi {
+		vphi = *sc.Critic
+	}
+	return Gain(score, sc.VStarSel, vphi, hasPhi, sc.Count+virtual, sel.CriticWeight, sel.RewardMin, sel.RewardMax)
+}
+
+// Plan returns round `round`'s picks in launch order (ALGORITHM.md §5.7.3):
+// m = min(PerPass, remaining) greedy picks over Candidates, scored on the tree
+// as it stands (the state at the round's start). After each pick the node's
+// virtual count v_s grows by one and only that node is rescored, with
+// n = n_s + v_s; a node may be picked several times, until max_children. The
+// best score wins; scores within TieTolerance of the best tie, and the tied
+// node with the smallest Hash(seed, problemID, round, key(s)), key(s) =
+// t.PathKey(s), wins, so the plan does not depend on node ids. Only scores
+// > 0 are eligible. Fewer than m picks (down to none) means the round ran
+// out of eligible candidates; an empty plan means stop and record the
+// unspent budget. An Independent config never branches and gets an empty
+// plan.
+//
+// round is t of §5.7 and enters the tie-break hash; pass the same t to
+// BranchSeed for the picks' sampler seeds. Numbering branching rounds 1, 2,
+// ... matches the nodes' search_pass (0 is warmup).
+//
+// V*_sel is prepare.Values at kappa_sel = max(kappa, 1) with reward's other
+// settings; r_min and r_max map values to p in [0, 1].
+//
+// Missing critic predictions: a node without one has no prior, so (as in
+// prepare) V*_sel is its backup G_bar alone and the (p - p_phi)^2 bias term
+// of value_refinement is 0. A node with neither a prediction nor a completed
+// child has no value at all — in practice the root after every warmup
+// rollout failed with no critic configured, or a cancelled checkpoint the
+// critic never scored — and is skipped: it is never picked, and it is left
+// out of its parent's backup and n_s (prepare.Values would refuse such a
+// non-root node). Skipping rather than scoring it as p = 0.5, n = 0 agrees
+// with the default score, which gives an unmeasured node exactly 0 at
+// kappa_sel = 1, and keeps the other scores from spending budget on a prompt
+// whose every rollout failed, which contributes nothing to training.
+func Plan(t *tree.Tree, cfg Config, reward prepare.RewardConfig, lim Limits, round, remaining int) ([]Pick, error) {
+	switch {
+	case t == nil:
+		return nil, status.Errorf(status.InvalidArgument, "search: plan: tree is nil")
+	case round < 0:
+		return nil, status.Errorf(status.InvalidArgument, "search: plan: round is %d, must be >= 0", round)
+	case remaining < 0:
+		return nil, status.Errorf(status.InvalidArgument, "search: plan: remaining budget is %d, must be >= 0", remaining)
+	}
+	// Reject bad settings even when there is nothing to plan.
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if err := lim.Validate(); err != nil {
+		return nil, err
+	}
+	if err := reward.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Independent || remaining == 0 {
+		return nil, nil
+	}
+	s, scored, err := scores(t, cfg, reward, lim)
+	if err != nil {
+		return nil, err
+	}
+	sel := selectionConfig(reward)
+	type cand struct {
+		Score
+		virtual  int
+		gain     float64 // at n = n_s + virtual
+		eligible bool
+		tie      uint64
+		hasTie   bool
+	}
+	cs := make([]cand, len(scored))
+	for i, sc := range scored {
+		cs[i] = cand{Score: sc, gain: sc.Gain, eligible: sc.Gain > 0}
+	}
+
+	m := min(cfg.PerPass, remaining)
+	picks := make([]Pick, 0, m)
+	for range m {
+		best := math.Inf(-1)
+		for i := range cs {
+			if cs[i].eligible && cs[i].gain > best {
+				best = cs[i].gain
+			}
+		}
+		if math.IsInf(best, -1) {
+			break
+		}
+		// The tie set is every score within the tolerance of the maximum, so
+		// the winner does not depend on the order candidates are visited in.
+		win := -1
+		for i := range cs {
+			c := &cs[i]
+			if !c.eligible || best-c.gain > TieTolerance {
+				continue
+			}
+			if !c.hasTie {
+				c.tie, c.hasTie = tieKey(cfg.Seed, t.ProblemID, round, t.PathKey(c.Node)), true
+			}
+			if win < 0 || c.tie < cs[win].tie {
+				win = i
+			}
+		}
+		c := &cs[win]
+		picks = append(picks, Pick{Node: c.Node, Gain: c.gain})
+		c.virtual++
+		if !s.open(t, c.Node, cfg, lim, c.virtual) {
+			c.eligible = false
+			continue
+		}
+		c.gain = c.Score.gain(cfg.Score, sel, c.virtual)
+		c.eligible = c.gain > 0
+	}
+	if len(picks) == 0 {
+		return nil, nil
+	}
+	return picks, nil
+}
+
+// withoutValueless returns t itself, or, when some non-root completed
+// nonterminal node has neither a critic prediction nor a child with a value,
+// a shallow copy in which those nodes are marked failed so that
+// prepare.Values leaves them out instead of refusing the tree. Deepest first:
+// a node whose only children are valueless is valueless too.
+func withoutValueless(t *tree.Tree, s *scan) *tree.Tree {
+	n := len(t.Nodes)
+	var valueless []bool
+	found := false
+	for i := len(s.order) - 1; i > 0; i-- {
+		id := s.order[i]
+		nd := &t.Nodes[id]
+		if s.excluded[id] || nd.Terminal() || nd.Critic != nil {
+			continue
+		}
+		valued := false
+		for _, c := range nd.Children {
+			if c <= 0 || c >= n {
+				continue // an invalid tree; prepare.Values reports it
+			}
+			if !s.excluded[c] && (valueless == nil || !valueless[c]) {
+				valued = true
+				break
+			}
+		}
+		if !valued {
+			if valueless == nil {
+				valueless = make([]bool, n)
+			}
+			valueless[id], found = true, true
+		}
+	}
+	if !found {
+		return t
+	}
+	cp := *t
+	cp.Nodes = slices.Clone(t.Nodes)
+	for id, v := range valueless {
+		if v {
+			cp.Nodes[id].Failed = "search: no critic prediction and no completed child"
+		}
+	}
+	return &cp
+}
+
+// Gain is ALGORITHM.md §5.7.4's score of one node, with n = n_s + v_s, p the
+// clip to [0, 1] of (vStarSel - rMin)/(rMax - rMin) and p_phi the same map of
+// vPhi:
+//
+//   - "value_refinement": e2 = p(1-p)/(kappa_sel+n+1) + (p-p_phi)^2,
+//     sigma2 = p(1-p), gain = (2 kappa_sel^2 e2 + (n - kappa_sel) sigma2) /
+//     (kappa_sel+n)^3 — the error one more branch removes from the critic
+//     target. Without a prediction (hasPhi false) the bias term is 0.
+//   - "posterior_variance": p(1-p)/((kappa_sel+n)(kappa_sel+n+1)).
+//   - "uniform": 1/(1+n). Tree-GRPO expands uniformly chosen nodes; here
+//     every candidate with the same number of real plus planned children
+//     scores the same and the seeded hash tie-break draws among them, while
+//     preferring fewer children spreads a round's picks over distinct nodes
+//     instead of piling them onto one.
+//
+// A candidate is eligible iff its gain is > 0. An unknown score, or
+// kappa_sel + n <= 0, gives 0 (never eligible); Config.Validate rejects
+// unknown scores and Plan always passes kappa_sel >= 1.
+func Gain(score string, vStarSel, vPhi float64, hasPhi bool, n int, kappaSel, rMin, rMax float64) float64 {
+	nf := float64(n)
+	k := kappaSel + nf
+	if k <= 0 {
+		return 0
+	}
+	p := unit(vStarSel, rMin, rMax)
+	sigma2 := p * (1 - p)
+	switch score {
+	case ScoreValueRefinement:
+		bias := 0.0
+		if hasPhi {
+			d := p - unit(vPhi, rMin, rMax)
+			bias = d * d
+		}
+		e2 := sigma2/(k+1) + bias
+		// At n = 0 with no bias and kappa_sel = 1 both terms cancel exactly:
+		// an unmeasured node scores 0, as §5.7.4 says.
+		return (2*kappaSel*kappaSel*e2 + (nf-kappaSel)*sigma2) / (k * k * k)
+	case ScorePosteriorVariance:
+		return sigma2 / (k * (k + 1))
+	case ScoreUniform:
+		return 1 / (1 + nf)
+	}
+	return 0
+}
+
+// unit maps a value to p = clip((v - rMin)/(rMax - rMin), 0, 1).
+func unit(v, rMin, rMax float64) float64 {
+	return min(max((v-rMin)/(rMax-rMin), 0), 1)
+}
