@@ -1,0 +1,54 @@
+// Package sim owns the simulated inference server: the test double for every policy
+// backend, the demo's model and the benchmark server. Start serves, on 127.0.0.1 at a free
+// port, the real wire formats of SGLang (POST /generate, GET /health, /health_generate,
+// /get_model_info (/model_info), /get_server_info (/server_info), POST /abort_request,
+// /flush_cache), vLLM (POST /v1/completions with token-id prompts, GET /v1/models, /version)
+// and OpenAI (POST /v1/chat/completions, /v1/responses), each with its own error envelope.
+//
+// The model directory holds a generated tokenizer.json (byte-level BPE, GPT-2 byte
+// alphabet, Qwen2 pre-tokenizer, a few hundred merges learnt deterministically from the
+// simulator's own text), tokenizer_config.json (ChatML specials, eos <|im_end|>, a
+// Qwen2.5-style chat template with Hermes tool calls), config.json and
+// generation_config.json. Config.TokenizerDir serves another byte-level BPE tokenizer
+// instead (e.g. a real Qwen3 checkpoint): the model writes the same text in its vocabulary.
+//
+// The language model is a probabilistic script over bytes. It finds a bundled problem
+// (Problems) in the decoded prompt, and writes a worked solution: an opening line (plain,
+// or careful with probability 0.4, which halves later slips), one line per arithmetic step,
+// then "Therefore, the answer is \boxed{ANSWER}." and EOS. Each step is wrong with
+// probability Problem.Difficulty; a wrong result propagates to the answer unless the very
+// next line catches it ("Wait, let me recheck: ...", probability 0.3). So checkpoints
+// differ in value: right after a slip the success rate is about 0.3, one line later it is
+// zero. A prompt with tools and no tool result in its last user turn gets one
+// <tool_call> (the problem's Expression for the tool's first string parameter) instead.
+// Text the script cannot continue (foreign assistant text, an unknown raw prompt) makes
+// the model wrap up with "\n\nTherefore, the answer is \boxed{...}."; an unknown problem
+// in a chat gets a generic computation whose numbers hash from the conversation.
+//
+// At every position the next-token distribution is real: each live script branch
+// proposes its longest vocabulary token (mass 0.97) and a shorter tokenisation of the
+// same text (0.03), weighted by the branch probabilities; EOS where a branch ends. The
+// draw applies temperature (0 = greedy), top-k, top-p and min-p and uses a uniform keyed
+// by the request seed (sampling_seed / seed; else Config.Seed + a request counter) and a
+// hash of every token before the position. Hence: same seed and request, same tokens;
+// a continuation from prompt + generated prefix with the same seed writes exactly what
+// the longer request would have (segment boundaries may fall anywhere, even mid-word);
+// the parse of a prefix and live generation are one function, so any prefix leads to the
+// same state. Reported logprobs are log-probabilities of the sampled token under the
+// distribution it was drawn from (Config.LogprobMode "processed", default: after
+// temperature and truncation, renormalised) or under the model's own distribution ("raw",
+// vLLM V1's default); at temperature 0 both are the raw value. They are clamped at -9999.
+// Max tokens are never exceeded (except by the extra_tokens fault); EOS, stop_token_ids and
+// stop strings end a sequence with the finish reasons and matched values of each API.
+//
+// Not simulated: streaming (stream=true is refused with 400), echo and prompt logprobs
+// (400), SGLang input_token_logprobs, repetition/frequency/presence penalties and
+// logit_bias (accepted, ignored), n>1 top-level expansion on /v1/responses.
+//
+// Concurrency and resources: a Server is safe for concurrent requests and for concurrent
+// calls of its methods; SetFaults takes effect for requests that have not yet drawn their
+// fault. Latency, queueing and the prefix cache are per server (Config.Latency,
+// Config.Cache). Close ends in-flight sequences with finish reason abort, waits for every
+// handler and hijacked connection, frees the port and removes a temporary model directory;
+// a configured ModelDir is left in place. The tokenizer is generated once per process.
+package sim
