@@ -1,0 +1,43 @@
+// Package bridge owns the remote-object bridge of DESIGN.md §1: the queue
+// through which Python objects (a custom Completion, a Python Env subclass,
+// a Python critic function) serve engine calls without Go ever calling into
+// Python. The engine side calls Call (or uses the Policy, Env and Critic
+// stand-ins here, which satisfy the core/collect interfaces); each call
+// becomes a Request that a Python worker thread takes with a blocking Poll
+// through the C ABI, serves, and answers with Resolve or Fail by id.
+//
+// Wire format: a Request is {"id", "kind", "object", "payload"}; object is
+// the Python side's handle for the object the call is addressed to, and
+// payload and replies are JSON. The kinds and their payloads are:
+//
+//	"policy.generate" {"tokens": [ids], "params": SamplingParams, "id": "request id"}
+//	                  -> {"tokens", "logprobs", "text", "stop_reason",
+//	                      "matched_stop"?, "top_logprobs"?, "prompt_tokens"?,
+//	                      "cached_tokens"?, "abort_message"?}
+//	"env.reset"       {} -> {"observation": {"text", "tokens"?} | null}
+//	"env.step"        {"action": {"kind": "tokens", "tokens": [ids], "finished": bool}
+//	                           | {"kind": "text", "text": str}
+//	                           | {"kind": "tool", "text", "reasoning", "tool_calls": [{"name", "arguments", "call_id", "error"}]}}
+//	                  -> {"observation": {"text", "tokens"?} | null, "reward": float,
+//	                      "done": bool, "info": any}
+//	"env.fork"        {} -> {"object": int}   (the new env's handle)
+//	"critic.score"    {"contexts": [str]} -> {"values": [float]}
+//
+// SamplingParams is backends/generate's JSON form (temperature, max_tokens,
+// top_p, top_k, stop, stop_token_ids, logprobs, prompt_logprobs,
+// repetition_penalty, seed; unset fields are omitted). Two kinds are
+// notifications, which expect no reply (a Resolve of their id fails
+// harmlessly): "env.close" {} (drop the env object), and "cancel", whose ID
+// is that of an earlier request the engine no longer waits for (its context
+// ended after the request was polled); a request cancelled before anyone
+// polled it is simply withdrawn from the queue.
+//
+// Concurrency and resources: a Bridge is safe for concurrent use by any
+// number of callers and pollers. Call blocks until the request is resolved
+// or failed, its context ends (it then returns at once) or the bridge is
+// closed. Close fails every pending call with status.Cancelled; pollers then
+// receive the remaining notifications (a "cancel" for each call they were
+// serving, queued "env.close"s) and after them ErrClosed. Close is
+// idempotent. Unknown, duplicate or late
+// Resolve/Fail ids return a status.InvalidHandle error and never panic.
+package bridge

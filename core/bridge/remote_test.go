@@ -1,0 +1,420 @@
+package bridge
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/focus-go/focus-go/backends/critic"
+	"github.com/focus-go/focus-go/backends/generate"
+	"github.com/focus-go/focus-go/backends/parse"
+	"github.com/focus-go/focus-go/core/collect"
+	"github.com/focus-go/focus-go/core/mathenv"
+	"github.com/focus-go/focus-go/core/prepare"
+	"github.com/focus-go/focus-go/core/search"
+	"github.com/focus-go/focus-go/core/status"
+	"github.com/focus-go/focus-go/core/tree"
+)
+
+func byteIDs(s string) []uint32 {
+	ids := make([]uint32, len(s))
+	for i := range s {
+		ids[i] = uint32(s[i])
+	}
+	return ids
+}
+
+func byteText(ids []uint32) (string, error) {
+	b := make([]byte, len(ids))
+	for i, id := range ids {
+		b[i] = byte(id)
+	}
+	return string(b), nil
+}
+
+// answerPolicy writes "so x=\boxed{5}" or "...{4}" depending on the seed,
+// `segment` tokens at a time, continuing from the prefix.
+type answerPolicy struct{ prompt int }
+
+func (p answerPolicy) Generate(_ context.Context, req generate.Request) (*generate.Result, error) {
+	answer := "so x=\\boxed{5}"
+	if *req.Params.Seed%3 == 0 {
+		answer = "so x=\\boxed{4}"
+	}
+	done := len(req.Tokens) - p.prompt
+	n := min(*req.Params.MaxTokens, len(answer)-done)
+	stop := generate.StopReasonLength
+	if done+n == len(answer) {
+		stop = generate.StopReasonStop
+	}
+	lps := make([]float64, n)
+	for i := range lps {
+		lps[i] = -0.125 * float64(i%4)
+	}
+	return &generate.Result{Tokens: byteIDs(answer[done : done+n]), Logprobs: lps, StopReason: stop, Text: answer[done : done+n]}, nil
+}
+
+// python plays the Python driver: it polls, serves each request in its own
+// goroutine from native Go objects through the documented JSON shapes, and
+// resolves by id.
+type python struct {
+	b       *Bridge
+	policy  collect.Policy
+	critic  collect.Critic
+	mu      sync.Mutex
+	envs    map[int64]collect.Env
+	next    int64
+	closes  atomic.Int64
+	cancels atomic.Int64
+	wg      sync.WaitGroup
+}
+
+func servePython(b *Bridge, policy collect.Policy, env collect.Env, c collect.Critic) *python {
+	py := &python{b: b, policy: policy, critic: c, envs: map[int64]collect.Env{100: env}, next: 100}
+	py.wg.Add(1)
+	go func() {
+		defer py.wg.Done()
+		for {
+			r, err := b.Poll(context.Background())
+			if err != nil {
+				return
+			}
+			py.wg.Add(1)
+			go func() {
+				defer py.wg.Done()
+				py.serve(r)
+			}()
+		}
+	}()
+	return py
+}
+
+func (py *python) env(id int64) collect.Env {
+	py.mu.Lock()
+	defer py.mu.Unlock()
+	return py.envs[id]
+}
+
+func (py *python) serve(r Request) {
+	ctx := context.Background()
+	reply := func(v any, err error) {
+		if err != nil {
+			_ = py.b.Fail(r.ID, status.CodeOf(err), err.Error())
+			return
+		}
+		data, _ := json.Marshal(v)
+		_ = py.b.Resolve(r.ID, data)
+	}
+	switch r.Kind {
+	case KindCancel:
+		py.cancels.Add(1)
+	case KindPolicyGenerate:
+		var p struct {
+			Tokens []uint32                `json:"tokens"`
+			Params generate.SamplingParams `json:"params"`
+		}
+		if err := json.Unmarshal(r.Payload, &p); err != nil {
+			reply(nil, err)
+			return
+		}
+		res, err := py.policy.Generate(ctx, generate.Request{Tokens: p.Tokens, Params: p.Params})
+		if err != nil {
+			reply(nil, err)
+			return
+		}
+		reply(map[string]any{"tokens": res.Tokens, "logprobs": res.Logprobs, "text": res.Text, "stop_reason": res.StopReason, "matched_stop": nil}, nil)
+	case KindEnvReset:
+		obs, err := py.env(r.Object).Reset(ctx)
+		reply(map[string]any{"observation": map[string]any{"text": obs.Text, "tokens": obs.Tokens}}, err)
+	case KindEnvStep:
+		var p struct {
+			Action struct {
+				Kind     string   `json:"kind"`
+				Tokens   []uint32 `json:"tokens"`
+				Finished bool     `json:"finished"`
+			} `json:"action"`
+		}
+		if err := json.Unmarshal(r.Payload, &p); err != nil || p.Action.Kind != "tokens" {
+			reply(nil, fmt.Errorf("bad step payload %s", r.Payload))
+			return
+		}
+		step, err := py.env(r.Object).Step(ctx, parse.Action{Kind: parse.KindTokens, Chunk: &parse.TokenChunk{Tokens: p.Action.Tokens, Finished: p.Action.Finished}})
+		if err != nil {
+			reply(nil, err)
+			return
+		}
+		reply(map[string]any{"observation": nil, "reward": step.Reward, "done": step.Done, "info": json.RawMessage(step.Info)}, nil)
+	case KindEnvFork:
+		forked, err := py.env(r.Object).Fork(ctx)
+		if err != nil {
+			reply(nil, err)
+			return
+		}
+		py.mu.Lock()
+		py.next++
+		id := py.next
+		py.envs[id] = forked
+		py.mu.Unlock()
+		reply(map[string]any{"object": id}, nil)
+	case KindEnvClose:
+		py.mu.Lock()
+		delete(py.envs, r.Object)
+		py.mu.Unlock()
+		py.closes.Add(1)
+	case KindCriticScore:
+		var p struct {
+			Contexts []string `json:"contexts"`
+		}
+		if err := json.Unmarshal(r.Payload, &p); err != nil {
+			reply(nil, err)
+			return
+		}
+		values, err := py.critic.Score(ctx, p.Contexts)
+		reply(map[string]any{"values": values}, err)
+	default:
+		_ = py.b.Fail(r.ID, status.InvalidArgument, "unknown kind "+r.Kind)
+	}
+}
+
+func remoteConfig() collect.Config {
+	prompt := "Solve 3x+7=22. "
+	return collect.Config{
+		ProblemID: "linear", PromptTokens: byteIDs(prompt), PromptText: prompt,
+		Segments: 4, MaxTotalTokens: 64, Search: search.Selective(12, 6), Reward: prepare.DefaultRewardConfig(),
+	}
+}
+
+func marshal(t *testing.T, tr *tree.Tree) string {
+	t.Helper()
+	cp := *tr
+	cp.Stats.WallSeconds, cp.Stats.PolicySeconds = 0, 0
+	data, err := tree.Marshal(&cp)
+	require.NoError(t, err)
+	return string(data)
+}
+
+func TestRemoteCollectionMatchesNative(t *testing.T) {
+	cfg := remoteConfig()
+	policy := answerPolicy{prompt: len(cfg.PromptTokens)}
+	native, err := collect.Collect(context.Background(), cfg, policy, mathenv.New("5", byteText), critic.Constant(0.5))
+	require.NoError(t, err)
+
+	b := New()
+	py := servePython(b, policy, mathenv.New("5", byteText), critic.Constant(0.5))
+	remote, err := collect.Collect(context.Background(), cfg, Policy{b, 1}, Env{b, 100}, Critic{b, 2})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return b.Queued() == 0 }, time.Second, time.Millisecond, "close notifications are taken")
+	b.Close()
+	py.wg.Wait()
+
+	assert.Equal(t, marshal(t, native), marshal(t, remote), "the bridge changes nothing")
+	py.mu.Lock()
+	defer py.mu.Unlock()
+	assert.Len(t, py.envs, 1, "every fork was closed; only the caller's root env is left")
+	assert.Positive(t, py.closes.Load())
+	assert.Zero(t, b.Pending())
+}
+
+func TestRemoteFailuresAndCancellation(t *testing.T) {
+	t.Run("python exception fails the rollout", func(t *testing.T) {
+		b := New()
+		defer b.Close()
+		failing := failingPolicy{}
+		py := servePython(b, failing, mathenv.New("5", byteText), critic.Constant(0.5))
+		defer py.wg.Wait()
+		defer b.Close()
+		cfg := remoteConfig()
+		cfg.Search = search.Independent(2)
+		res, err := collect.Run(context.Background(), cfg, Policy{b, 1}, Env{b, 100}, Critic{b, 2})
+		assert.Equal(t, status.Collection, status.CodeOf(err))
+		require.Len(t, res.Failures, 2)
+		assert.Equal(t, "policy: RuntimeError: CUDA out of memory", res.Failures[0].Message)
+	})
+	t.Run("cancel abandons python calls", func(t *testing.T) {
+		b := New()
+		// A Python side that takes requests but never answers.
+		polled := make(chan Request, 64)
+		go func() {
+			for {
+				r, err := b.Poll(context.Background())
+				if err != nil {
+					close(polled)
+					return
+				}
+				polled <- r
+			}
+		}()
+		// Reset and one fork per warmup rollout are answered; generation hangs.
+		go func() {
+			for r := range polled {
+				switch r.Kind {
+				case KindEnvReset:
+					_ = b.Resolve(r.ID, []byte(`{"observation": null}`))
+				case KindEnvFork:
+					_ = b.Resolve(r.ID, []byte(fmt.Sprintf(`{"object": %d}`, 1000+r.ID)))
+				}
+			}
+		}()
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		defer cancel()
+		cfg := remoteConfig()
+		cfg.Search = search.Independent(3)
+		began := time.Now()
+		res, err := collect.Run(ctx, cfg, Policy{b, 1}, Env{b, 100}, nil)
+		assert.Less(t, time.Since(began), time.Second)
+		assert.Equal(t, status.Timeout, status.CodeOf(err))
+		assert.Len(t, res.Tree.Nodes, 1)
+		assert.Zero(t, b.Pending(), "nothing is left waiting")
+		b.Close()
+	})
+}
+
+type failingPolicy struct{}
+
+func (failingPolicy) Generate(context.Context, generate.Request) (*generate.Result, error) {
+	return nil, status.Errorf(status.Backend, "RuntimeError: CUDA out of memory")
+}
+
+func TestRemoteDecoding(t *testing.T) {
+	tests := []struct {
+		name    string
+		kind    string
+		reply   string
+		check   func(t *testing.T, b *Bridge) error
+		wantErr string
+	}{
+		{"result with matched stop token", KindPolicyGenerate,
+			`{"tokens":[5,6],"logprobs":[-0.5,-1],"text":"ab","stop_reason":"stop","matched_stop":151645,"top_logprobs":[{"5":-0.5},{"6":-1,"7":-2}],"prompt_tokens":3,"cached_tokens":2}`,
+			func(t *testing.T, b *Bridge) error {
+				res, err := Policy{b, 1}.Generate(context.Background(), generate.Request{Tokens: []uint32{1, 2, 3}, Params: generate.SamplingParams{MaxTokens: generate.Int(4)}})
+				if err != nil {
+					return err
+				}
+				assert.Equal(t, []uint32{5, 6}, res.Tokens)
+				assert.Equal(t, generate.StopMatch{Kind: generate.MatchToken, Token: 151645}, res.MatchedStop)
+				assert.Equal(t, []map[uint32]float64{{5: -0.5}, {6: -1, 7: -2}}, res.TopLogprobs)
+				assert.Equal(t, []uint32{1, 2, 3}, res.PrefixTokens)
+				assert.Equal(t, 0.75, res.Entropy)
+				return res.Validate("policy", 4)
+			}, ""},
+		{"matched stop string", KindPolicyGenerate, `{"tokens":[],"logprobs":[],"stop_reason":"stop","matched_stop":"</answer>"}`,
+			func(t *testing.T, b *Bridge) error {
+				res, err := Policy{b, 1}.Generate(context.Background(), generate.Request{})
+				if err == nil {
+					assert.Equal(t, "</answer>", res.MatchedStop.String)
+				}
+				return err
+			}, ""},
+		{"null logprob is rejected by validation", KindPolicyGenerate, `{"tokens":[5],"logprobs":[null],"stop_reason":"stop"}`,
+			func(t *testing.T, b *Bridge) error {
+				res, err := Policy{b, 1}.Generate(context.Background(), generate.Request{})
+				require.NoError(t, err)
+				assert.True(t, math.IsNaN(res.Logprobs[0]))
+				return res.Validate("policy", 4)
+			}, "not a finite value"},
+		{"no tokens", KindPolicyGenerate, `{"text":"hi","stop_reason":"stop"}`,
+			func(t *testing.T, b *Bridge) error {
+				_, err := Policy{b, 1}.Generate(context.Background(), generate.Request{})
+				return err
+			}, `has no "tokens" list`},
+		{"step reply", KindEnvStep, `{"observation":{"text":"result: 3","tokens":[9,9]},"reward":0.5,"done":false,"info":{"tool":"calc"}}`,
+			func(t *testing.T, b *Bridge) error {
+				step, err := Env{b, 1}.Step(context.Background(), parse.Action{Kind: parse.KindTokens, Chunk: &parse.TokenChunk{Tokens: []uint32{1}}})
+				if err == nil {
+					assert.Equal(t, collect.Observation{Text: "result: 3", Tokens: []uint32{9, 9}}, step.Observation)
+					assert.Equal(t, 0.5, step.Reward)
+					assert.JSONEq(t, `{"tool":"calc"}`, string(step.Info))
+				}
+				return err
+			}, ""},
+		{"step without reward", KindEnvStep, `{"done":true}`,
+			func(t *testing.T, b *Bridge) error {
+				_, err := Env{b, 1}.Step(context.Background(), parse.Action{Kind: parse.KindText, Text: "hi"})
+				return err
+			}, `has no "reward"`},
+		{"fork without object", KindEnvFork, `{}`,
+			func(t *testing.T, b *Bridge) error {
+				_, err := Env{b, 1}.Fork(context.Background())
+				return err
+			}, `has no "object" handle`},
+		{"reset with null observation", KindEnvReset, `{"observation":null}`,
+			func(t *testing.T, b *Bridge) error {
+				obs, err := Env{b, 1}.Reset(context.Background())
+				assert.True(t, obs.Empty())
+				return err
+			}, ""},
+		{"critic wrong count", KindCriticScore, `{"values":[0.5]}`,
+			func(t *testing.T, b *Bridge) error {
+				_, err := Critic{b, 2}.Score(context.Background(), []string{"a", "b"})
+				return err
+			}, "critic: python critic (object 2): returned 1 values for 2 contexts"},
+		{"not json", KindCriticScore, `NaN`,
+			func(t *testing.T, b *Bridge) error {
+				_, err := Critic{b, 2}.Score(context.Background(), []string{"a"})
+				return err
+			}, "critic.score reply from object 2 is not the expected JSON"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := New()
+			defer b.Close()
+			go func() {
+				r, err := b.Poll(context.Background())
+				if err == nil {
+					assert.Equal(t, tt.kind, r.Kind)
+					_ = b.Resolve(r.ID, []byte(tt.reply))
+				}
+			}()
+			err := tt.check(t, b)
+			if tt.wantErr == "" {
+				assert.NoError(t, err)
+			} else {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestActionPayloads(t *testing.T) {
+	tests := []struct {
+		name   string
+		action parse.Action
+		want   string
+	}{
+		{"tokens", parse.Action{Kind: parse.KindTokens, Chunk: &parse.TokenChunk{Tokens: []uint32{1, 2}, Finished: true}},
+			`{"action":{"kind":"tokens","tokens":[1,2],"finished":true}}`},
+		{"empty chunk", parse.Action{Kind: parse.KindTokens, Chunk: &parse.TokenChunk{}},
+			`{"action":{"kind":"tokens","tokens":[],"finished":false}}`},
+		{"text", parse.Action{Kind: parse.KindText, Text: "42"}, `{"action":{"kind":"text","text":"42"}}`},
+		{"tool", parse.Action{Kind: parse.KindTool, Turn: &parse.ToolTurn{Text: "", Reasoning: "hm", ToolCalls: []parse.ToolCall{{Name: "calc", Arguments: `{"x":1}`}}}},
+			`{"action":{"kind":"tool","text":"","reasoning":"hm","tool_calls":[{"name":"calc","arguments":"{\"x\":1}","call_id":"","error":""}]}}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := New()
+			defer b.Close()
+			got := make(chan string, 1)
+			go func() {
+				r, err := b.Poll(context.Background())
+				if err == nil {
+					got <- string(r.Payload)
+					_ = b.Resolve(r.ID, []byte(`{"reward":0}`))
+				}
+			}()
+			_, err := Env{b, 1}.Step(context.Background(), tt.action)
+			require.NoError(t, err)
+			assert.JSONEq(t, tt.want, <-got)
+		})
+	}
+	_, err := Env{New(), 1}.Step(context.Background(), parse.Action{Kind: "image"})
+	assert.Equal(t, status.InvalidArgument, status.CodeOf(err))
+}

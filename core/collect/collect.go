@@ -1,0 +1,409 @@
+package collect
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/focus-go/focus-go/core/search"
+	"github.com/focus-go/focus-go/core/status"
+	"github.com/focus-go/focus-go/core/tree"
+)
+
+// Result is a collection's tree and every failure it met, in the order they
+// were recorded (rollouts in launch order, then critic calls as they ran).
+// The failures are listed whether or not AllowPartial is set.
+type Result struct {
+	Tree     *tree.Tree
+	Failures []Failure
+}
+
+// Collect runs one collection (see Run) and returns its tree.
+func Collect(ctx context.Context, cfg Config, policy Policy, env Env, critic Critic) (*tree.Tree, error) {
+	res, err := Run(ctx, cfg, policy, env, critic)
+	return res.Tree, err
+}
+
+// engine is one collection's state. Only the coordinating goroutine (Run)
+// touches the tree, snapshots and failures; rollout goroutines read their
+// launch and the immutable settings and write only their own outcome and the
+// atomic counters.
+type engine struct {
+	cfg          Config
+	lim          search.Limits
+	minRemaining int
+	policy       Policy
+	critic       Critic
+
+	t        *tree.Tree
+	snaps    []*snapshot // by node id; nil where none is kept
+	scored   []bool      // by node id: the critic was asked (once) for it
+	failures []Failure
+	spent    int // budget units launched
+	rollouts int // budget units whose outcome is in the tree
+
+	generatedTokens atomic.Int64
+	policyNanos     atomic.Int64
+	reused          int
+}
+
+// Run collects one tree: it Resets env once, runs Search.Warmup rollouts from
+// the root concurrently, then rounds of branches planned by search.Plan
+// (each round's picks launched concurrently) until the budget is spent or
+// the plan is empty. Before each plan, the critic scores (in one batch) the
+// candidate checkpoints it has not scored yet; after the last round it
+// scores the checkpoints that became candidates since, and with Independent
+// it scores every checkpoint. critic may be nil (no predictions).
+//
+// Node ids and child order follow launch order, never completion order: each
+// rollout builds its nodes privately and the round inserts them in launch
+// order after every rollout of the round has ended, so the same seed and a
+// deterministic policy and env give a bit-identical tree.
+//
+// A rollout whose policy or env call fails (or whose env reward is not
+// finite or outside [RewardMin, RewardMax]) becomes one failed node under
+// its start checkpoint; its partial nodes are discarded and its budget unit
+// is spent. A critic batch that fails leaves its checkpoints unscored. Both
+// are listed in Result.Failures, and unless AllowPartial is set Run then
+// returns a status.Collection error wrapping a *FailureError — together with
+// the full Result, so nothing collected is lost.
+//
+// The env decides when a path ends: a finished chunk (EOS, also exactly at
+// a segment boundary) ends it when the env's step says done, as MathEnv's
+// does; an env that answers a finished chunk with an observation and not
+// done continues the path after it. A path still running at MaxTotalTokens
+// generated tokens or MaxSegments edges ends truncated.
+//
+// Cancelling ctx stops every call in flight; Run waits for the rollouts to
+// return (policies, envs and critics must honour their context), discards
+// the unfinished ones and returns the tree so far with a status.Cancelled
+// (or status.Timeout) error. Invalid configuration is status.InvalidArgument
+// with a nil tree. Run closes every env fork it made before returning; env
+// itself stays open.
+func Run(ctx context.Context, cfg Config, policy Policy, env Env, critic Critic) (Result, error) {
+	began := time.Now()
+	if err := cfg.Validate(); err != nil {
+		return Result{}, err
+	}
+	if policy == nil || env == nil {
+		return Result{}, status.Errorf(status.InvalidArgument, "collect: a collection needs a policy and an env (policy set: %t, env set: %t)", policy != nil, env != nil)
+	}
+	cfg = cfg.withDefaults()
+	e := &engine{cfg: cfg, lim: cfg.limits(), policy: policy, critic: critic}
+	e.minRemaining = cfg.Search.MinRemainingTokens(e.lim)
+	defer e.releaseAll()
+
+	err := e.run(ctx, env)
+	st := &e.t.Stats
+	st.Rollouts = e.rollouts
+	st.BudgetUnspent = cfg.Search.Budget - e.spent
+	st.GeneratedTokens = int(e.generatedTokens.Load())
+	st.PrefixTokensReused = e.reused
+	st.PolicySeconds = time.Duration(e.policyNanos.Load()).Seconds()
+	st.WallSeconds = time.Since(began).Seconds()
+	res := Result{Tree: e.t, Failures: e.failures}
+	if err != nil {
+		return res, err
+	}
+	if len(e.failures) > 0 && !cfg.AllowPartial {
+		return res, status.Wrap(status.Collection, &FailureError{ProblemID: cfg.ProblemID, Failures: e.failures}, "collect")
+	}
+	return res, nil
+}
+
+func (e *engine) run(ctx context.Context, env Env) error {
+	cfg := &e.cfg
+	prompt := tree.PackedSequence{
+		Tokens:    append([]uint32(nil), cfg.PromptTokens...),
+		Trainable: make([]bool, len(cfg.PromptTokens)),
+		Logprobs:  make([]float64, len(cfg.PromptTokens)),
+	}
+	e.t = tree.New(cfg.ProblemID, prompt, cfg.PromptText)
+	e.snaps = []*snapshot{{env: env}}
+	e.scored = []bool{false}
+
+	ectx, cancel := withTimeout(ctx, cfg.EnvTimeout)
+	obs, err := env.Reset(ectx)
+	cancel()
+	if err != nil {
+		if ctx.Err() != nil {
+			return e.cancelled(ctx)
+		}
+		return status.Wrap(status.CodeOf(err), err, "collect: env reset")
+	}
+	if !obs.Empty() {
+		tokens, text, err := e.observation(obs)
+		if err != nil {
+			return status.Wrap(status.InvalidArgument, err, "collect: env reset observation")
+		}
+		root := e.t.Root()
+		root.Spans[0] = root.Spans[0].AppendConditioning(tree.PackedSequence{Tokens: tokens})
+		root.Text += text
+		root.Observation = text
+	}
+
+	warmup := make([]*launch, cfg.Search.Warmup)
+	for i := range warmup {
+		seed := search.WarmupSeed(cfg.Search.Seed, cfg.ProblemID, i)
+		warmup[i] = &launch{start: 0, pass: 0, seed: seed, base: seed}
+	}
+	if err := e.round(ctx, warmup); err != nil {
+		return err
+	}
+	if cfg.Search.Independent {
+		return e.scoreCheckpoints(ctx, e.allCheckpoints())
+	}
+	for round := 1; e.spent < cfg.Search.Budget; round++ {
+		cands := search.Candidates(e.t, cfg.Search, e.lim, nil)
+		e.releaseExcept(cands)
+		if err := e.scoreCheckpoints(ctx, cands); err != nil {
+			return err
+		}
+		picks, err := search.Plan(e.t, cfg.Search, cfg.Reward, e.lim, round, cfg.Search.Budget-e.spent)
+		if err != nil {
+			return status.Wrap(status.CodeOf(err), err, "collect: plan round %d", round)
+		}
+		if len(picks) == 0 {
+			return nil
+		}
+		launches := make([]*launch, len(picks))
+		for j, p := range picks {
+			seed := search.BranchSeed(cfg.Search.Seed, cfg.ProblemID, round, j)
+			launches[j] = &launch{start: p.Node, pass: round, seed: seed, base: seed}
+		}
+		if err := e.round(ctx, launches); err != nil {
+			return err
+		}
+	}
+	return e.scoreCheckpoints(ctx, search.Candidates(e.t, cfg.Search, e.lim, nil))
+}
+
+// round runs launches concurrently, inserts their outcomes in launch order,
+// then retries failed ones (in launch order, while budget remains) the same
+// way.
+func (e *engine) round(ctx context.Context, launches []*launch) error {
+	for len(launches) > 0 {
+		if len(launches) > e.cfg.Search.Budget-e.spent {
+			return status.Errorf(status.Internal, "collect: %d rollouts planned with %d budget units left", len(launches), e.cfg.Search.Budget-e.spent)
+		}
+		for _, l := range launches {
+			if err := e.prepareLaunch(l); err != nil {
+				return err
+			}
+		}
+		e.spent += len(launches)
+		outcomes := make([]outcome, len(launches))
+		var wg sync.WaitGroup
+		for i, l := range launches {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				// A panic here would kill the process (the C boundary only
+				// recovers its own goroutine): make it the round's error.
+				defer func() {
+					if r := recover(); r != nil {
+						outcomes[i] = outcome{panicked: fmt.Sprintf("%v\n%s", r, debug.Stack())}
+					}
+				}()
+				outcomes[i] = e.rollout(ctx, l)
+			}()
+		}
+		wg.Wait()
+		for i := range outcomes {
+			if p := outcomes[i].panicked; p != "" {
+				for j := range outcomes {
+					outcomes[j].discard()
+				}
+				return status.Errorf(status.Internal, "collect: panic in a rollout from node %d: %s", launches[i].start, p)
+			}
+		}
+
+		var retries []*launch
+		for i, l := range launches {
+			o := &outcomes[i]
+			if o.cancelled {
+				o.discard()
+				continue
+			}
+			if err := e.insert(l, o); err != nil {
+				return err
+			}
+			if o.failure != "" && l.attempt < e.cfg.MaxRetries && e.spent+len(retries) < e.cfg.Search.Budget {
+				a := l.attempt + 1
+				retries = append(retries, &launch{start: l.start, pass: l.pass, seed: retrySeed(l.base, e.cfg.ProblemID, a), attempt: a, base: l.base})
+			}
+		}
+		if ctx.Err() != nil {
+			return e.cancelled(ctx)
+		}
+		launches = retries
+	}
+	return nil
+}
+
+// prepareLaunch reads what a rollout needs off the tree and counts the
+// prefix reuse of a branch (ALGORITHM.md §6.3).
+func (e *engine) prepareLaunch(l *launch) error {
+	nd := e.t.Node(l.start)
+	if nd == nil || nd.Terminal() || nd.Failed != "" {
+		return status.Errorf(status.Internal, "collect: cannot start a rollout at node %d: not an open checkpoint", l.start)
+	}
+	snap := e.snaps[l.start]
+	if snap == nil || snap.closed {
+		return status.Errorf(status.Internal, "collect: node %d has no env snapshot to branch from", l.start)
+	}
+	l.snap = snap
+	l.depth = nd.Depth
+	for id := l.start; id >= 0; id = e.t.Nodes[id].Parent {
+		l.generated += e.t.Nodes[id].GeneratedTokens()
+	}
+	// Room for a few segments more, so most rollouts never copy the prefix.
+	room := min(e.cfg.MaxTotalTokens-l.generated, 4*e.cfg.Segments)
+	l.prefix = e.t.AppendContextTokens(make([]uint32, 0, e.t.ContextLen(l.start)+room), l.start)
+	if l.pass > 0 {
+		e.reused += l.generated
+	}
+	return nil
+}
+
+// insert adds an outcome's nodes (or its failed node) under the launch's
+// checkpoint.
+func (e *engine) insert(l *launch, o *outcome) error {
+	e.rollouts++
+	if o.failure != "" {
+		id, err := e.addChild(l.start, tree.Node{Spans: []tree.PackedSequence{}, Failed: o.failure, SearchPass: l.pass}, nil)
+		if err != nil {
+			return err
+		}
+		e.failures = append(e.failures, Failure{NodeID: id, Message: o.failure})
+		return nil
+	}
+	parent := l.start
+	for i := range o.nodes {
+		id, err := e.addChild(parent, o.nodes[i], o.snaps[i])
+		if err != nil {
+			o.discard()
+			return err
+		}
+		o.snaps[i] = nil // now owned by the tree
+		parent = id
+	}
+	return nil
+}
+
+func (e *engine) addChild(parent int, nd tree.Node, snap *snapshot) (int, error) {
+	id, err := e.t.AddChild(parent, nd)
+	if err != nil {
+		if snap != nil {
+			snap.release()
+		}
+		return -1, status.Wrap(status.Internal, err, "collect: insert a rollout node")
+	}
+	e.snaps = append(e.snaps, snap)
+	e.scored = append(e.scored, false)
+	return id, nil
+}
+
+// allCheckpoints lists every completed nonterminal node (Independent's
+// scoring set).
+func (e *engine) allCheckpoints() []int {
+	var ids []int
+	excluded := make([]bool, len(e.t.Nodes))
+	for id := range e.t.Nodes {
+		nd := &e.t.Nodes[id]
+		excluded[id] = nd.Failed != "" || (nd.Parent >= 0 && excluded[nd.Parent])
+		if !excluded[id] && !nd.Terminal() {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// scoreCheckpoints asks the critic, in one batch, for the listed nodes it
+// has not been asked about yet.
+func (e *engine) scoreCheckpoints(ctx context.Context, ids []int) error {
+	if e.critic == nil {
+		return nil
+	}
+	var batch []int
+	for _, id := range ids {
+		if !e.scored[id] {
+			e.scored[id] = true
+			batch = append(batch, id)
+		}
+	}
+	if len(batch) == 0 {
+		return nil
+	}
+	contexts := make([]string, len(batch))
+	for i, id := range batch {
+		contexts[i] = e.t.ContextText(id)
+	}
+	cctx, cancel := withTimeout(ctx, e.cfg.CriticTimeout)
+	values, err := e.critic.Score(cctx, contexts)
+	cancel()
+	if err == nil {
+		err = checkValues(values, len(batch))
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return e.cancelled(ctx)
+		}
+		msg := "critic: " + err.Error()
+		for _, id := range batch {
+			e.failures = append(e.failures, Failure{NodeID: id, Message: msg})
+		}
+		return nil
+	}
+	for i, id := range batch {
+		v := values[i]
+		e.t.Nodes[id].Critic = &v
+	}
+	return nil
+}
+
+func checkValues(values []float64, n int) error {
+	if len(values) != n {
+		return fmt.Errorf("returned %d values for %d contexts; expected one value per context", len(values), n)
+	}
+	for i, v := range values {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("value %d is %v, not finite", i, v)
+		}
+	}
+	return nil
+}
+
+func (e *engine) cancelled(ctx context.Context) error {
+	return status.Wrap(status.CodeOf(ctx.Err()), ctx.Err(), "collect: problem %q stopped after %d of %d rollouts", e.cfg.ProblemID, e.rollouts, e.cfg.Search.Budget)
+}
+
+// releaseExcept releases the snapshots of checkpoints that left the
+// candidate set: C only shrinks for a node (children accumulate, tokens and
+// terminal states never change), so none of them is branched from again.
+func (e *engine) releaseExcept(cands []int) {
+	keep := 0
+	for id, s := range e.snaps {
+		if keep < len(cands) && cands[keep] == id {
+			keep++
+			continue
+		}
+		if s != nil {
+			s.release()
+			e.snaps[id] = nil
+		}
+	}
+}
+
+func (e *engine) releaseAll() {
+	for id, s := range e.snaps {
+		if s != nil {
+			s.release()
+			e.snaps[id] = nil
+		}
+	}
+}

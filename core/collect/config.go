@@ -1,0 +1,129 @@
+package collect
+
+import (
+	"time"
+
+	"github.com/focus-go/focus-go/backends/generate"
+	"github.com/focus-go/focus-go/core/prepare"
+	"github.com/focus-go/focus-go/core/search"
+	"github.com/focus-go/focus-go/core/status"
+)
+
+// Defaults of the agent's limits (DESIGN.md §8, ALGORITHM.md §5.8).
+const (
+	DefaultSegments       = 256
+	DefaultMaxSegments    = 64
+	DefaultMaxTotalTokens = 8192
+)
+
+// Config is one collection: the problem, the agent's exact-token context
+// (Segments), its limits and sampling settings, the search and the reward
+// settings the search plans with.
+type Config struct {
+	// ProblemID names the problem in the tree and feeds the seeded hash.
+	ProblemID string
+	// PromptTokens is the root prompt exactly as the policy sees it (the
+	// caller renders the chat template); PromptText is its display text.
+	PromptTokens []uint32
+	PromptText   string
+
+	// Segments is L: every policy call continues the checkpoint's exact
+	// token prefix with max_tokens = min(L, MaxTotalTokens - generated so
+	// far on the path). 0 means DefaultSegments.
+	Segments int
+	// MaxSegments caps the segments (edges) on one root-to-leaf path; a path
+	// still running at the cap ends truncated. 0 means DefaultMaxSegments.
+	MaxSegments int
+	// MaxTotalTokens is T_max, the generated policy tokens allowed on one
+	// root-to-leaf path (observation tokens do not count); a path that
+	// reaches it without finishing ends truncated with reward
+	// Reward.TruncatedReward. 0 means DefaultMaxTotalTokens.
+	MaxTotalTokens int
+
+	// Sampling are the base sampling parameters of every request. The
+	// engine sets MaxTokens (see Segments) and Seed (derived from the
+	// rollout's seed and the segment index) on each request.
+	Sampling generate.SamplingParams
+	// RoutingKey, when set, is sent with every request (X-SMG-Routing-Key)
+	// so that an SGLang router keeps the whole tree on one worker.
+	RoutingKey string
+
+	// Search is Selective(budget, warmup) or Independent(n).
+	Search search.Config
+	// Reward is what the search plans with; env rewards must lie in
+	// [RewardMin, RewardMax].
+	Reward prepare.RewardConfig
+
+	// AllowPartial keeps a collection with failed rollouts or critic calls
+	// without an error; the failures are still reported in Result.Failures
+	// (and the failed rollouts are marked in the tree).
+	AllowPartial bool
+	// MaxRetries is how many times a failed rollout is retried from the same
+	// checkpoint, each retry costing one budget unit (default 0).
+	MaxRetries int
+
+	// Per-call timeouts; 0 means only the collection's context bounds the
+	// call. A call that times out fails its rollout (or critic batch).
+	PolicyTimeout time.Duration
+	EnvTimeout    time.Duration
+	CriticTimeout time.Duration
+
+	// Codec decodes generated tokens into node text and encodes observation
+	// text into conditioning tokens. Without one, node text is the policy's
+	// own Result.Text and observations must carry exact Tokens.
+	Codec Codec
+}
+
+// withDefaults fills the zero limits with their defaults.
+func (c Config) withDefaults() Config {
+	if c.Segments == 0 {
+		c.Segments = DefaultSegments
+	}
+	if c.MaxSegments == 0 {
+		c.MaxSegments = DefaultMaxSegments
+	}
+	if c.MaxTotalTokens == 0 {
+		c.MaxTotalTokens = DefaultMaxTotalTokens
+	}
+	return c
+}
+
+// Validate checks the configuration after defaults: positive limits, a
+// non-empty prompt, a valid search and reward configuration, non-negative
+// retries and timeouts, and base sampling parameters that resolve.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	switch {
+	case len(c.PromptTokens) == 0:
+		return status.Errorf(status.InvalidArgument, "collect: prompt has no tokens; the policy needs a prefix to continue")
+	case c.Segments < 0:
+		return status.Errorf(status.InvalidArgument, "collect: segments is %d tokens, must be >= 1 (0 = %d)", c.Segments, DefaultSegments)
+	case c.MaxSegments < 0:
+		return status.Errorf(status.InvalidArgument, "collect: max_segments is %d, must be >= 1 (0 = %d)", c.MaxSegments, DefaultMaxSegments)
+	case c.MaxTotalTokens < 0:
+		return status.Errorf(status.InvalidArgument, "collect: max_total_tokens is %d, must be >= 1 (0 = %d)", c.MaxTotalTokens, DefaultMaxTotalTokens)
+	case c.MaxRetries < 0:
+		return status.Errorf(status.InvalidArgument, "collect: max_retries is %d, must be >= 0", c.MaxRetries)
+	case c.PolicyTimeout < 0 || c.EnvTimeout < 0 || c.CriticTimeout < 0:
+		return status.Errorf(status.InvalidArgument, "collect: timeouts must not be negative (policy %v, env %v, critic %v)", c.PolicyTimeout, c.EnvTimeout, c.CriticTimeout)
+	}
+	if err := c.Search.Validate(); err != nil {
+		return err
+	}
+	if err := c.limits().Validate(); err != nil {
+		return err
+	}
+	if err := c.Reward.Validate(); err != nil {
+		return err
+	}
+	p := c.Sampling
+	p.MaxTokens = generate.Int(c.Segments)
+	if _, err := p.Resolve(); err != nil {
+		return status.Wrap(status.InvalidArgument, err, "collect: base sampling parameters")
+	}
+	return nil
+}
+
+func (c Config) limits() search.Limits {
+	return search.Limits{MaxTotalTokens: c.MaxTotalTokens, SegmentTokens: c.Segments}
+}

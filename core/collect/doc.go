@@ -1,0 +1,20 @@
+// Package collect owns the collection engine of FOCUS (DESIGN.md §1-4,
+// ALGORITHM.md §5.1-5.2 and §5.7): it grows one problem's search tree by
+// running rollouts of exact-token segments (Segments(L)) with a Policy in an
+// Env, scoring checkpoints with a Critic, and branching where search.Plan
+// says, under a budget of rollouts. It owns the three collaborator
+// interfaces (Policy, Env, Critic) and the Codec it decodes and encodes
+// with; native implementations live in backends/ and core/mathenv, remote
+// (Python) ones in core/bridge.
+//
+// Concurrency and resources: Run (and Collect) may be called concurrently
+// for different problems; one call's collaborators must not be shared with
+// another call unless they are safe for concurrent use (the HTTP policies
+// and critics are; envs never are, so build one per problem). Within a call
+// every rollout of a round runs in its own goroutine, so a Policy must be
+// safe for concurrent use; the Critic is called one batch at a time, and an
+// Env is never called from two goroutines at once. Run returns only after every goroutine it started has
+// ended, and it closes every env fork it made (checkpoint snapshots are
+// released as soon as their checkpoint can no longer be branched from). The
+// returned tree belongs to the caller.
+package collect

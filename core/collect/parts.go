@@ -1,0 +1,70 @@
+package collect
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/focus-go/focus-go/backends/generate"
+	"github.com/focus-go/focus-go/backends/parse"
+)
+
+// Policy generates one segment: a continuation of req.Tokens under
+// req.Params. sglang.Client and vllm.Client satisfy it; a Python policy is
+// served through core/bridge. Generate must return promptly once ctx ends.
+// The engine checks every Result against its request (at most max_tokens
+// tokens, one finite logprob per token) and never trusts the policy to.
+type Policy interface {
+	Generate(ctx context.Context, req generate.Request) (*generate.Result, error)
+}
+
+// Observation is what an environment shows the policy after an action: text
+// that the engine appends to the edge as conditioning (untrainable) tokens,
+// after the generated ones. Tokens, when non-nil, are the exact conditioning
+// ids and Text is only their display form; otherwise Text is encoded with
+// the collection's Codec. The zero Observation adds nothing.
+type Observation struct {
+	Text   string   `json:"text"`
+	Tokens []uint32 `json:"tokens"`
+}
+
+// Empty reports whether the observation adds nothing to the context.
+func (o Observation) Empty() bool { return o.Text == "" && len(o.Tokens) == 0 }
+
+// Step is an environment's answer to one action (Python's Step).
+type Step struct {
+	Observation Observation     `json:"observation"`
+	Reward      float64         `json:"reward"`
+	Done        bool            `json:"done"`
+	Info        json.RawMessage `json:"info,omitempty"`
+}
+
+// Env is the task a rollout acts in. Exact-token segments reach Step as a
+// parse.Action of kind parse.KindTokens carrying the segment's TokenChunk.
+//
+// The engine Resets the collection's root env once and never steps it: every
+// rollout works on a Fork. Each checkpoint keeps its own fork as a snapshot,
+// and a branch from the checkpoint steps a fork of that snapshot, so an
+// implementation must make Fork an independent copy. The engine never calls
+// one Env from two goroutines at once, and it Closes every fork it made
+// exactly once (the root env stays the caller's).
+type Env interface {
+	Reset(ctx context.Context) (Observation, error)
+	Step(ctx context.Context, action parse.Action) (Step, error)
+	Fork(ctx context.Context) (Env, error)
+	Close()
+}
+
+// Critic predicts the value of checkpoints from their context text, one
+// value per context, in order (batched).
+type Critic interface {
+	Score(ctx context.Context, contexts []string) ([]float64, error)
+}
+
+// Codec turns token ids into display text and observation text into
+// conditioning ids. backends/tokenizer.Tokenizer satisfies it (as does
+// chat.Codec.Tokenizer()). The engine decodes with skipSpecial false and
+// encodes with addSpecial false.
+type Codec interface {
+	Encode(text string, addSpecial bool) ([]uint32, error)
+	Decode(ids []uint32, skipSpecial bool) (string, error)
+}

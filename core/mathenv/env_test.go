@@ -1,0 +1,121 @@
+package mathenv
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/focus-go/focus-go/backends/parse"
+	"github.com/focus-go/focus-go/core/status"
+)
+
+// byteDecode treats every token id as one byte, so tests write responses as
+// strings.
+func byteDecode(ids []uint32) (string, error) {
+	b := make([]byte, len(ids))
+	for i, id := range ids {
+		b[i] = byte(id)
+	}
+	return string(b), nil
+}
+
+func chunk(s string, finished bool) parse.Action {
+	ids := make([]uint32, len(s))
+	for i := range s {
+		ids[i] = uint32(s[i])
+	}
+	return parse.Action{Kind: parse.KindTokens, Chunk: &parse.TokenChunk{Tokens: ids, Finished: finished}}
+}
+
+func TestEnvEpisode(t *testing.T) {
+	tests := []struct {
+		name   string
+		chunks []string // the last one is finished
+		label  string
+		reward float64
+		info   string
+	}{
+		{"correct across chunks", []string{"x = 5, so \\bo", "xed{5}"}, `\boxed{5}`, Correct, `{"answer":"5","label":"\\boxed{5}","correct":true}`},
+		{"answer split at boundary", []string{"\\boxed{1", "/2}"}, "0.5", Correct, `{"answer":"1/2","label":"0.5","correct":true}`},
+		{"wrong", []string{"\\boxed{4}"}, "5", Wrong, `{"answer":"4","label":"5","correct":false}`},
+		{"no answer", []string{"five"}, "5", Wrong, `{"answer":null,"label":"5","correct":false}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			env := New(tt.label, byteDecode)
+			obs, err := env.Reset(ctx)
+			require.NoError(t, err)
+			assert.True(t, obs.Empty())
+			for i, c := range tt.chunks {
+				last := i == len(tt.chunks)-1
+				step, err := env.Step(ctx, chunk(c, last))
+				require.NoError(t, err)
+				assert.Equal(t, last, step.Done)
+				if !last {
+					assert.Zero(t, step.Reward)
+					continue
+				}
+				assert.Equal(t, tt.reward, step.Reward)
+				assert.JSONEq(t, tt.info, string(step.Info))
+			}
+			_, err = env.Step(ctx, chunk("more", true))
+			assert.Equal(t, status.InvalidArgument, status.CodeOf(err), "a finished episode takes no more steps")
+			_, err = env.Reset(ctx)
+			require.NoError(t, err)
+			assert.Empty(t, env.Tokens())
+		})
+	}
+}
+
+func TestEnvForkIsIndependent(t *testing.T) {
+	ctx := context.Background()
+	env := New("7", byteDecode)
+	_, err := env.Step(ctx, chunk("\\boxed{", false))
+	require.NoError(t, err)
+	a, err := env.Fork(ctx)
+	require.NoError(t, err)
+	b, err := env.Fork(ctx)
+	require.NoError(t, err)
+
+	sa, err := a.Step(ctx, chunk("7}", true))
+	require.NoError(t, err)
+	sb, err := b.Step(ctx, chunk("8}", true))
+	require.NoError(t, err)
+	assert.Equal(t, Correct, sa.Reward)
+	assert.Equal(t, Wrong, sb.Reward)
+	assert.Equal(t, "\\boxed{", string(mustDecode(env.Tokens())), "the snapshot is unchanged")
+	_, err = env.Step(ctx, chunk("7}", true))
+	require.NoError(t, err, "the snapshot can still finish its own episode")
+	env.Close()
+}
+
+func mustDecode(ids []uint32) string {
+	s, _ := byteDecode(ids)
+	return s
+}
+
+func TestEnvErrors(t *testing.T) {
+	ctx := context.Background()
+	_, err := New("5", byteDecode).Step(ctx, parse.Action{Kind: parse.KindText, Text: "5"})
+	assert.Equal(t, status.InvalidArgument, status.CodeOf(err))
+	assert.Contains(t, err.Error(), `expected "tokens"`)
+
+	_, err = New("5", nil).Step(ctx, chunk("\\boxed{5}", true))
+	assert.Equal(t, status.InvalidArgument, status.CodeOf(err))
+
+	failing := func([]uint32) (string, error) {
+		return "", status.Errorf(status.Backend, "tokenizer: id 999999 out of range")
+	}
+	_, err = New("5", failing).Step(ctx, chunk("x", true))
+	assert.Equal(t, status.Backend, status.CodeOf(err))
+	assert.True(t, strings.Contains(err.Error(), "out of range"))
+
+	plain := func([]uint32) (string, error) { return "", errors.New("boom") }
+	_, err = New("5", plain).Step(ctx, chunk("x", true))
+	assert.Error(t, err)
+}
