@@ -192,6 +192,20 @@ focus_status focus_tree_html(focus_handle tree, char *reward, size_t len, focus_
 focus_status focus_batch_export(focus_handle batch, int64_t group_index, double min_abs_advantage,
                                 char **layout, void **blob, size_t *size, char **err);
 
+/* --- the simulated inference server (backends/sim) --------------------------------- */
+
+/* Starts a simulated SGLang / vLLM / OpenAI server on 127.0.0.1 (a free port). config: the
+ * sim.Config JSON ({"seed", "latency": {"first_token", "per_token", ...}, "faults": [...],
+ * ...}; len 0 = defaults). *info = {"url", "model_dir", "model_name", "eos", "problems"}.
+ * Releasing the handle stops the server. */
+focus_status focus_sim_start(char *config, size_t len, focus_handle *out, char **info, char **err);
+
+/* Request and token counters as JSON. */
+focus_status focus_sim_stats(focus_handle sim, char **out, char **err);
+
+/* Replaces the fault rules (a JSON list of sim.Fault). */
+focus_status focus_sim_set_faults(focus_handle sim, char *faults, size_t len, char **err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -53,6 +53,13 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
         ctypes.c_int32,
         [ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint64, ctypes.POINTER(c_handle), _err_p],
     ),
+    # the simulated inference server
+    "focus_sim_start": (
+        ctypes.c_int32,
+        [ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(c_handle), _str_out, _err_p],
+    ),
+    "focus_sim_stats": (ctypes.c_int32, [c_handle, _str_out, _err_p]),
+    "focus_sim_set_faults": (ctypes.c_int32, [c_handle, ctypes.c_char_p, ctypes.c_size_t, _err_p]),
     # action parsing
     "focus_parse": (
         ctypes.c_int32,

@@ -1,0 +1,89 @@
+"""Environments: what an agent acts on.
+
+Subclass ``Env``: ``step(action)`` applies one action and returns a ``Step``; ``reset()``
+may return an extra observation shown before the first turn; ``fork()`` returns an
+independent copy for a new branch (default ``copy.deepcopy``). Methods may be sync or
+async. ``action`` declares what ``step`` consumes: ``"text"`` (the reply's text),
+``"tool"`` (a ToolTurn) or ``"tokens"`` (an exact TokenChunk).
+
+A Python Env is served to the Go engine through the remote bridge (the engine puts a
+request on a queue; a Python worker thread takes it and runs your method in asyncio); the
+built-in ``MathEnv`` runs natively in Go when its ``decode`` is a focus-go tokenizer's.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, Callable, ClassVar, Dict, List, Optional, Sequence, Union
+
+from . import _lib
+from .generation.types import ActionKind, Message, TokenChunk
+
+
+@dataclass
+class Step:
+    """The result of one environment step: an observation to show the model next (text,
+    messages, or None), the reward on this step's edge, whether the episode ended, and
+    free-form info."""
+
+    observation: Union[str, List[Message], None] = None
+    reward: float = 0.0
+    done: bool = False
+    info: Dict[str, Any] = field(default_factory=dict)
+
+
+class Env(ABC):
+    """Base class for environments (see the module documentation)."""
+
+    action: ClassVar[ActionKind] = "text"
+
+    def reset(self) -> Union[str, List[Message], None]:
+        """An extra observation before the first turn (None: the prompt says it all)."""
+        return None
+
+    @abstractmethod
+    def step(self, action: Any) -> Step:
+        """Apply one action."""
+
+    def fork(self) -> "Env":
+        """An independent copy for a new branch."""
+        return copy.deepcopy(self)
+
+
+def grade_math(text: str, label: str) -> bool:
+    """Whether the last ``\\boxed{...}`` in ``text`` equals ``label`` (itself either a bare
+    answer or ``\\boxed{...}``) after normalisation: spaces, ``$``, ``\\left``/``\\right``,
+    ``\\text{}``, trailing periods are ignored, ``\\dfrac`` is ``\\frac``, and numbers
+    compare by value (``0.5 == 1/2 == \\frac{1}{2}``). The grader is the Go core's."""
+    data = json.dumps({"text": text, "label": label}).encode()
+    return _lib.call_string("focus_math_grade", data, len(data)) == "true"
+
+
+class MathEnv(Env):
+    """A final-answer math environment over exact token chunks.
+
+    Each step appends the chunk's tokens; when the model finishes (``finished=True``), the
+    whole response is decoded with ``decode`` and its last ``\\boxed{...}`` graded against
+    ``label``: reward 1.0 or 0.0, done. Unfinished chunks give reward 0 and continue."""
+
+    action: ClassVar[ActionKind] = "tokens"
+
+    def __init__(self, label: str, decode: Callable[[Sequence[int]], str]) -> None:
+        self.label = label
+        self.decode = decode
+        self.tokens: List[int] = []
+
+    def step(self, action: TokenChunk) -> Step:
+        self.tokens.extend(action.tokens)
+        if not action.finished:
+            return Step()
+        correct = grade_math(self.decode(self.tokens), str(self.label))
+        return Step(reward=1.0 if correct else 0.0, done=True, info={"correct": correct})
+
+    def fork(self) -> "MathEnv":
+        twin = MathEnv(self.label, self.decode)
+        twin.tokens = list(self.tokens)
+        return twin
