@@ -206,6 +206,52 @@ focus_status focus_sim_stats(focus_handle sim, char **out, char **err);
 /* Replaces the fault rules (a JSON list of sim.Fault). */
 focus_status focus_sim_set_faults(focus_handle sim, char *faults, size_t len, char **err);
 
+/* --- math grading (core/mathenv) ----------------------------------------------------- */
+
+/* Grades the last \boxed{...} of a response against a label: request {"text", "label"},
+ * *out = {"answer", "correct"}. */
+focus_status focus_math_grade(char *request, size_t len, char **out, char **err);
+
+/* --- collection (core/collect, core/bridge) --------------------------------------- */
+
+/* Starts collecting one tree in the background. config (JSON): problem_id, prompt_tokens,
+ * prompt_text, segments, max_segments, max_total_tokens, sampling (SamplingParams), search
+ * ({"budget", "warmup", "per_pass", "max_children", "min_remaining", "score", "seed",
+ * "independent"}), reward (RewardConfig), allow_partial, max_retries, policy_timeout,
+ * env_timeout, critic_timeout (seconds), codec (handle, 0 = none), and the parts:
+ * "policy": {"kind": "native", "handle"} | {"kind": "remote", "object"},
+ * "env": {"kind": "math", "label"} | {"kind": "remote", "object"},
+ * "critic": null | {"kind": "constant", "value"} | {"kind": "http", "url", "timeout"}
+ *           | {"kind": "remote", "object"}.
+ * Remote parts are served by polling the collection (see core/bridge for the request
+ * kinds and payloads). Releasing the handle cancels the collection and waits for it. */
+focus_status focus_collect_start(char *config, size_t len, focus_handle *out, char **err);
+
+/* The next request for a remote part: *out = {"id", "kind", "object", "payload"}. Returns
+ * FOCUS_ERR_TIMEOUT when none came within timeout_ms (poll again) and
+ * FOCUS_ERR_CANCELLED once the collection has finished (stop polling). */
+focus_status focus_collection_poll(focus_handle collection, int64_t timeout_ms, char **out,
+                                   char **err);
+
+/* Answers request `id` with a JSON payload, or fails it with a status code and message. */
+focus_status focus_collection_resolve(focus_handle collection, uint64_t id, char *payload,
+                                      size_t len, char **err);
+focus_status focus_collection_fail(focus_handle collection, uint64_t id, int32_t code,
+                                   char *message, char **err);
+
+/* Asks the collection to stop; it then finishes with FOCUS_ERR_CANCELLED and the partial tree. */
+focus_status focus_collection_cancel(focus_handle collection, char **err);
+
+/* Waits up to timeout_ms (negative: without limit) for the collection to end; *done = 1 if
+ * it has. */
+focus_status focus_collection_wait(focus_handle collection, int64_t timeout_ms, int32_t *done,
+                                   char **err);
+
+/* The finished collection's tree (*tree = a new tree handle, 0 if none) and outcome:
+ * *out = {"code", "message", "failures": [{"node_id", "message"}]}. */
+focus_status focus_collection_result(focus_handle collection, focus_handle *tree, char **out,
+                                     char **err);
+
 #ifdef __cplusplus
 }
 #endif

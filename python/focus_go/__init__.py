@@ -11,6 +11,11 @@ method for multiprocessing.
 from __future__ import annotations
 
 from ._version import __version__
+from .agent import Agent, Segments
+from .collector import Collector
+from .critic import Critic
+from .env import Env, MathEnv, Step
+from .search import Independent, Selective
 from .preparation import (
     ActorSample,
     Batch,
@@ -33,6 +38,15 @@ from .errors import (
 )
 
 __all__ = [
+    "Agent",
+    "Collector",
+    "Critic",
+    "Env",
+    "Independent",
+    "MathEnv",
+    "Segments",
+    "Selective",
+    "Step",
     "ActorSample",
     "Batch",
     "CriticSample",

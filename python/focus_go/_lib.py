@@ -60,6 +60,15 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     ),
     "focus_sim_stats": (ctypes.c_int32, [c_handle, _str_out, _err_p]),
     "focus_sim_set_faults": (ctypes.c_int32, [c_handle, ctypes.c_char_p, ctypes.c_size_t, _err_p]),
+    # math grading and collection
+    "focus_math_grade": (ctypes.c_int32, [ctypes.c_char_p, ctypes.c_size_t, _str_out, _err_p]),
+    "focus_collect_start": (ctypes.c_int32, [ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(c_handle), _err_p]),
+    "focus_collection_poll": (ctypes.c_int32, [c_handle, ctypes.c_int64, _str_out, _err_p]),
+    "focus_collection_resolve": (ctypes.c_int32, [c_handle, ctypes.c_uint64, ctypes.c_char_p, ctypes.c_size_t, _err_p]),
+    "focus_collection_fail": (ctypes.c_int32, [c_handle, ctypes.c_uint64, ctypes.c_int32, ctypes.c_char_p, _err_p]),
+    "focus_collection_cancel": (ctypes.c_int32, [c_handle, _err_p]),
+    "focus_collection_wait": (ctypes.c_int32, [c_handle, ctypes.c_int64, ctypes.POINTER(ctypes.c_int32), _err_p]),
+    "focus_collection_result": (ctypes.c_int32, [c_handle, ctypes.POINTER(c_handle), _str_out, _err_p]),
     # action parsing
     "focus_parse": (
         ctypes.c_int32,

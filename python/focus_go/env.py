@@ -59,7 +59,7 @@ def grade_math(text: str, label: str) -> bool:
     ``\\text{}``, trailing periods are ignored, ``\\dfrac`` is ``\\frac``, and numbers
     compare by value (``0.5 == 1/2 == \\frac{1}{2}``). The grader is the Go core's."""
     data = json.dumps({"text": text, "label": label}).encode()
-    return _lib.call_string("focus_math_grade", data, len(data)) == "true"
+    return bool(json.loads(_lib.call_string("focus_math_grade", data, len(data)))["correct"])
 
 
 class MathEnv(Env):

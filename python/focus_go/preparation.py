@@ -289,6 +289,11 @@ def critic_targets(values: TreeValues) -> List[CriticSample]:
     return list(_critic_samples(raw))
 
 
+def _merge_failures(tree: Tuple[Tuple[int, str], ...], collection: Tuple[Tuple[int, str], ...]) -> Tuple[Tuple[int, str], ...]:
+    """The tree's failed nodes plus the collection's other failures (critic calls)."""
+    return tree + tuple(f for f in collection if f not in tree)
+
+
 def prepare_samples(
     state: SchedulerState[Any],
     *,
@@ -313,7 +318,7 @@ def prepare_samples(
         critic=_critic_samples(raw["critic"]),
         reward_config=reward_config,
         stats=MappingProxyType(dict(raw["stats"])),
-        failures=tuple((f["node_id"], f["message"]) for f in raw["failures"] or ()),
+        failures=_merge_failures(tuple((f["node_id"], f["message"]) for f in raw["failures"] or ()), state.failures),
         _go=go,
         _problem_id=raw.get("problem_id", ""),
     )

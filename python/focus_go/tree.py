@@ -44,7 +44,12 @@ class PackedSequence:
 
 
 class SchedulerState(GoObject, Generic[R]):
-    """The whole mutable tree of one collection, held by the Go core."""
+    """The whole mutable tree of one collection, held by the Go core.
+
+    ``failures`` lists the collection's failures as ``(node_id, message)`` pairs: failed
+    rollouts (also marked on their nodes) and failed critic calls."""
+
+    failures: Tuple[Tuple[int, str], ...] = ()
 
     @classmethod
     def from_json(cls, text: Union[str, bytes]) -> "SchedulerState[Any]":

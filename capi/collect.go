@@ -1,0 +1,295 @@
+package main
+
+/*
+#include "focus.h"
+*/
+import "C"
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/focus-go/focus-go/backends/chat"
+	"github.com/focus-go/focus-go/backends/critic"
+	"github.com/focus-go/focus-go/backends/generate"
+	"github.com/focus-go/focus-go/core/bridge"
+	"github.com/focus-go/focus-go/core/collect"
+	"github.com/focus-go/focus-go/core/mathenv"
+	"github.com/focus-go/focus-go/core/prepare"
+	"github.com/focus-go/focus-go/core/search"
+	"github.com/focus-go/focus-go/core/status"
+)
+
+// wirePart names one collaborator: a Go-native implementation or a remote Python object.
+type wirePart struct {
+	Kind    string  `json:"kind"`   // "native" | "remote" | "math" | "constant" | "http"
+	Handle  uint64  `json:"handle"` // native policy
+	Object  int64   `json:"object"` // remote
+	Label   string  `json:"label"`  // math
+	Value   float64 `json:"value"`  // constant
+	URL     string  `json:"url"`    // http
+	Timeout float64 `json:"timeout"`
+}
+
+type wireCollect struct {
+	ProblemID      string                  `json:"problem_id"`
+	PromptTokens   []uint32                `json:"prompt_tokens"`
+	PromptText     string                  `json:"prompt_text"`
+	Segments       int                     `json:"segments"`
+	MaxSegments    int                     `json:"max_segments"`
+	MaxTotalTokens int                     `json:"max_total_tokens"`
+	Sampling       generate.SamplingParams `json:"sampling"`
+	Search         search.Config           `json:"search"`
+	Reward         *prepare.RewardConfig   `json:"reward"`
+	AllowPartial   bool                    `json:"allow_partial"`
+	MaxRetries     int                     `json:"max_retries"`
+	PolicyTimeout  float64                 `json:"policy_timeout"`
+	EnvTimeout     float64                 `json:"env_timeout"`
+	CriticTimeout  float64                 `json:"critic_timeout"`
+	Codec          uint64                  `json:"codec"`
+	Policy         wirePart                `json:"policy"`
+	Env            wirePart                `json:"env"`
+	Critic         *wirePart               `json:"critic"`
+}
+
+// collection is one running collect.Run with the bridge its remote parts use.
+type collection struct {
+	bridge *bridge.Bridge
+	cancel context.CancelFunc
+	done   chan struct{}
+	once   sync.Once
+	closer func() // releases parts the collection opened itself (an HTTP critic)
+
+	result collect.Result
+	err    error
+}
+
+func (c *collection) Close() error {
+	c.once.Do(func() {
+		c.cancel()
+		<-c.done
+		c.bridge.Close()
+		if c.closer != nil {
+			c.closer()
+		}
+	})
+	return nil
+}
+
+func (w *wireCollect) parts(b *bridge.Bridge, codec *chat.Codec) (collect.Policy, collect.Env, collect.Critic, func(), error) {
+	var policy collect.Policy
+	switch w.Policy.Kind {
+	case "native":
+		p, err := handleAs[closingPolicy](w.Policy.Handle, "policy")
+		if err != nil {
+			return nil, nil, nil, nil, err
+		}
+		policy = p
+	case "remote":
+		policy = bridge.Policy{Bridge: b, Object: w.Policy.Object}
+	default:
+		return nil, nil, nil, nil, status.Errorf(status.InvalidArgument, "collect: unknown policy kind %q, expected native or remote", w.Policy.Kind)
+	}
+
+	var env collect.Env
+	switch w.Env.Kind {
+	case "math":
+		if codec == nil {
+			return nil, nil, nil, nil, status.Errorf(status.InvalidArgument, "collect: the native MathEnv needs a codec to decode responses")
+		}
+		env = mathenv.New(w.Env.Label, func(ids []uint32) (string, error) { return codec.Decode(ids, false) })
+	case "remote":
+		env = bridge.Env{Bridge: b, Object: w.Env.Object}
+	default:
+		return nil, nil, nil, nil, status.Errorf(status.InvalidArgument, "collect: unknown env kind %q, expected math or remote", w.Env.Kind)
+	}
+
+	var scorer collect.Critic
+	closer := func() {}
+	if w.Critic != nil {
+		switch w.Critic.Kind {
+		case "constant":
+			scorer = critic.Constant(w.Critic.Value)
+		case "http":
+			s, err := critic.HTTP(w.Critic.URL, seconds(w.Critic.Timeout))
+			if err != nil {
+				return nil, nil, nil, nil, err
+			}
+			scorer, closer = s, s.Close
+		case "remote":
+			scorer = bridge.Critic{Bridge: b, Object: w.Critic.Object}
+		default:
+			return nil, nil, nil, nil, status.Errorf(status.InvalidArgument, "collect: unknown critic kind %q, expected constant, http or remote", w.Critic.Kind)
+		}
+	}
+	return policy, env, scorer, closer, nil
+}
+
+//export focus_collect_start
+func focus_collect_start(config *C.char, n C.size_t, out *C.focus_handle, errOut **C.char) C.focus_status {
+	return guard(errOut, func() error {
+		var w wireCollect
+		if err := decodeJSON(config, n, "collect config", &w); err != nil {
+			return err
+		}
+		var codec *chat.Codec
+		if w.Codec != 0 {
+			c, err := handleAs[*chat.Codec](w.Codec, "chat codec")
+			if err != nil {
+				return err
+			}
+			codec = c
+		}
+		cfg := collect.Config{
+			ProblemID: w.ProblemID, PromptTokens: w.PromptTokens, PromptText: w.PromptText,
+			Segments: w.Segments, MaxSegments: w.MaxSegments, MaxTotalTokens: w.MaxTotalTokens,
+			Sampling: w.Sampling, Search: w.Search, Reward: prepare.DefaultRewardConfig(),
+			AllowPartial: w.AllowPartial, MaxRetries: w.MaxRetries,
+			PolicyTimeout: seconds(w.PolicyTimeout), EnvTimeout: seconds(w.EnvTimeout), CriticTimeout: seconds(w.CriticTimeout),
+		}
+		if w.Reward != nil {
+			cfg.Reward = *w.Reward
+		}
+		if codec != nil {
+			cfg.Codec = codec.Tokenizer()
+		}
+		if err := cfg.Validate(); err != nil {
+			return err
+		}
+		b := bridge.New()
+		policy, env, scorer, closer, err := w.parts(b, codec)
+		if err != nil {
+			b.Close()
+			return err
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		c := &collection{bridge: b, cancel: cancel, done: make(chan struct{}), closer: closer}
+		go func() {
+			c.result, c.err = collect.Run(ctx, cfg, policy, env, scorer)
+			b.Close() // pollers learn that no more requests will come
+			close(c.done)
+		}()
+		*out = C.focus_handle(handles.put(c))
+		return nil
+	})
+}
+
+func collectionOf(h C.focus_handle) (*collection, error) {
+	return handleAs[*collection](uint64(h), "collection")
+}
+
+// focus_collection_poll takes the next request for Python (see core/bridge for the kinds).
+//
+//export focus_collection_poll
+func focus_collection_poll(h C.focus_handle, timeoutMs C.int64_t, out **C.char, errOut **C.char) C.focus_status {
+	return guard(errOut, func() error {
+		c, err := collectionOf(h)
+		if err != nil {
+			return err
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Duration(timeoutMs)*time.Millisecond)
+		defer cancel()
+		req, err := c.bridge.Poll(ctx)
+		if err != nil {
+			if bridge.IsClosed(err) {
+				return status.Wrap(status.Cancelled, err, "collection finished")
+			}
+			return err
+		}
+		return returnJSON(out, req)
+	})
+}
+
+//export focus_collection_resolve
+func focus_collection_resolve(h C.focus_handle, id C.uint64_t, payload *C.char, n C.size_t, errOut **C.char) C.focus_status {
+	return guard(errOut, func() error {
+		c, err := collectionOf(h)
+		if err != nil {
+			return err
+		}
+		return c.bridge.Resolve(uint64(id), append([]byte(nil), goBytes(payload, n)...))
+	})
+}
+
+//export focus_collection_fail
+func focus_collection_fail(h C.focus_handle, id C.uint64_t, code C.int32_t, message *C.char, errOut **C.char) C.focus_status {
+	return guard(errOut, func() error {
+		c, err := collectionOf(h)
+		if err != nil {
+			return err
+		}
+		return c.bridge.Fail(uint64(id), status.Code(code), C.GoString(message))
+	})
+}
+
+//export focus_collection_cancel
+func focus_collection_cancel(h C.focus_handle, errOut **C.char) C.focus_status {
+	return guard(errOut, func() error {
+		c, err := collectionOf(h)
+		if err != nil {
+			return err
+		}
+		c.cancel()
+		return nil
+	})
+}
+
+// focus_collection_wait blocks until the collection ends or timeout_ms passes (negative:
+// no limit); *done says which.
+//
+//export focus_collection_wait
+func focus_collection_wait(h C.focus_handle, timeoutMs C.int64_t, done *C.int32_t, errOut **C.char) C.focus_status {
+	return guard(errOut, func() error {
+		c, err := collectionOf(h)
+		if err != nil {
+			return err
+		}
+		var timer <-chan time.Time
+		if timeoutMs >= 0 {
+			t := time.NewTimer(time.Duration(timeoutMs) * time.Millisecond)
+			defer t.Stop()
+			timer = t.C
+		}
+		select {
+		case <-c.done:
+			*done = 1
+		case <-timer:
+			*done = 0
+		}
+		return nil
+	})
+}
+
+// focus_collection_result hands over the finished collection's tree (a new tree handle, 0
+// if none) and *out = {"code", "message", "failures": [{"node_id", "message"}]}; code is
+// the collection's status (0 = complete).
+//
+//export focus_collection_result
+func focus_collection_result(h C.focus_handle, treeOut *C.focus_handle, out **C.char, errOut **C.char) C.focus_status {
+	return guard(errOut, func() error {
+		c, err := collectionOf(h)
+		if err != nil {
+			return err
+		}
+		select {
+		case <-c.done:
+		default:
+			return status.Errorf(status.InvalidArgument, "collection: still running; wait for it first")
+		}
+		*treeOut = 0
+		if c.result.Tree != nil {
+			*treeOut = C.focus_handle(handles.put(c.result.Tree))
+		}
+		msg := ""
+		if c.err != nil {
+			msg = c.err.Error()
+		}
+		failures := c.result.Failures
+		if failures == nil {
+			failures = []collect.Failure{}
+		}
+		return returnJSON(out, map[string]any{"code": status.CodeOf(c.err), "message": msg, "failures": failures})
+	})
+}
+

@@ -1,0 +1,378 @@
+"""The Collector: collect one searched tree per problem, then prepare it.
+
+``Collector(agent, critic=..., search=Selective(...))`` runs the Go engine
+(``core/collect``): every independent rollout in flight at once, branching rounds chosen
+by the search rule, critic predictions recorded on nodes. Parts with a Go implementation
+(SGLangPolicy / VLLMPolicy, MathEnv with a focus-go tokenizer's decode, Critic.constant /
+Critic.http) run entirely in Go; any other part (a custom Completion policy, a Python Env
+subclass, Critic.from_function) is served from Python through the remote bridge: the
+engine queues a request, a worker thread polls it, and an asyncio task on your event loop
+serves it. Go never calls into Python.
+
+    async with Collector(agent, critic=Critic.constant(0.5), search=Selective(32, 16)) as collector:
+        state = await collector.collect(problem)
+        batch = collector.prepare(state)
+
+A collection with failed rollouts or critic calls raises CollectionError (its ``state``
+attribute keeps everything collected) unless ``allow_partial=True``; the failures are then
+listed in ``Batch.failures``. Cancelling the awaiting task cancels the Go collection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ctypes
+import inspect
+import json
+import math
+import threading
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+
+from . import _lib
+from ._handle import GoObject
+from .agent import Agent, Segments
+from .critic import Critic
+from .env import Env, MathEnv, Step
+from .errors import (
+    BackendError,
+    ConfigError,
+    FocusError,
+    FocusTimeoutError,
+    InvalidHandleError,
+    OperationCancelled,
+    error_for,
+)
+from .generation.format import HFTokenizer
+from .generation.policy import Policy
+from .generation.servers import _TokenServerPolicy, params_json, result_from_json
+from .generation.types import GenerateResult, SamplingParams, TokenChunk, ToolCall, ToolTurn
+from .integrations import Problem
+from .preparation import Batch, DirectBranchTd, Estimator, RewardConfig, prepare_samples
+from .search import Independent, Selective
+from .tree import SchedulerState
+
+_POLL_MS = 200
+_SAMPLING_FIELDS = {f for f in SamplingParams.__dataclass_fields__}
+
+
+async def _resolve(value: Any) -> Any:
+    return await value if inspect.isawaitable(value) else value
+
+
+def _native_tokenizer(obj: Any) -> Optional[HFTokenizer]:
+    """The focus-go tokenizer behind a policy, a tokenizer or a bound decode method."""
+    owner = getattr(obj, "__self__", obj)
+    if isinstance(owner, HFTokenizer):
+        return owner
+    if isinstance(owner, Policy):
+        tokenizer = getattr(owner.format.codec, "tokenizer", None)
+        return tokenizer if isinstance(tokenizer, HFTokenizer) else None
+    return None
+
+
+class _Remote:
+    """The Python objects one collection's engine calls through the bridge."""
+
+    def __init__(self) -> None:
+        self.objects: Dict[int, Any] = {}
+        self._next = 1
+        self.root_env: Optional[int] = None
+
+    def register(self, obj: Any) -> int:
+        oid = self._next
+        self._next += 1
+        self.objects[oid] = obj
+        return oid
+
+    async def serve(self, req: Dict[str, Any]) -> Any:
+        kind, payload = req["kind"], req.get("payload") or {}
+        obj = self.objects.get(req["object"])
+        if obj is None:
+            raise ConfigError(f"{kind}: no Python object {req['object']} (already closed?)")
+        if kind == "policy.generate":
+            return await self._generate(obj, payload)
+        if kind == "env.reset":
+            if req["object"] == self.root_env:
+                # The collector already called reset() to build the first user message.
+                return {"observation": None}
+            return {"observation": _observation(await _resolve(obj.reset()))}
+        if kind == "env.step":
+            return _step_reply(await _resolve(obj.step(_action(payload["action"]))))
+        if kind == "env.fork":
+            return {"object": self.register(await _resolve(obj.fork()))}
+        if kind == "critic.score":
+            return await self._score(obj, payload["contexts"])
+        raise ConfigError(f"unknown bridge request kind {kind!r}")
+
+    async def _generate(self, policy: Policy[Any], payload: Dict[str, Any]) -> Dict[str, Any]:
+        params = SamplingParams(**{k: v for k, v in (payload.get("params") or {}).items() if k in _SAMPLING_FIELDS})
+        result = await policy.agenerate_tokens(payload["tokens"], params)
+        if not isinstance(result, GenerateResult):
+            raise ConfigError(f"policy returned {type(result).__name__}, expected GenerateResult")
+        return {
+            "tokens": list(result.tokens),
+            "logprobs": list(result.logprobs),
+            "text": result.text,
+            "stop_reason": result.stop_reason,
+            "matched_stop": result.matched_stop,
+        }
+
+    async def _score(self, critic: Critic, contexts: List[str]) -> Dict[str, Any]:
+        values = [float(v) for v in await _resolve(critic.fn(list(contexts)))]  # type: ignore[misc]
+        return {"values": values}
+
+
+def _observation(obs: Any) -> Optional[Dict[str, Any]]:
+    if obs is None or obs == "":
+        return None
+    if isinstance(obs, str):
+        return {"text": obs}
+    raise ConfigError(
+        f"observation is a {type(obs).__name__}; with Segments an environment observes with text "
+        "(message observations need the whole-turn context)"
+    )
+
+
+def _step_reply(step: Any) -> Dict[str, Any]:
+    if not isinstance(step, Step):
+        raise ConfigError(f"env.step returned {type(step).__name__}, expected Step")
+    reward = float(step.reward)
+    if not math.isfinite(reward):
+        raise ConfigError(f"env.step returned reward {reward}, which is not finite")
+    return {"observation": _observation(step.observation), "reward": reward, "done": bool(step.done), "info": step.info}
+
+
+def _action(action: Dict[str, Any]) -> Any:
+    kind = action.get("kind")
+    if kind == "tokens":
+        return TokenChunk(tokens=tuple(action.get("tokens") or ()), finished=bool(action.get("finished")))
+    if kind == "text":
+        return action.get("text", "")
+    if kind == "tool":
+        calls = tuple(ToolCall(c["name"], c["arguments"], c.get("call_id", "")) for c in action.get("tool_calls") or ())
+        return ToolTurn(text=action.get("text", ""), tool_calls=calls, reasoning=action.get("reasoning", ""))
+    raise ConfigError(f"unknown action kind {kind!r}")
+
+
+class Collector:
+    """Collects searched trees for one agent and prepares them for training.
+
+    ``critic`` scores checkpoints (None: no predictions; the refined value then rests on
+    branch returns alone); ``search`` is ``Selective()`` unless given; ``reward`` and
+    ``estimator`` are what ``prepare`` uses (and the search plans with ``reward``).
+    ``workspace`` is entered with the collector; ``close_services=False`` leaves it open
+    for the owner to close."""
+
+    def __init__(
+        self,
+        agent: Agent,
+        *,
+        critic: Optional[Critic] = None,
+        search: Union[Selective, Independent, None] = None,
+        reward: Optional[RewardConfig] = None,
+        estimator: Optional[Estimator] = DirectBranchTd(),
+        workspace: Any = None,
+        close_services: bool = True,
+    ) -> None:
+        if not isinstance(agent, Agent):
+            raise ConfigError(f"Collector: agent must be an Agent, got {type(agent).__name__}")
+        if critic is not None and not isinstance(critic, Critic):
+            raise ConfigError(f"Collector: critic must be a Critic, got {type(critic).__name__}")
+        self.agent = agent
+        self.critic = critic
+        self.search = search if search is not None else Selective()
+        self.reward = reward if reward is not None else RewardConfig()
+        self.estimator = estimator
+        self.workspace = workspace
+        self.close_services = close_services
+
+    async def __aenter__(self) -> "Collector":
+        if self.workspace is not None and hasattr(self.workspace, "__aenter__"):
+            await self.workspace.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self.close_services and self.workspace is not None and hasattr(self.workspace, "__aexit__"):
+            await self.workspace.__aexit__(*exc)
+
+    def prepare(self, state: SchedulerState[Any]) -> Batch:
+        """``prepare_samples`` with this collector's reward settings and estimator."""
+        return prepare_samples(state, reward_config=self.reward, estimator=self.estimator)
+
+    def _messages(self, problem: Problem, observation: Any) -> List[Dict[str, Any]]:
+        messages: List[Dict[str, Any]] = []
+        if self.agent.system_prompt:
+            messages.append({"role": "system", "content": self.agent.system_prompt})
+        if isinstance(problem.prompt, str):
+            messages.append({"role": "user", "content": problem.prompt})
+        elif isinstance(problem.prompt, Sequence):
+            messages.extend(dict(m) for m in problem.prompt)
+        else:
+            raise ConfigError(f"problem prompt must be a string or a list of messages, got {type(problem.prompt).__name__}")
+        if isinstance(observation, str) and observation:
+            if messages and messages[-1]["role"] == "user" and isinstance(messages[-1].get("content"), str):
+                messages[-1] = {**messages[-1], "content": messages[-1]["content"] + "\n\n" + observation}
+            else:
+                messages.append({"role": "user", "content": observation})
+        elif isinstance(observation, list):
+            messages.extend(dict(m) for m in observation)
+        elif observation is not None:
+            raise ConfigError(f"env.reset() returned {type(observation).__name__}, expected str, list of messages or None")
+        return messages
+
+    async def collect(self, problem: Union[Problem, str], *, allow_partial: bool = False) -> SchedulerState[Any]:
+        """Collect one searched tree for ``problem`` (a Problem or a prompt string)."""
+        if isinstance(problem, str):
+            problem = Problem(problem)
+        agent = self.agent
+        if not isinstance(agent.context, Segments):
+            raise ConfigError(
+                "Agent(context=None) means one assistant turn per segment, which this version of "
+                "focus-go does not implement yet; use context=Segments(n)"
+            )
+        remote = _Remote()
+        env = agent.env
+        native_tokenizer = _native_tokenizer(agent.policy)
+        if type(env) is MathEnv and not env.tokens and native_tokenizer is not None and _native_tokenizer(env.decode) is native_tokenizer:
+            env_part: Dict[str, Any] = {"kind": "math", "label": str(env.label)}
+            observation = None
+        else:
+            observation = await _resolve(env.reset())
+            remote.root_env = remote.register(env)
+            env_part = {"kind": "remote", "object": remote.root_env}
+        if isinstance(agent.policy, _TokenServerPolicy):
+            policy_part: Dict[str, Any] = {"kind": "native", "handle": agent.policy.handle}
+        else:
+            policy_part = {"kind": "remote", "object": remote.register(agent.policy)}
+
+        prompt = agent.policy.prepare(self._messages(problem, observation))
+        sampling = agent.sampling or agent.policy.default_params or SamplingParams()
+        sampling_json = json.loads(params_json(sampling))
+        sampling_json.setdefault("logprobs", 0)
+        config = {
+            "problem_id": "" if problem.id is None else str(problem.id),
+            "prompt_tokens": list(prompt.tokens),
+            "prompt_text": agent.policy.decode(prompt.tokens),
+            "segments": agent.context.tokens,
+            "max_segments": agent.max_segments,
+            "max_total_tokens": agent.max_total_tokens,
+            "sampling": sampling_json,
+            "search": self.search._config(),
+            "reward": json.loads(self.reward._json()),
+            "allow_partial": allow_partial,
+            "codec": native_tokenizer.handle if native_tokenizer is not None else 0,
+            "policy": policy_part,
+            "env": env_part,
+            "critic": None if self.critic is None else self.critic._part(remote.register),
+        }
+        return await _Run(config, remote).run()
+
+
+def _settle(future: "asyncio.Future[None]") -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+class _Run:
+    """One Go collection and the Python side of its bridge."""
+
+    def __init__(self, config: Dict[str, Any], remote: _Remote) -> None:
+        self.config = config
+        self.remote = remote
+        self.tasks: Dict[int, asyncio.Task[None]] = {}
+
+    async def run(self) -> SchedulerState[Any]:
+        data = json.dumps(self.config).encode()
+        collection = GoObject(_lib.call_handle("focus_collect_start", data, len(data)))
+        handle = _lib.c_handle(collection.handle)
+        loop = asyncio.get_running_loop()
+        finished: asyncio.Future[None] = loop.create_future()
+        # One thread per collection: it serves the bridge until the collection closes it,
+        # then waits for the end (without remote parts it only waits).
+        driver = threading.Thread(
+            target=self._drive, args=(handle, loop, finished), name="focus-go-collection", daemon=True
+        )
+        driver.start()
+        try:
+            try:
+                await asyncio.shield(finished)
+            except asyncio.CancelledError:
+                _lib.call("focus_collection_cancel", handle)
+                await asyncio.shield(finished)
+                raise
+            finally:
+                for task in list(self.tasks.values()):
+                    task.cancel()
+            return self._result(handle)
+        finally:
+            collection.close()
+
+    def _drive(self, handle: Any, loop: asyncio.AbstractEventLoop, finished: "asyncio.Future[None]") -> None:
+        try:
+            serving = bool(self.remote.objects)
+            while serving:
+                try:
+                    raw = _lib.call_string("focus_collection_poll", handle, _POLL_MS)
+                except FocusTimeoutError:
+                    continue
+                except OperationCancelled:
+                    break  # the collection finished and closed its bridge
+                loop.call_soon_threadsafe(self._dispatch, json.loads(raw), handle)
+            done = ctypes.c_int32()
+            _lib.call("focus_collection_wait", handle, -1, ctypes.byref(done))
+        finally:
+            try:
+                loop.call_soon_threadsafe(_settle, finished)
+            except RuntimeError:
+                pass  # the event loop is already closed
+
+    def _dispatch(self, req: Dict[str, Any], handle: Any) -> None:
+        kind = req["kind"]
+        if kind == "cancel":
+            task = self.tasks.pop(req["id"], None)
+            if task is not None:
+                task.cancel()
+            return
+        if kind == "env.close":
+            self.remote.objects.pop(req["object"], None)
+            return
+        self.tasks[req["id"]] = asyncio.get_running_loop().create_task(self._serve(req, handle))
+
+    async def _serve(self, req: Dict[str, Any], handle: Any) -> None:
+        rid = req["id"]
+        try:
+            reply = await self.remote.serve(req)
+            payload = json.dumps(reply, allow_nan=False).encode()
+        except asyncio.CancelledError:
+            return
+        except Exception as exc:  # the engine records it as a failed rollout or critic call
+            code = exc.code if isinstance(exc, FocusError) and exc.code > 0 else BackendError.code
+            if isinstance(exc, (TimeoutError, asyncio.TimeoutError)):
+                code = FocusTimeoutError.code
+            self._answer("focus_collection_fail", handle, rid, code, f"{type(exc).__name__}: {exc}".encode())
+        else:
+            self._answer("focus_collection_resolve", handle, rid, payload, len(payload))
+        finally:
+            self.tasks.pop(rid, None)
+
+    @staticmethod
+    def _answer(name: str, handle: Any, rid: int, *args: Any) -> None:
+        try:
+            _lib.call(name, handle, rid, *args)
+        except InvalidHandleError:
+            pass  # the engine stopped waiting for this request (cancelled or finished)
+
+    def _result(self, handle: Any) -> SchedulerState[Any]:
+        tree = _lib.c_handle()
+        outcome = json.loads(_lib.call_string("focus_collection_result", handle, ctypes.byref(tree)))
+        state = SchedulerState(tree.value) if tree.value else None
+        failures = tuple((f["node_id"], f["message"]) for f in outcome["failures"] or ())
+        if state is not None:
+            state.failures = failures
+        if outcome["code"]:
+            exc = error_for(outcome["code"], outcome["message"])
+            exc.state = state  # type: ignore[attr-defined]
+            exc.failures = failures  # type: ignore[attr-defined]
+            raise exc
+        assert state is not None
+        return state
