@@ -78,6 +78,7 @@ class _TokenServerPolicy(Policy[Any]):
         default_params: Optional[SamplingParams],
         config: Mapping[str, Any],
     ) -> None:
+        self._owns_format = format is None
         if format is None:
             format = PolicyFormat.resolve(model, profile=profile)
         super().__init__(format=format, model=model, served_model=served_model, default_params=default_params)
@@ -110,8 +111,11 @@ class _TokenServerPolicy(Policy[Any]):
         self.server_info = self._client.startup_check(_lib.c_handle(0))
 
     def close(self) -> None:
+        """Close the HTTP clients, and the tokenizer if this policy loaded it."""
         super().close()
         self._client.close()
+        if self._owns_format:
+            self.format.codec.tokenizer.close()
 
     async def aclose(self) -> None:
         self.close()
