@@ -1,0 +1,94 @@
+"""Bad responses from a server reach Python as typed errors naming what was wrong."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+
+import pytest
+
+from focus_go.backends import SamplingParams, SGLangPolicy, VLLMPolicy
+from focus_go.errors import BackendError, ConfigError, FocusError
+from focus_go.sim import SimServer
+
+PROMPT = [1, 2, 3]
+
+
+@pytest.fixture
+def server():
+    with SimServer(seed=2) as s:
+        yield s
+
+
+@pytest.fixture
+def policy(server):
+    p = SGLangPolicy(model=server.model, base_url=server.url, profile="token_chunk")
+    yield p
+    p.close()
+
+
+def test_transient_503_is_retried(server, policy):
+    server.set_faults([{"kind": "http_error", "status": 503, "count": 2}])
+    result = policy.generate_tokens(PROMPT, SamplingParams(max_tokens=8))
+    assert len(result.tokens) <= 8
+    assert server.stats()["faults"] == 2
+
+
+def test_too_many_tokens_is_named(server, policy):
+    server.set_faults([{"kind": "extra_tokens", "tokens": 5}])
+    with pytest.raises(BackendError, match="max_tokens was 8"):
+        policy.generate_tokens(PROMPT, SamplingParams(max_tokens=8))
+
+
+def test_malformed_json_and_missing_logprobs(server, policy):
+    server.set_faults([{"kind": "malformed_json", "count": 1}])
+    with pytest.raises(BackendError):
+        policy.generate_tokens(PROMPT, SamplingParams(max_tokens=8))
+    server.set_faults([{"kind": "missing_logprobs", "count": 1}])
+    with pytest.raises(BackendError, match="logprob"):
+        policy.generate_tokens(PROMPT, SamplingParams(max_tokens=8))
+
+
+def test_context_length_is_a_config_error(server):
+    with SimServer(seed=0, max_model_len=64) as small:
+        p = VLLMPolicy(model=small.model, base_url=small.url + "/v1", api_key="EMPTY", profile="token_chunk")
+        try:
+            with pytest.raises(ConfigError, match="context length"):
+                p.generate_tokens(list(range(100, 160)), SamplingParams(max_tokens=32))
+        finally:
+            p.close()
+
+
+def test_connection_refused(server):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    p = SGLangPolicy(model=server.model, base_url=f"http://127.0.0.1:{port}", profile="token_chunk", timeout=5)
+    try:
+        with pytest.raises(BackendError, match=f"127.0.0.1:{port}"):
+            p.generate_tokens(PROMPT, SamplingParams(max_tokens=4))
+        with pytest.raises(FocusError):
+            p.startup_check()
+    finally:
+        p.close()
+
+
+def test_cancelling_agenerate_cancels_the_request(server, policy):
+    server.set_faults([{"kind": "hang"}])
+
+    async def run():
+        task = asyncio.create_task(policy.agenerate_tokens(PROMPT, SamplingParams(max_tokens=4)))
+        await asyncio.sleep(0.2)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(asyncio.wait_for(run(), 10))
+    server.set_faults([])
+
+
+def test_closed_policy_is_rejected(server):
+    p = SGLangPolicy(model=server.model, base_url=server.url, profile="token_chunk")
+    p.close()
+    with pytest.raises(FocusError):
+        p.generate_tokens(PROMPT, SamplingParams(max_tokens=4))
