@@ -67,8 +67,12 @@ test-py: venv
 demo: venv
 	$(VPY) -m focus_go version
 
-bench: venv
+bench: venv $(BUILD)/loadgen
+	$(VPY) -m pip install --quiet --disable-pip-version-check aiohttp
 	$(VPY) benchmarks/run.py
+
+$(BUILD)/loadgen: $(LIBTOKENIZERS) $(GO_SOURCES) benchmarks/loadgen/main.go
+	$(GO) build -o $@ ./benchmarks/loadgen
 
 clean:
 	rm -rf $(BUILD) $(VENV) python/*.egg-info

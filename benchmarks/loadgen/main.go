@@ -1,0 +1,129 @@
+// Command loadgen measures the ceiling the benchmarks compare against: it either serves the
+// simulated inference server in its own process (`loadgen serve`), or drives a server with
+// segment-sized requests from the Go-native SGLang client and reports requests per second
+// (`loadgen load URL`), with no tree logic at all.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/focus-go/focus-go/backends/generate"
+	"github.com/focus-go/focus-go/backends/sglang"
+	"github.com/focus-go/focus-go/backends/sim"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: loadgen serve [-latency JSON] | loadgen load URL [-c N] [-d seconds] [-tokens N] [-prompt FILE]")
+		os.Exit(2)
+	}
+	var err error
+	switch os.Args[1] {
+	case "serve":
+		err = serve(os.Args[2:])
+	case "load":
+		err = load(os.Args[2:])
+	default:
+		err = fmt.Errorf("unknown command %q", os.Args[1])
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "loadgen:", err)
+		os.Exit(1)
+	}
+}
+
+// serve starts the simulated server, prints {"url", "model_dir", "problems"} on one line
+// and runs until stdin closes or a signal arrives.
+func serve(args []string) error {
+	fs := flag.NewFlagSet("serve", flag.ExitOnError)
+	config := fs.String("config", "{}", "sim.Config as JSON")
+	fs.Parse(args)
+	var cfg sim.Config
+	if err := json.Unmarshal([]byte(*config), &cfg); err != nil {
+		return err
+	}
+	s, err := sim.Start(cfg)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	out, _ := json.Marshal(map[string]any{"url": s.URL(), "model_dir": s.ModelDir(), "problems": s.Problems()})
+	fmt.Println(string(out))
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, os.Interrupt)
+	go func() {
+		buf := make([]byte, 1)
+		os.Stdin.Read(buf) // returns when the parent closes stdin
+		stop <- os.Interrupt
+	}()
+	<-stop
+	return nil
+}
+
+// load sends max_tokens=-tokens requests with the given prompt ids from -c workers for -d
+// seconds and prints {"requests", "seconds", "rps", "tokens"}.
+func load(args []string) error {
+	if len(args) < 1 {
+		return fmt.Errorf("load needs a URL")
+	}
+	url := args[0]
+	fs := flag.NewFlagSet("load", flag.ExitOnError)
+	workers := fs.Int("c", 64, "concurrent requests")
+	seconds := fs.Float64("d", 3, "duration in seconds")
+	tokens := fs.Int("tokens", 256, "max tokens per request")
+	promptFile := fs.String("prompt", "", "JSON file with the prompt token ids")
+	fs.Parse(args[1:])
+	prompt := []uint32{1, 2, 3, 4}
+	if *promptFile != "" {
+		data, err := os.ReadFile(*promptFile)
+		if err != nil {
+			return err
+		}
+		if err := json.Unmarshal(data, &prompt); err != nil {
+			return err
+		}
+	}
+	client, err := sglang.New(sglang.Config{BaseURL: url, MaxConcurrency: *workers})
+	if err != nil {
+		return err
+	}
+	defer client.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(*seconds*float64(time.Second)))
+	defer cancel()
+	var requests, generated, failures atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	for w := 0; w < *workers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := 0; ctx.Err() == nil; i++ {
+				seed := int64(w*1_000_003 + i)
+				res, err := client.Generate(ctx, generate.Request{Tokens: prompt, Params: generate.SamplingParams{
+					Temperature: generate.Float64(1), MaxTokens: tokens, Seed: &seed, Logprobs: generate.Int(0)}})
+				if err != nil {
+					if ctx.Err() == nil {
+						failures.Add(1)
+					}
+					continue
+				}
+				requests.Add(1)
+				generated.Add(int64(len(res.Tokens)))
+			}
+		}(w)
+	}
+	wg.Wait()
+	elapsed := time.Since(start).Seconds()
+	out, _ := json.Marshal(map[string]any{"requests": requests.Load(), "seconds": elapsed,
+		"rps": float64(requests.Load()) / elapsed, "tokens": generated.Load(), "failures": failures.Load()})
+	fmt.Println(string(out))
+	return nil
+}
