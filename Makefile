@@ -65,7 +65,7 @@ test-py: venv
 	cd tests && $(VPY) -m pytest -q
 
 demo: venv
-	$(VPY) -m focus_go version
+	$(VPY) -m focus_go demo --out $(BUILD)/demo
 
 bench: venv $(BUILD)/loadgen
 	$(VPY) -m pip install --quiet --disable-pip-version-check aiohttp

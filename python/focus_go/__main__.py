@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from . import __version__, _lib
 
@@ -14,10 +15,22 @@ def _version(_: argparse.Namespace) -> int:
     return 0
 
 
+def _demo(args: argparse.Namespace) -> int:
+    from ._demo import run_demo
+
+    return run_demo(Path(args.out), n_problems=args.problems, budget=args.budget, warmup=args.warmup)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="focus-go", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("version", help="print the package and library versions").set_defaults(run=_version)
+    demo = commands.add_parser("demo", help="collect trees on the embedded simulated server and write records")
+    demo.add_argument("--out", default="focus-demo", help="output directory (default: ./focus-demo)")
+    demo.add_argument("--problems", type=int, default=4, help="how many bundled problems to collect")
+    demo.add_argument("--budget", type=int, default=32, help="rollouts per tree")
+    demo.add_argument("--warmup", type=int, default=16, help="warmup rollouts per tree")
+    demo.set_defaults(run=_demo)
     args = parser.parse_args(argv)
     return args.run(args)
 
