@@ -27,6 +27,28 @@ func batchOf(h C.focus_handle) (*prepare.Batch, error) {
 	return handleAs[*prepare.Batch](uint64(h), "batch")
 }
 
+// treeValues resolves a tree handle and computes its values under the given reward config.
+func treeValues(h C.focus_handle, reward *C.char, n C.size_t) (*tree.Tree, *prepare.TreeValues, error) {
+	t, err := treeOf(h)
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg, err := rewardConfig(reward, n)
+	if err != nil {
+		return nil, nil, err
+	}
+	v, err := prepare.Values(t, cfg)
+	return t, v, err
+}
+
+// optionalBatch resolves a batch handle where 0 means "no batch".
+func optionalBatch(h C.focus_handle) (*prepare.Batch, error) {
+	if h == 0 {
+		return nil, nil
+	}
+	return batchOf(h)
+}
+
 func rewardConfig(data *C.char, n C.size_t) (prepare.RewardConfig, error) {
 	cfg := prepare.DefaultRewardConfig()
 	if n == 0 {
@@ -73,15 +95,7 @@ type wireValues struct {
 //export focus_tree_values
 func focus_tree_values(h C.focus_handle, reward *C.char, n C.size_t, out **C.char, errOut **C.char) C.focus_status {
 	return guard(errOut, func() error {
-		t, err := treeOf(h)
-		if err != nil {
-			return err
-		}
-		cfg, err := rewardConfig(reward, n)
-		if err != nil {
-			return err
-		}
-		v, err := prepare.Values(t, cfg)
+		t, v, err := treeValues(h, reward, n)
 		if err != nil {
 			return err
 		}
@@ -104,15 +118,7 @@ func focus_tree_values(h C.focus_handle, reward *C.char, n C.size_t, out **C.cha
 //export focus_critic_targets
 func focus_critic_targets(h C.focus_handle, reward *C.char, n C.size_t, out **C.char, errOut **C.char) C.focus_status {
 	return guard(errOut, func() error {
-		t, err := treeOf(h)
-		if err != nil {
-			return err
-		}
-		cfg, err := rewardConfig(reward, n)
-		if err != nil {
-			return err
-		}
-		v, err := prepare.Values(t, cfg)
+		_, v, err := treeValues(h, reward, n)
 		if err != nil {
 			return err
 		}
@@ -262,11 +268,9 @@ func focus_format_tree(h C.focus_handle, batch C.focus_handle, out **C.char, err
 		if err != nil {
 			return err
 		}
-		var b *prepare.Batch
-		if batch != 0 {
-			if b, err = batchOf(batch); err != nil {
-				return err
-			}
+		b, err := optionalBatch(batch)
+		if err != nil {
+			return err
 		}
 		*out = C.CString(export.FormatTree(t, b))
 		return nil
@@ -276,23 +280,13 @@ func focus_format_tree(h C.focus_handle, batch C.focus_handle, out **C.char, err
 //export focus_tree_html
 func focus_tree_html(h C.focus_handle, reward *C.char, n C.size_t, batch C.focus_handle, out **C.char, errOut **C.char) C.focus_status {
 	return guard(errOut, func() error {
-		t, err := treeOf(h)
+		t, v, err := treeValues(h, reward, n)
 		if err != nil {
 			return err
 		}
-		cfg, err := rewardConfig(reward, n)
+		b, err := optionalBatch(batch)
 		if err != nil {
 			return err
-		}
-		v, err := prepare.Values(t, cfg)
-		if err != nil {
-			return err
-		}
-		var b *prepare.Batch
-		if batch != 0 {
-			if b, err = batchOf(batch); err != nil {
-				return err
-			}
 		}
 		var buf strings.Builder
 		if err := export.WriteHTML(&buf, t, v, b); err != nil {
