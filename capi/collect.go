@@ -7,12 +7,14 @@ import "C"
 
 import (
 	"context"
+	"encoding/json"
 	"sync"
 	"time"
 
 	"github.com/focus-go/focus-go/backends/chat"
 	"github.com/focus-go/focus-go/backends/critic"
 	"github.com/focus-go/focus-go/backends/generate"
+	"github.com/focus-go/focus-go/backends/parse"
 	"github.com/focus-go/focus-go/core/bridge"
 	"github.com/focus-go/focus-go/core/collect"
 	"github.com/focus-go/focus-go/core/mathenv"
@@ -51,6 +53,54 @@ type wireCollect struct {
 	Policy         wirePart                `json:"policy"`
 	Env            wirePart                `json:"env"`
 	Critic         *wirePart               `json:"critic"`
+	// Turn selects the whole-turn chat context (collect.Turns); absent or
+	// null means exact-token segments.
+	Turn *wireTurn `json:"turn"`
+}
+
+// wireTurn is the whole-turn context: the parser profile, the root messages and tool
+// schemas the prompt was rendered from, and the chat template keyword arguments.
+type wireTurn struct {
+	Parser         string                     `json:"parser"`
+	Messages       []json.RawMessage          `json:"messages"`
+	Tools          json.RawMessage            `json:"tools"`
+	TemplateKwargs map[string]json.RawMessage `json:"template_kwargs"`
+}
+
+// turns translates the wire form; the codec's template renders the tool messages.
+func (w *wireTurn) turns(codec *chat.Codec) (*collect.Turns, error) {
+	if codec == nil {
+		return nil, status.Errorf(status.InvalidArgument, "collect: the whole-turn context needs a codec (a focus-go tokenizer) to render tool messages")
+	}
+	tools, err := chat.ParseTools(w.Tools)
+	if err != nil {
+		return nil, err
+	}
+	parser, err := parse.ForProfile(w.Parser, tools)
+	if err != nil {
+		return nil, err
+	}
+	kwargs := make(map[string]any, len(w.TemplateKwargs))
+	for k, v := range w.TemplateKwargs {
+		kwargs[k] = v
+	}
+	return &collect.Turns{Parser: parser, Template: turnTemplate{codec.Template(), kwargs}, Messages: w.Messages, Tools: tools}, nil
+}
+
+// turnTemplate adapts a chat template and its keyword arguments to collect.Template.
+type turnTemplate struct {
+	template *chat.Template
+	kwargs   map[string]any
+}
+
+func (t turnTemplate) Render(messages, tools []json.RawMessage, addGenerationPrompt bool) (string, error) {
+	msgs := make([]chat.Message, len(messages))
+	for i, m := range messages {
+		if err := json.Unmarshal(m, &msgs[i]); err != nil {
+			return "", status.Wrap(status.InvalidArgument, err, "collect: message %d is not a chat message object: %.120s", i, m)
+		}
+	}
+	return t.template.Render(msgs, tools, addGenerationPrompt, t.kwargs)
 }
 
 // collection is one running collect.Run with the bridge its remote parts use.
@@ -153,6 +203,13 @@ func focus_collect_start(config *C.char, n C.size_t, out *C.focus_handle, errOut
 		}
 		if codec != nil {
 			cfg.Codec = codec.Tokenizer()
+		}
+		if w.Turn != nil {
+			turns, err := w.Turn.turns(codec)
+			if err != nil {
+				return err
+			}
+			cfg.Turns = turns
 		}
 		if err := cfg.Validate(); err != nil {
 			return err
@@ -292,4 +349,3 @@ func focus_collection_result(h C.focus_handle, treeOut *C.focus_handle, out **C.
 		return returnJSON(out, map[string]any{"code": status.CodeOf(c.err), "message": msg, "failures": failures})
 	})
 }
-

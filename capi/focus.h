@@ -222,7 +222,11 @@ focus_status focus_math_grade(char *request, size_t len, char **out, char **err)
  * "policy": {"kind": "native", "handle"} | {"kind": "remote", "object"},
  * "env": {"kind": "math", "label"} | {"kind": "remote", "object"},
  * "critic": null | {"kind": "constant", "value"} | {"kind": "http", "url", "timeout"}
- *           | {"kind": "remote", "object"}.
+ *           | {"kind": "remote", "object"},
+ * "turn": null (exact-token segments) | {"parser": "hermes" | "qwen_xml" | "text",
+ *         "messages": [root chat messages], "tools": [schemas] | null,
+ *         "template_kwargs": {...}}: the whole-turn chat context (one assistant turn per
+ *         segment, segments = the turn's max_tokens; needs codec).
  * Remote parts are served by polling the collection (see core/bridge for the request
  * kinds and payloads). Releasing the handle cancels the collection and waits for it. */
 focus_status focus_collect_start(char *config, size_t len, focus_handle *out, char **err);
@@ -251,6 +255,46 @@ focus_status focus_collection_wait(focus_handle collection, int64_t timeout_ms, 
  * *out = {"code", "message", "failures": [{"node_id", "message"}]}. */
 focus_status focus_collection_result(focus_handle collection, focus_handle *tree, char **out,
                                      char **err);
+
+/* --- native API policies (OpenAI) and SGLang wire helpers (capi/openai.go) --------- */
+/* An OpenAI Chat Completions or Responses client. config = {"api": "chat" | "responses",
+ * "model", "base_url", "api_key", "headers", "system_prompt", "reasoning_effort", "timeout"
+ * (seconds), "max_concurrency", "max_retries", "env": {"OPENAI_API_KEY", "OPENAI_BASE_URL"}}.
+ * An empty base_url and api_key come from env; the default base URL needs a key. The handle
+ * is released with focus_handle_release. */
+focus_status focus_openai_open(char *config, size_t len, focus_handle *out, char **err);
+
+/* One request: request = {"messages", "tools", "tool_choice", "params"}; *out = {"id",
+ * "text", "reasoning", "tool_calls": [{"name", "arguments", "call_id"}], "stop_reason",
+ * "finish_reason", "tokens" (estimated), "logprobs", "top_logprobs", "entropy",
+ * "native_output", "prompt_tokens", "completion_tokens", "cached_tokens",
+ * "reasoning_tokens"}. cancel is a cancel token or 0. */
+focus_status focus_openai_generate(focus_handle policy, focus_handle cancel, char *request,
+                                   size_t len, char **out, char **err);
+
+/* Checks a conversation's roles and tool-call / tool-reply ordering (no request). */
+focus_status focus_openai_validate(char *messages, size_t len, char **err);
+
+/* Estimated token accounting for models without a local tokenizer: request = {"messages",
+ * "tools"} or {"text"}; *out = {"text", "tokens"}. focus_native_decode inverts it. */
+focus_status focus_native_estimate(char *request, size_t len, char **out, char **err);
+focus_status focus_native_decode(uint32_t *ids, size_t count, char **out, char **err);
+
+/* The SGLang /generate body for prefix and params (JSON SamplingParams), for a caller that
+ * sends it itself (Slime's post); *out is the JSON body. */
+focus_status focus_sglang_request(uint32_t *prefix, size_t count, char *params, size_t len,
+                                  char **out, char **err);
+
+/* Parses and validates a /generate reply to that request; *out is a GenerateResult as
+ * focus_policy_generate returns it. */
+focus_status focus_sglang_parse(char *body, size_t body_len, uint32_t *prefix, size_t count,
+                                char *params, size_t len, char **out, char **err);
+
+/* Checks a token-exact result {"tokens", "logprobs", "stop_reason"} from an SDK backend:
+ * a known stop reason, at most max_tokens tokens, one finite logprob per token. backend
+ * prefixes the error. */
+focus_status focus_result_validate(char *backend, char *result, size_t len, int64_t max_tokens,
+                                   char **err);
 
 #ifdef __cplusplus
 }

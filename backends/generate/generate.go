@@ -38,22 +38,22 @@ const (
 // Resolve fills it with the default, and backends always send every field explicitly,
 // because servers otherwise fill unset fields from the model's generation_config.json.
 type SamplingParams struct {
-	Temperature *float64
-	MaxTokens   *int
-	TopP        *float64
-	TopK        *int // -1 (or nil) = off
-	Stop        []string
+	Temperature *float64 `json:"temperature,omitempty"`
+	MaxTokens   *int     `json:"max_tokens,omitempty"`
+	TopP        *float64 `json:"top_p,omitempty"`
+	TopK        *int     `json:"top_k,omitempty"` // -1 (or nil) = off
+	Stop        []string `json:"stop,omitempty"`
 	// StopTokenIDs end generation when sampled (vLLM extension, SGLang native).
-	StopTokenIDs []uint32
+	StopTokenIDs []uint32 `json:"stop_token_ids,omitempty"`
 	// Logprobs is the number of top alternatives to return per generated token (0 = the
 	// sampled token's logprob only). Token-exact backends always return the sampled
 	// token's logprob, so nil and 0 mean the same.
-	Logprobs *int
+	Logprobs *int `json:"logprobs,omitempty"`
 	// PromptLogprobs, when set, asks for the logprob of every prompt token plus this many
 	// alternatives per position.
-	PromptLogprobs    *int
-	RepetitionPenalty *float64
-	Seed              *int64
+	PromptLogprobs    *int     `json:"prompt_logprobs,omitempty"`
+	RepetitionPenalty *float64 `json:"repetition_penalty,omitempty"`
+	Seed              *int64   `json:"seed,omitempty"`
 }
 
 // Float64, Int and Int64 return pointers for building SamplingParams literals.

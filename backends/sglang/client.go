@@ -101,31 +101,7 @@ func (c *Client) Generate(ctx context.Context, req generate.Request) (*generate.
 	if len(req.Tokens) == 0 {
 		return nil, status.Errorf(status.InvalidArgument, "%s: prompt has no tokens; /generate needs at least one input id", Name)
 	}
-	rid := req.ID
-	if rid == "" {
-		rid = NewRequestID()
-	}
-	body := &request{
-		RID: rid, InputIDs: req.Tokens, ReturnLogprob: true, LogprobStartLen: -1,
-		TopLogprobsNum: p.TopLogprobs,
-		SamplingParams: sampling{
-			MaxNewTokens: p.MaxTokens, Temperature: p.Temperature, TopP: p.TopP, TopK: p.TopK,
-			Stop: p.Stop, StopTokenIDs: p.StopTokenIDs, NoStopTrim: true,
-			RepetitionPenalty: p.RepetitionPenalty, N: 1,
-		},
-	}
-	if p.TopK == 0 {
-		body.SamplingParams.TopK = -1 // SGLang's "off" is -1 only
-	}
-	if p.HasSeed {
-		seed := p.Seed
-		body.SamplingParams.SamplingSeed = &seed
-	}
-	if p.PromptLogprobs >= 0 {
-		// 0 = logprobs from the first prompt token on; SGLang has one top-N for both.
-		body.LogprobStartLen = 0
-		body.TopLogprobsNum = max(p.TopLogprobs, p.PromptLogprobs)
-	}
+	body := newRequest(req, p)
 	var headers map[string]string
 	if req.RoutingKey != "" {
 		headers = map[string]string{"X-SMG-Routing-Key": req.RoutingKey}

@@ -18,8 +18,10 @@
 //	"env.step"        {"action": {"kind": "tokens", "tokens": [ids], "finished": bool}
 //	                           | {"kind": "text", "text": str}
 //	                           | {"kind": "tool", "text", "reasoning", "tool_calls": [{"name", "arguments", "call_id", "error"}]}}
-//	                  -> {"observation": {"text", "tokens"?} | null, "reward": float,
+//	                  -> {"observation": {"text", "tokens"?, "messages"?} | null, "reward": float,
 //	                      "done": bool, "info": any}
+//	                  ("messages": chat messages such as {"role": "tool", "content"},
+//	                  which the whole-turn context renders with the chat template)
 //	"env.fork"        {} -> {"object": int}   (the new env's handle)
 //	"critic.score"    {"contexts": [str]} -> {"values": [float]}
 //

@@ -136,8 +136,9 @@ type Env struct {
 var _ collect.Env = Env{}
 
 type observationWire struct {
-	Text   string    `json:"text"`
-	Tokens *[]uint32 `json:"tokens"`
+	Text     string                `json:"text"`
+	Tokens   *[]uint32             `json:"tokens"`
+	Messages []jsoniter.RawMessage `json:"messages"`
 }
 
 func (o *observationWire) observation() collect.Observation {
@@ -145,6 +146,9 @@ func (o *observationWire) observation() collect.Observation {
 		return collect.Observation{}
 	}
 	obs := collect.Observation{Text: o.Text}
+	for _, m := range o.Messages {
+		obs.Messages = append(obs.Messages, append([]byte(nil), m...))
+	}
 	if o.Tokens != nil {
 		obs.Tokens = *o.Tokens
 		if obs.Tokens == nil {

@@ -38,6 +38,7 @@ type engine struct {
 	minRemaining int
 	policy       Policy
 	critic       Critic
+	turns        *turnRenderer // nil: exact-token segments
 
 	t        *tree.Tree
 	snaps    []*snapshot // by node id; nil where none is kept
@@ -75,7 +76,10 @@ type engine struct {
 // The env decides when a path ends: a finished chunk (EOS, also exactly at
 // a segment boundary) ends it when the env's step says done, as MathEnv's
 // does; an env that answers a finished chunk with an observation and not
-// done continues the path after it. A path still running at MaxTotalTokens
+// done continues the path after it. With Turns, every turn is stepped and a
+// ToolEnv-like env says done on a turn without tool calls; a turn that
+// continues gets the template's closing text, the observation messages and
+// the next generation prompt as conditioning. A path still running at MaxTotalTokens
 // generated tokens or MaxSegments edges ends truncated.
 //
 // Cancelling ctx stops every call in flight; Run waits for the rollouts to
@@ -95,6 +99,13 @@ func Run(ctx context.Context, cfg Config, policy Policy, env Env, critic Critic)
 	cfg = cfg.withDefaults()
 	e := &engine{cfg: cfg, lim: cfg.limits(), policy: policy, critic: critic}
 	e.minRemaining = cfg.Search.MinRemainingTokens(e.lim)
+	if cfg.Turns != nil {
+		r, err := newTurnRenderer(cfg.Turns, cfg.Codec)
+		if err != nil {
+			return Result{}, err
+		}
+		e.turns = r
+	}
 	defer e.releaseAll()
 
 	err := e.run(ctx, env)
@@ -136,6 +147,11 @@ func (e *engine) run(ctx context.Context, env Env) error {
 		return status.Wrap(status.CodeOf(err), err, "collect: env reset")
 	}
 	if !obs.Empty() {
+		if e.turns != nil && obs.Tokens == nil {
+			// The first turn's prompt was rendered from the root messages; text
+			// after its generation prompt would bypass the template.
+			return status.Errorf(status.InvalidArgument, "collect: env reset observation: the whole-turn context renders the first prompt from the root messages; put the reset observation there (or give exact tokens)")
+		}
 		tokens, text, err := e.observation(obs)
 		if err != nil {
 			return status.Wrap(status.InvalidArgument, err, "collect: env reset observation")

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/focus-go/focus-go/backends/generate"
+	"github.com/focus-go/focus-go/backends/parse"
 	"github.com/focus-go/focus-go/core/prepare"
 	"github.com/focus-go/focus-go/core/search"
 	"github.com/focus-go/focus-go/core/status"
@@ -29,8 +30,13 @@ type Config struct {
 
 	// Segments is L: every policy call continues the checkpoint's exact
 	// token prefix with max_tokens = min(L, MaxTotalTokens - generated so
-	// far on the path). 0 means DefaultSegments.
+	// far on the path). 0 means DefaultSegments. With Turns it is the
+	// token limit of one assistant turn (the sampling max_tokens).
 	Segments int
+	// Turns, when set, selects the whole-turn chat context (one assistant
+	// turn per segment, see Turns); nil means exact-token segments. It needs
+	// a Codec.
+	Turns *Turns
 	// MaxSegments caps the segments (edges) on one root-to-leaf path; a path
 	// still running at the cap ends truncated. 0 means DefaultMaxSegments.
 	MaxSegments int
@@ -106,6 +112,18 @@ func (c Config) Validate() error {
 		return status.Errorf(status.InvalidArgument, "collect: max_retries is %d, must be >= 0", c.MaxRetries)
 	case c.PolicyTimeout < 0 || c.EnvTimeout < 0 || c.CriticTimeout < 0:
 		return status.Errorf(status.InvalidArgument, "collect: timeouts must not be negative (policy %v, env %v, critic %v)", c.PolicyTimeout, c.EnvTimeout, c.CriticTimeout)
+	}
+	if t := c.Turns; t != nil {
+		switch {
+		case t.Parser == nil || t.Template == nil:
+			return status.Errorf(status.InvalidArgument, "collect: the whole-turn context needs a parser and a chat template (parser set: %t, template set: %t)", t.Parser != nil, t.Template != nil)
+		case t.Parser.Kind() != parse.KindTool && t.Parser.Kind() != parse.KindText:
+			return status.Errorf(status.InvalidArgument, "collect: the whole-turn context parses replies into %q actions; expected a tool or text parser (exact token chunks need Segments)", t.Parser.Kind())
+		case len(t.Messages) == 0:
+			return status.Errorf(status.InvalidArgument, "collect: the whole-turn context needs the root messages the prompt was rendered from")
+		case c.Codec == nil:
+			return status.Errorf(status.InvalidArgument, "collect: the whole-turn context needs a codec to decode replies and encode tool messages")
+		}
 	}
 	if err := c.Search.Validate(); err != nil {
 		return err

@@ -1,8 +1,12 @@
 // Package collect owns the collection engine of FOCUS (DESIGN.md §1-4,
 // ALGORITHM.md §5.1-5.2 and §5.7): it grows one problem's search tree by
-// running rollouts of exact-token segments (Segments(L)) with a Policy in an
-// Env, scoring checkpoints with a Critic, and branching where search.Plan
-// says, under a budget of rollouts. It owns the three collaborator
+// running rollouts of segments with a Policy in an Env, scoring checkpoints
+// with a Critic, and branching where search.Plan says, under a budget of
+// rollouts. A segment is either L exact tokens (Segments(L), the default) or
+// one whole assistant turn of a chat (Config.Turns: the reply is parsed into
+// a tool or text action, and the env's tool messages are rendered with the
+// chat template by an append-only rule that never re-renders the exact
+// prefix; see Turns). It owns the three collaborator
 // interfaces (Policy, Env, Critic) and the Codec it decodes and encodes
 // with; native implementations live in backends/ and core/mathenv, remote
 // (Python) ones in core/bridge.

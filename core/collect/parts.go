@@ -21,14 +21,20 @@ type Policy interface {
 // that the engine appends to the edge as conditioning (untrainable) tokens,
 // after the generated ones. Tokens, when non-nil, are the exact conditioning
 // ids and Text is only their display form; otherwise Text is encoded with
-// the collection's Codec. The zero Observation adds nothing.
+// the collection's Codec. Messages (chat messages such as {"role": "tool",
+// "content": ...}, each one JSON object) are for the whole-turn chat context
+// (Config.Turns), which renders them with the chat template; with
+// exact-token segments they are an error. The zero Observation adds nothing.
 type Observation struct {
-	Text   string   `json:"text"`
-	Tokens []uint32 `json:"tokens"`
+	Text     string            `json:"text"`
+	Tokens   []uint32          `json:"tokens"`
+	Messages []json.RawMessage `json:"messages,omitempty"`
 }
 
 // Empty reports whether the observation adds nothing to the context.
-func (o Observation) Empty() bool { return o.Text == "" && len(o.Tokens) == 0 }
+func (o Observation) Empty() bool {
+	return o.Text == "" && len(o.Tokens) == 0 && len(o.Messages) == 0
+}
 
 // Step is an environment's answer to one action (Python's Step).
 type Step struct {
@@ -39,7 +45,9 @@ type Step struct {
 }
 
 // Env is the task a rollout acts in. Exact-token segments reach Step as a
-// parse.Action of kind parse.KindTokens carrying the segment's TokenChunk.
+// parse.Action of kind parse.KindTokens carrying the segment's TokenChunk;
+// whole turns (Config.Turns) as the action Turns.Parser reads from the reply
+// (parse.KindTool or parse.KindText).
 //
 // The engine Resets the collection's root env once and never steps it: every
 // rollout works on a Fork. Each checkpoint keeps its own fork as a snapshot,

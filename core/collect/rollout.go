@@ -167,9 +167,17 @@ func (e *engine) rollout(ctx context.Context, l *launch) (out outcome) {
 		// Counted once validated (a broken response's count means nothing),
 		// whether or not the rollout later fails: the tokens were generated.
 		e.generatedTokens.Add(int64(len(res.Tokens)))
-		chunk, err := parse.ParseTokenChunk(parse.Result{Tokens: res.Tokens, Text: res.Text, StopReason: res.StopReason})
-		if err != nil {
-			return fail("policy", err)
+		var action parse.Action
+		if e.turns != nil {
+			if action, err = e.turns.turnAction(res.Tokens, res.StopReason); err != nil {
+				return fail("policy", err)
+			}
+		} else {
+			chunk, err := parse.ParseTokenChunk(parse.Result{Tokens: res.Tokens, Text: res.Text, StopReason: res.StopReason})
+			if err != nil {
+				return fail("policy", err)
+			}
+			action = parse.Action{Kind: parse.KindTokens, Chunk: &chunk}
 		}
 		text := res.Text
 		if cfg.Codec != nil {
@@ -179,7 +187,7 @@ func (e *engine) rollout(ctx context.Context, l *launch) (out outcome) {
 		}
 
 		ectx, cancel := withTimeout(ctx, cfg.EnvTimeout)
-		step, err := env.Step(ectx, parse.Action{Kind: parse.KindTokens, Chunk: &chunk})
+		step, err := env.Step(ectx, action)
 		cancel()
 		if err != nil {
 			return fail("env: step", err)
@@ -191,7 +199,13 @@ func (e *engine) rollout(ctx context.Context, l *launch) (out outcome) {
 			return fail("env", fmt.Errorf("step reward %v is outside [reward_min, reward_max] = [%v, %v]",
 				step.Reward, cfg.Reward.RewardMin, cfg.Reward.RewardMax))
 		}
-		obsTokens, obsText, err := e.observation(step.Observation)
+		var obsTokens []uint32
+		var obsText string
+		if e.turns != nil {
+			obsTokens, obsText, err = e.turns.conditioning(res.Tokens, step)
+		} else {
+			obsTokens, obsText, err = e.observation(step.Observation)
+		}
 		if err != nil {
 			return fail("env: observation", err)
 		}
@@ -246,6 +260,8 @@ func (e *engine) branchable(generated int) bool {
 // observation turns an env observation into conditioning tokens and text.
 func (e *engine) observation(o Observation) ([]uint32, string, error) {
 	switch {
+	case len(o.Messages) > 0 && o.Tokens == nil:
+		return nil, "", fmt.Errorf("has %d chat messages, which need the whole-turn chat context (Agent(context=None)); exact-token segments take text or tokens", len(o.Messages))
 	case o.Tokens != nil:
 		text := o.Text
 		if text == "" && len(o.Tokens) > 0 && e.cfg.Codec != nil {

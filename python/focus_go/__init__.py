@@ -16,6 +16,8 @@ from .collector import Collector
 from .critic import Critic
 from .env import Env, MathEnv, Step
 from .search import Independent, Selective
+from .tools import ToolEnv
+from .workspace import Workspace
 from .preparation import (
     ActorSample,
     Batch,
@@ -47,6 +49,8 @@ __all__ = [
     "Segments",
     "Selective",
     "Step",
+    "ToolEnv",
+    "Workspace",
     "ActorSample",
     "Batch",
     "CriticSample",

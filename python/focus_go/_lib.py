@@ -118,6 +118,27 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
         ctypes.c_int32,
         [c_handle, ctypes.c_char_p, ctypes.c_size_t, _str_out, _err_p],
     ),
+    # native API policies (OpenAI), estimated token accounting, SGLang wire helpers (Slime, Tinker)
+    "focus_openai_open": (ctypes.c_int32, [ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(c_handle), _err_p]),
+    "focus_openai_generate": (
+        ctypes.c_int32,
+        [c_handle, c_handle, ctypes.c_char_p, ctypes.c_size_t, _str_out, _err_p],
+    ),
+    "focus_openai_validate": (ctypes.c_int32, [ctypes.c_char_p, ctypes.c_size_t, _err_p]),
+    "focus_native_estimate": (ctypes.c_int32, [ctypes.c_char_p, ctypes.c_size_t, _str_out, _err_p]),
+    "focus_native_decode": (ctypes.c_int32, [_ids_in, ctypes.c_size_t, _str_out, _err_p]),
+    "focus_sglang_request": (
+        ctypes.c_int32,
+        [_ids_in, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t, _str_out, _err_p],
+    ),
+    "focus_sglang_parse": (
+        ctypes.c_int32,
+        [ctypes.c_char_p, ctypes.c_size_t, _ids_in, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t, _str_out, _err_p],
+    ),
+    "focus_result_validate": (
+        ctypes.c_int32,
+        [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_int64, _err_p],
+    ),
 }
 
 _FIX = (

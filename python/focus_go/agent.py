@@ -30,10 +30,18 @@ class Segments:
 class Agent:
     """A policy acting on an environment.
 
-    ``context`` decides what one segment is (``Segments(n)``: n exact tokens);
+    ``context`` decides what one segment is: None (the default) is the whole-turn chat
+    context, one assistant turn per segment (for ``"tool"`` and ``"text"`` environments
+    such as ToolEnv: the reply is parsed into the env's action, tool messages are rendered
+    with the chat template after the exact token prefix, each turn's max_tokens is the
+    sampling ``max_tokens``); ``Segments(n)`` is n exact tokens (for ``"tokens"``
+    environments such as MathEnv);
     ``max_segments`` and ``max_total_tokens`` bound one root-to-leaf path (a path reaching
     either ends truncated); ``sampling`` overrides the policy's default sampling
-    parameters; ``parser`` overrides the parser the format and context imply."""
+    parameters; ``parser`` overrides the parser the format and context imply (for whole
+    turns: HermesToolCallParser, QwenXMLToolCallParser or TextActionParser; by default the
+    format's tool parser, or the model's own tool dialect when the format parses text or
+    token chunks)."""
 
     def __init__(
         self,

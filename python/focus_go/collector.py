@@ -26,13 +26,23 @@ import inspect
 import json
 import math
 import threading
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _lib
 from ._handle import GoObject
 from .agent import Agent, Segments
 from .critic import Critic
 from .env import Env, MathEnv, Step
+from .generation.parsing import (
+    ActionParser,
+    HermesToolCallParser,
+    NativeToolCallParser,
+    QwenXMLToolCallParser,
+    TextActionParser,
+)
+from .generation.types import DEFAULT_MAX_TOKENS
+from .tools import ToolEnv
+from .workspace import Workspace
 from .errors import (
     BackendError,
     ConfigError,
@@ -127,9 +137,16 @@ def _observation(obs: Any) -> Optional[Dict[str, Any]]:
         return None
     if isinstance(obs, str):
         return {"text": obs}
+    if isinstance(obs, (list, tuple)):
+        messages = []
+        for i, m in enumerate(obs):
+            if not isinstance(m, Mapping) or not isinstance(m.get("role"), str):
+                raise ConfigError(f"observation message {i} must be a dict with a 'role', got {m!r:.80}")
+            messages.append(dict(m))
+        return {"messages": messages} if messages else None
     raise ConfigError(
-        f"observation is a {type(obs).__name__}; with Segments an environment observes with text "
-        "(message observations need the whole-turn context)"
+        f"observation is a {type(obs).__name__}; expected text, a list of chat messages "
+        "(whole-turn context only) or None"
     )
 
 
@@ -154,14 +171,64 @@ def _action(action: Dict[str, Any]) -> Any:
     raise ConfigError(f"unknown action kind {kind!r}")
 
 
+_TURN_PROFILES = {
+    HermesToolCallParser: "hermes",
+    QwenXMLToolCallParser: "qwen_xml",
+    TextActionParser: "text",
+}
+
+
+def _turn_profile(agent: Agent) -> str:
+    """The Go parser profile that reads a whole assistant turn for ``agent.env``."""
+    action = agent.env.action
+    if agent.parser is not None:
+        profile = _TURN_PROFILES.get(type(agent.parser))
+        if profile is None:
+            raise ConfigError(
+                f"Agent(parser={type(agent.parser).__name__}(...)): the whole-turn context parses in the Go "
+                "engine, which reads hermes, qwen_xml and text replies (HermesToolCallParser, "
+                "QwenXMLToolCallParser, TextActionParser)"
+            )
+        if agent.parser.action != action:
+            raise ConfigError(
+                f"Agent: {type(agent.env).__name__} consumes {action!r} actions but "
+                f"{type(agent.parser).__name__} produces {agent.parser.action!r} actions"
+            )
+        return profile
+    if action == "text":
+        return "text"
+    parser = agent.policy.format.parser
+    if isinstance(parser, NativeToolCallParser):
+        raise ConfigError(
+            "the whole-turn context needs exact tokens: a native (API) tool-call policy cannot build a "
+            "token tree; use a token backend (SGLangPolicy, VLLMPolicy) with profile hermes or qwen_xml"
+        )
+    profile = _TURN_PROFILES.get(type(parser))
+    if profile in ("hermes", "qwen_xml"):
+        return profile
+    # A text or token_chunk format: the model's own tool dialect.
+    return _lib.call_string("focus_profile_for_model", agent.policy.model.encode())
+
+
 class Collector:
     """Collects searched trees for one agent and prepares them for training.
 
     ``critic`` scores checkpoints (None: no predictions; the refined value then rests on
     branch returns alone); ``search`` is ``Selective()`` unless given; ``reward`` and
     ``estimator`` are what ``prepare`` uses (and the search plans with ``reward``).
-    ``workspace`` is entered with the collector; ``close_services=False`` leaves it open
-    for the owner to close."""
+
+    With ``Agent(context=None)`` (the default) one assistant turn is one segment: the
+    reply is parsed (hermes / qwen_xml tool calls, or text) into the env's action, and the
+    env's tool messages are rendered with the model's chat template after the exact token
+    prefix (core/collect documents the append rule); the env's ``tool_schemas()`` are
+    passed to the template as ``tools``. Each turn's max_tokens is the sampling
+    ``max_tokens``.
+
+    ``workspace`` (a Workspace) is opened with the collector (``async with``) or, without
+    that, for each ``collect``; each collection gets its own working directory in it, and
+    its ToolEnv runs tools under the workspace's ``max_parallel`` limit. Several collectors
+    may share one Workspace. ``close_services=False`` leaves a workspace the collector
+    opened open for its owner to close."""
 
     def __init__(
         self,
@@ -171,13 +238,15 @@ class Collector:
         search: Union[Selective, Independent, None] = None,
         reward: Optional[RewardConfig] = None,
         estimator: Optional[Estimator] = DirectBranchTd(),
-        workspace: Any = None,
+        workspace: Optional[Workspace] = None,
         close_services: bool = True,
     ) -> None:
         if not isinstance(agent, Agent):
             raise ConfigError(f"Collector: agent must be an Agent, got {type(agent).__name__}")
         if critic is not None and not isinstance(critic, Critic):
             raise ConfigError(f"Collector: critic must be a Critic, got {type(critic).__name__}")
+        if workspace is not None and not isinstance(workspace, Workspace):
+            raise ConfigError(f"Collector: workspace must be a Workspace, got {type(workspace).__name__}")
         self.agent = agent
         self.critic = critic
         self.search = search if search is not None else Selective()
@@ -185,14 +254,19 @@ class Collector:
         self.estimator = estimator
         self.workspace = workspace
         self.close_services = close_services
+        self._entered = 0
 
     async def __aenter__(self) -> "Collector":
-        if self.workspace is not None and hasattr(self.workspace, "__aenter__"):
+        if self.workspace is not None:
             await self.workspace.__aenter__()
+        self._entered += 1
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        if self.close_services and self.workspace is not None and hasattr(self.workspace, "__aexit__"):
+        if self._entered == 0:
+            return
+        self._entered -= 1
+        if self.close_services and self.workspace is not None:
             await self.workspace.__aexit__(*exc)
 
     def prepare(self, state: SchedulerState[Any]) -> Batch:
@@ -224,14 +298,25 @@ class Collector:
         """Collect one searched tree for ``problem`` (a Problem or a prompt string)."""
         if isinstance(problem, str):
             problem = Problem(problem)
+        if self.workspace is None:
+            return await self._collect(problem, allow_partial, None)
+        async with self.workspace:
+            return await self._collect(problem, allow_partial, self.workspace)
+
+    async def _collect(self, problem: Problem, allow_partial: bool, workspace: Optional[Workspace]) -> SchedulerState[Any]:
         agent = self.agent
-        if not isinstance(agent.context, Segments):
+        whole_turn = agent.context is None
+        if whole_turn and agent.env.action == "tokens":
             raise ConfigError(
-                "Agent(context=None) means one assistant turn per segment, which this version of "
-                "focus-go does not implement yet; use context=Segments(n)"
+                f"{type(agent.env).__name__} consumes exact token chunks, which need context=Segments(n); "
+                "Agent(context=None) is the whole-turn chat context for 'tool' and 'text' environments"
             )
         remote = _Remote()
         env = agent.env
+        if isinstance(env, ToolEnv):
+            # A per-collection copy bound to this collection's directory and the shared limit.
+            directory = workspace.problem_dir(None if problem.id is None else str(problem.id)) if workspace else None
+            env = env.bind(directory, workspace.slot if workspace else None)
         native_tokenizer = _native_tokenizer(agent.policy)
         if type(env) is MathEnv and not env.tokens and native_tokenizer is not None and _native_tokenizer(env.decode) is native_tokenizer:
             env_part: Dict[str, Any] = {"kind": "math", "label": str(env.label)}
@@ -245,15 +330,32 @@ class Collector:
         else:
             policy_part = {"kind": "remote", "object": remote.register(agent.policy)}
 
-        prompt = agent.policy.prepare(self._messages(problem, observation))
+        tools = list(env.tool_schemas()) if whole_turn else []
+        messages = self._messages(problem, observation)
+        prompt = agent.policy.prepare(messages, tools)
         sampling = agent.sampling or agent.policy.default_params or SamplingParams()
         sampling_json = json.loads(params_json(sampling))
         sampling_json.setdefault("logprobs", 0)
+        if whole_turn:
+            if native_tokenizer is None:
+                raise ConfigError(
+                    "the whole-turn context renders tool messages with the policy's chat template in Go: the "
+                    "policy's format needs a focus-go HFTokenizer"
+                )
+            segments = sampling.max_tokens or DEFAULT_MAX_TOKENS
+            turn: Optional[Dict[str, Any]] = {
+                "parser": _turn_profile(agent),
+                "messages": messages,
+                "tools": tools or None,
+                "template_kwargs": dict(agent.policy.format.codec.template_kwargs or {}),
+            }
+        else:
+            segments, turn = agent.context.tokens, None  # type: ignore[union-attr]
         config = {
             "problem_id": "" if problem.id is None else str(problem.id),
             "prompt_tokens": list(prompt.tokens),
             "prompt_text": agent.policy.decode(prompt.tokens),
-            "segments": agent.context.tokens,
+            "segments": segments,
             "max_segments": agent.max_segments,
             "max_total_tokens": agent.max_total_tokens,
             "sampling": sampling_json,
@@ -264,6 +366,7 @@ class Collector:
             "policy": policy_part,
             "env": env_part,
             "critic": None if self.critic is None else self.critic._part(remote.register),
+            "turn": turn,
         }
         return await _Run(config, remote).run()
 

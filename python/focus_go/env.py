@@ -4,7 +4,10 @@ Subclass ``Env``: ``step(action)`` applies one action and returns a ``Step``; ``
 may return an extra observation shown before the first turn; ``fork()`` returns an
 independent copy for a new branch (default ``copy.deepcopy``). Methods may be sync or
 async. ``action`` declares what ``step`` consumes: ``"text"`` (the reply's text),
-``"tool"`` (a ToolTurn) or ``"tokens"`` (an exact TokenChunk).
+``"tool"`` (a ToolTurn) or ``"tokens"`` (an exact TokenChunk). With the whole-turn
+context (``Agent(context=None)``) a step's observation may be a list of chat messages
+(``{"role": "tool", "content": ...}``), rendered with the model's chat template; a text
+observation is one user message there. ``ToolEnv`` (``focus_go.tools``) runs Python tools.
 
 A Python Env is served to the Go engine through the remote bridge (the engine puts a
 request on a queue; a Python worker thread takes it and runs your method in asyncio); the
@@ -51,6 +54,11 @@ class Env(ABC):
     def fork(self) -> "Env":
         """An independent copy for a new branch."""
         return copy.deepcopy(self)
+
+    def tool_schemas(self) -> List[Dict[str, Any]]:
+        """Tool schemas shown to the model in the prompt (the chat template's ``tools``) by
+        the whole-turn context; none by default (ToolEnv lists its tools)."""
+        return []
 
 
 def grade_math(text: str, label: str) -> bool:

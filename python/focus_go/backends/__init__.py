@@ -13,8 +13,12 @@ from ..generation.parsing import (
     TextActionParser,
     TokenChunkParser,
 )
+from ..generation.openai import OpenAIChatPolicy, OpenAIResponsesPolicy
 from ..generation.policy import Completion, Policy
+from ..generation.replay import ReplayPolicy
 from ..generation.servers import SGLangPolicy, VLLMPolicy
+from ..generation.slime import SlimePolicy
+from ..generation.tinker import TinkerPolicy
 from ..generation.types import (
     GenerateResult,
     NativeToolCall,
@@ -35,13 +39,18 @@ __all__ = [
     "HermesToolCallParser",
     "NativeToolCall",
     "NativeToolCallParser",
+    "OpenAIChatPolicy",
+    "OpenAIResponsesPolicy",
     "Policy",
     "PolicyFormat",
     "PreparedPrompt",
     "QwenXMLToolCallParser",
+    "ReplayPolicy",
     "SGLangPolicy",
     "SamplingParams",
+    "SlimePolicy",
     "TextActionParser",
+    "TinkerPolicy",
     "TokenChunk",
     "TokenChunkParser",
     "TokenId",

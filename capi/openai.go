@@ -1,0 +1,185 @@
+package main
+
+/*
+#include "focus.h"
+*/
+import "C"
+
+import (
+	"github.com/focus-go/focus-go/backends/generate"
+	"github.com/focus-go/focus-go/backends/openai"
+	"github.com/focus-go/focus-go/backends/sglang"
+	"github.com/focus-go/focus-go/backends/transport"
+	"github.com/focus-go/focus-go/core/status"
+)
+
+// Native API policies (OpenAI Chat Completions and Responses), their estimated token
+// accounting, and the SGLang wire helpers behind policies whose transport is the caller's
+// (Slime's post function) or whose results come from an SDK (Tinker).
+
+// openaiPolicy adapts *openai.Client to io.Closer for the handle table.
+type openaiPolicy struct{ *openai.Client }
+
+func (p openaiPolicy) Close() error { p.Client.Close(); return nil }
+
+type wireOpenAIConfig struct {
+	API             string            `json:"api"`
+	Model           string            `json:"model"`
+	BaseURL         string            `json:"base_url"`
+	APIKey          string            `json:"api_key"`
+	Headers         map[string]string `json:"headers"`
+	SystemPrompt    string            `json:"system_prompt"`
+	ReasoningEffort string            `json:"reasoning_effort"`
+	TimeoutSeconds  float64           `json:"timeout"`
+	MaxConcurrency  int               `json:"max_concurrency"`
+	MaxRetries      int               `json:"max_retries"`
+	// Env is the caller's OPENAI_API_KEY / OPENAI_BASE_URL: the Go runtime's copy of the
+	// process environment does not see changes the host language made after loading.
+	Env map[string]string `json:"env"`
+}
+
+//export focus_openai_open
+func focus_openai_open(config *C.char, n C.size_t, out *C.focus_handle, errOut **C.char) C.focus_status {
+	return guard(errOut, func() error {
+		var w wireOpenAIConfig
+		if err := decodeJSON(config, n, "openai config", &w); err != nil {
+			return err
+		}
+		cfg := openai.Config{API: openai.API(w.API), Model: w.Model, BaseURL: w.BaseURL, APIKey: w.APIKey,
+			Headers: w.Headers, SystemPrompt: w.SystemPrompt, ReasoningEffort: w.ReasoningEffort,
+			Timeout: seconds(w.TimeoutSeconds), MaxConcurrency: w.MaxConcurrency,
+			Retry: transport.RetryPolicy{MaxRetries: w.MaxRetries}}
+		cfg = cfg.WithEnv(func(k string) (string, bool) { v, ok := w.Env[k]; return v, ok && v != "" })
+		c, err := openai.New(cfg)
+		if err != nil {
+			return err
+		}
+		*out = C.focus_handle(handles.put(openaiPolicy{c}))
+		return nil
+	})
+}
+
+type wireOpenAIRequest struct {
+	Messages   []openai.Message        `json:"messages"`
+	Tools      []map[string]any        `json:"tools"`
+	ToolChoice any                     `json:"tool_choice"`
+	Params     generate.SamplingParams `json:"params"`
+}
+
+//export focus_openai_generate
+func focus_openai_generate(h C.focus_handle, cancel C.focus_handle, request *C.char, n C.size_t, out **C.char, errOut **C.char) C.focus_status {
+	return guard(errOut, func() error {
+		p, err := handleAs[openaiPolicy](uint64(h), "openai policy")
+		if err != nil {
+			return err
+		}
+		ctx, err := callContext(cancel)
+		if err != nil {
+			return err
+		}
+		var req wireOpenAIRequest
+		if err := decodeJSON(request, n, "openai request", &req); err != nil {
+			return err
+		}
+		res, err := p.Generate(ctx, openai.Request{Messages: req.Messages, Tools: req.Tools, ToolChoice: req.ToolChoice, Params: req.Params})
+		if err != nil {
+			return err
+		}
+		return returnJSON(out, res)
+	})
+}
+
+//export focus_openai_validate
+func focus_openai_validate(messages *C.char, n C.size_t, errOut **C.char) C.focus_status {
+	return guard(errOut, func() error {
+		var msgs []openai.Message
+		if err := decodeJSON(messages, n, "messages", &msgs); err != nil {
+			return err
+		}
+		return openai.Validate(msgs)
+	})
+}
+
+//export focus_native_estimate
+func focus_native_estimate(request *C.char, n C.size_t, out **C.char, errOut **C.char) C.focus_status {
+	return guard(errOut, func() error {
+		var req struct {
+			Messages []openai.Message `json:"messages"`
+			Tools    []map[string]any `json:"tools"`
+			Text     *string          `json:"text"`
+		}
+		if err := decodeJSON(request, n, "estimate request", &req); err != nil {
+			return err
+		}
+		text := ""
+		if req.Text != nil {
+			text = *req.Text
+		} else {
+			text = openai.RenderEstimate(req.Messages, req.Tools)
+		}
+		return returnJSON(out, map[string]any{"text": text, "tokens": openai.EstimateTokens(text)})
+	})
+}
+
+//export focus_native_decode
+func focus_native_decode(ids *C.uint32_t, count C.size_t, out **C.char, errOut **C.char) C.focus_status {
+	return guard(errOut, func() error {
+		*out = C.CString(openai.DecodeEstimate(goIDs(ids, count)))
+		return nil
+	})
+}
+
+//export focus_sglang_request
+func focus_sglang_request(prefix *C.uint32_t, count C.size_t, params *C.char, n C.size_t, out **C.char, errOut **C.char) C.focus_status {
+	return guard(errOut, func() error {
+		var sp generate.SamplingParams
+		if err := decodeJSON(params, n, "sampling params", &sp); err != nil {
+			return err
+		}
+		body, err := sglang.RequestBody(generate.Request{Tokens: goIDs(prefix, count), Params: sp})
+		if err != nil {
+			return err
+		}
+		*out = C.CString(string(body))
+		return nil
+	})
+}
+
+//export focus_sglang_parse
+func focus_sglang_parse(body *C.char, bodyLen C.size_t, prefix *C.uint32_t, count C.size_t, params *C.char, n C.size_t,
+	out **C.char, errOut **C.char) C.focus_status {
+	return guard(errOut, func() error {
+		var sp generate.SamplingParams
+		if err := decodeJSON(params, n, "sampling params", &sp); err != nil {
+			return err
+		}
+		tokens := append([]uint32(nil), goIDs(prefix, count)...)
+		res, err := sglang.ParseResponse(goBytes(body, bodyLen), generate.Request{Tokens: tokens, Params: sp})
+		if err != nil {
+			return err
+		}
+		return returnJSON(out, toWireResult(res))
+	})
+}
+
+//export focus_result_validate
+func focus_result_validate(backend *C.char, result *C.char, n C.size_t, maxTokens C.int64_t, errOut **C.char) C.focus_status {
+	return guard(errOut, func() error {
+		var r struct {
+			Tokens     []uint32  `json:"tokens"`
+			Logprobs   []float64 `json:"logprobs"`
+			StopReason string    `json:"stop_reason"`
+		}
+		if err := decodeJSON(result, n, "result", &r); err != nil {
+			return err
+		}
+		if maxTokens < 1 {
+			return status.Errorf(status.InvalidArgument, "result check: max_tokens %d must be ≥ 1", int64(maxTokens))
+		}
+		res := generate.Result{Tokens: r.Tokens, Logprobs: r.Logprobs, StopReason: r.StopReason}
+		if res.Logprobs == nil {
+			res.Logprobs = []float64{}
+		}
+		return res.Validate(C.GoString(backend), int(maxTokens))
+	})
+}

@@ -1,0 +1,104 @@
+"""OpenAI API policies: Chat Completions and the Responses API.
+
+Both send the agent's conversation as messages with native tool schemas and return the
+model's text and structured tool calls (``GenerateResult.native_tool_calls``, linked to the
+tool replies by call id). Token accounting is estimated (see ``_openai_shared``): use them
+for agent execution, evaluation and teachers, not for exact actor-training spans.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Optional
+
+from .format import PolicyFormat
+from .types import PreparedPrompt, SamplingParams, GenerateResult
+from ._openai_shared import NativePolicy
+
+
+class OpenAIChatPolicy(NativePolicy):
+    """Runs agent interactions through a Chat Completions endpoint
+    (``POST {base_url}/chat/completions``) with native message and tool-call handling.
+
+    Requests carry ``messages`` (tool calls with JSON-string arguments, tool replies by
+    ``tool_call_id``), ``tools``, ``max_completion_tokens``, and ``logprobs`` /
+    ``top_logprobs`` when ``SamplingParams.logprobs`` is set. Finish reasons map to stop
+    reasons as: ``stop`` and ``tool_calls`` → ``"stop"`` (the turn ended normally, with or
+    without calls), ``length`` → ``"length"``, ``content_filter`` → ``"abort"``. Local token
+    accounting is estimated."""
+
+    _api = "chat"
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        format: Optional[PolicyFormat[Any]] = None,
+        default_params: Optional[SamplingParams] = None,
+        api_key: Optional[str] = None,
+        base_url: Optional[str] = None,
+        system_prompt: Optional[str] = None,
+        locked_sampling: bool = False,
+    ) -> None:
+        super().__init__(
+            model=model,
+            format=format,
+            default_params=default_params,
+            api_key=api_key,
+            base_url=base_url,
+            system_prompt=system_prompt,
+            locked_sampling=locked_sampling,
+        )
+
+    async def agenerate(self, prompt: PreparedPrompt, sampling_params: Optional[SamplingParams] = None) -> GenerateResult:
+        """One Chat Completions request for ``prompt.messages`` and ``prompt.tools``;
+        ``native_output`` holds the choice's raw message."""
+        return await super().agenerate(prompt, sampling_params)
+
+
+class OpenAIResponsesPolicy(NativePolicy):
+    """Runs agent interactions through a Responses endpoint (``POST {base_url}/responses``),
+    preserving its native response and tool-call structure.
+
+    Messages become input items: ``message`` items, an assistant's tool calls
+    ``function_call`` items and tool replies ``function_call_output`` items linked by
+    ``call_id``; tools are sent flat. ``reasoning_effort`` (``"none"``, ``"minimal"``,
+    ``"low"``, ``"medium"``, ``"high"``) is sent as ``reasoning={"effort": ...}``. From the
+    output, message text becomes ``text``, ``function_call`` items ``native_tool_calls`` and
+    the whole item list ``native_output`` (reasoning summaries included). Status
+    ``completed`` → ``"stop"``, ``incomplete`` for ``max_output_tokens`` → ``"length"``,
+    other incomplete or cancelled → ``"abort"``, ``failed`` → BackendError."""
+
+    _api = "responses"
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        format: Optional[PolicyFormat[Any]] = None,
+        default_params: Optional[SamplingParams] = None,
+        api_key: Optional[str] = None,
+        base_url: Optional[str] = None,
+        system_prompt: Optional[str] = None,
+        locked_sampling: bool = False,
+        reasoning_effort: Optional[str] = None,
+    ) -> None:
+        self.reasoning_effort = reasoning_effort
+        super().__init__(
+            model=model,
+            format=format,
+            default_params=default_params,
+            api_key=api_key,
+            base_url=base_url,
+            system_prompt=system_prompt,
+            locked_sampling=locked_sampling,
+        )
+
+    def _client_config(self, api_key: Optional[str], base_url: Optional[str]) -> Dict[str, Any]:
+        config = super()._client_config(api_key, base_url)
+        config["reasoning_effort"] = self.reasoning_effort or ""
+        return config
+
+    async def agenerate(self, prompt: PreparedPrompt, sampling_params: Optional[SamplingParams] = None) -> GenerateResult:
+        """One Responses request for ``prompt.messages`` and ``prompt.tools``;
+        ``native_output`` holds the response's output items."""
+        return await super().agenerate(prompt, sampling_params)

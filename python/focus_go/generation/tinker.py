@@ -1,0 +1,163 @@
+"""Tinker as a generation backend: ``TinkerPolicy`` samples from a ``tinker.SamplingClient``.
+
+A SamplingClient is an immutable snapshot of the policy's weights; create a new policy (or
+pass a new client) after each training step. The ``tinker`` package is imported only when a
+request is made, so installing focus-go does not need it (it requires Python 3.11+).
+
+Each request is ``sampling_client.sample(prompt=ModelInput.from_ints(prefix), num_samples=1,
+sampling_params=tinker.types.SamplingParams(...))``, awaited: in tinker ≥ 0.38 ``sample``
+returns an awaitable ``APIFuture`` and ``sample_async`` is deprecated; an older SDK's
+``concurrent.futures.Future`` is awaited through ``asyncio.wrap_future``, and a client that
+only has ``sample_async`` is awaited directly. The sampled sequence's exact token ids and
+logprobs are kept, and checked in Go like every token backend's (known stop reason, at most
+``max_tokens`` tokens, one finite logprob per token).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import inspect
+import json
+import math
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence
+
+from .. import _lib
+from ..errors import BackendError, ConfigError
+from .format import PolicyFormat
+from .policy import Policy
+from .types import DEFAULT_MAX_TOKENS, DEFAULT_TEMPERATURE, DEFAULT_TOP_P, GenerateResult, SamplingParams, TokenId
+
+if TYPE_CHECKING:
+    import tinker
+
+
+def _tinker() -> Any:
+    try:
+        import tinker
+    except ImportError as exc:  # pragma: no cover - exercised only without tinker
+        raise ConfigError("TinkerPolicy needs the tinker package: pip install 'focus-go[tinker]' (Python 3.11+)") from exc
+    return tinker
+
+
+class TinkerPolicy(Policy[Any]):
+    """Uses a Tinker sampling client as the generation backend for a rollout.
+
+    ``format`` supplies prompt encoding and the default action parser (resolved from
+    ``model`` and ``profile`` with a local tokenizer when omitted; that tokenizer is closed
+    with the policy). Sampling maps as: ``max_tokens`` (default 512), ``temperature``
+    (0.7), ``top_p`` (1.0), ``top_k`` (None → -1, off), ``stop`` strings, ``seed``;
+    ``logprobs=k > 0`` asks for ``topk_sample_logprobs=k`` (token id → logprob maps in
+    ``top_logprobs``, keyed by the id as a string) and ``prompt_logprobs`` for the prompt's
+    logprobs. ``repetition_penalty`` has no Tinker equivalent and raises ConfigError.
+    Stop reasons are Tinker's own, ``"stop"`` or ``"length"``."""
+
+    def __init__(
+        self,
+        sampling_client: "tinker.SamplingClient",
+        *,
+        model: str,
+        format: Optional[PolicyFormat[Any]] = None,
+        profile: Optional[str] = None,
+        default_params: Optional[SamplingParams] = None,
+    ):
+        self._owns_format = format is None
+        if format is None:
+            format = PolicyFormat.resolve(model, profile=profile)
+        super().__init__(format=format, model=model, default_params=default_params)
+        if not (callable(getattr(sampling_client, "sample", None)) or callable(getattr(sampling_client, "sample_async", None))):
+            raise ConfigError(f"sampling_client is a {type(sampling_client).__name__}, expected a tinker.SamplingClient (with sample())")
+        self.sampling_client = sampling_client
+
+    async def agenerate_tokens(
+        self, prefix_tokens: Sequence[TokenId], sampling_params: Optional[SamplingParams] = None
+    ) -> GenerateResult:
+        """Sample one continuation of ``prefix_tokens`` and return its exact tokens and
+        logprobs. Raises BackendError when the sampler returns no sequence or no logprobs."""
+        if self._closed:
+            raise ConfigError("TinkerPolicy is closed")
+        prefix = tuple(int(t) for t in prefix_tokens)
+        if not prefix:
+            raise ConfigError("TinkerPolicy: the prompt has no tokens")
+        params = self.effective_params(sampling_params)
+        if params.repetition_penalty is not None and params.repetition_penalty != 1.0:
+            raise ConfigError("TinkerPolicy: repetition_penalty has no Tinker equivalent; leave it None")
+        tinker = _tinker()
+        max_tokens = params.max_tokens if params.max_tokens is not None else DEFAULT_MAX_TOKENS
+        sp = tinker.types.SamplingParams(
+            max_tokens=max_tokens,
+            temperature=params.temperature if params.temperature is not None else DEFAULT_TEMPERATURE,
+            top_p=params.top_p if params.top_p is not None else DEFAULT_TOP_P,
+            top_k=params.top_k if params.top_k not in (None, 0) else -1,
+            stop=list(params.stop) if params.stop else None,
+            seed=params.seed,
+        )
+        kwargs: Dict[str, Any] = {}
+        if params.logprobs:
+            kwargs["topk_sample_logprobs"] = params.logprobs
+        if params.prompt_logprobs is not None:
+            kwargs["include_prompt_logprobs"] = True
+        response = await self._sample(tinker.types.ModelInput.from_ints(list(prefix)), sp, kwargs)
+        return self._result(response, prefix, max_tokens, params)
+
+    async def _sample(self, prompt: Any, sp: Any, kwargs: Dict[str, Any]) -> Any:
+        client = self.sampling_client
+        if callable(getattr(client, "sample", None)):
+            pending = client.sample(prompt=prompt, num_samples=1, sampling_params=sp, **kwargs)
+            if inspect.isawaitable(pending):
+                return await pending
+            if isinstance(pending, concurrent.futures.Future):
+                return await asyncio.wrap_future(pending)
+            raise ConfigError(f"sampling_client.sample returned a {type(pending).__name__}, expected an awaitable future")
+        return await client.sample_async(prompt=prompt, num_samples=1, sampling_params=sp, **kwargs)
+
+    def _result(self, response: Any, prefix: Sequence[TokenId], max_tokens: int, params: SamplingParams) -> GenerateResult:
+        sequences = list(getattr(response, "sequences", None) or ())
+        if len(sequences) != 1:
+            raise BackendError(f"tinker: the sampler returned {len(sequences)} sequences for num_samples=1")
+        seq = sequences[0]
+        tokens = [int(t) for t in seq.tokens]
+        if seq.logprobs is None:
+            raise BackendError("tinker: the sampled sequence has no logprobs; exact training needs the sampler's logprobs")
+        logprobs = [float(v) for v in seq.logprobs]
+        stop_reason = str(seq.stop_reason)
+        check = json.dumps({"tokens": tokens, "logprobs": logprobs, "stop_reason": stop_reason}).encode()
+        _lib.call("focus_result_validate", b"tinker", check, len(check), max_tokens)
+        top: Optional[List[Dict[str, float]]] = None
+        if params.logprobs:
+            rows = getattr(seq, "topk_logprobs", None)
+            if rows is None or len(rows) != len(tokens):
+                raise BackendError(f"tinker: {params.logprobs} top logprobs were requested but the sequence has none aligned with its tokens")
+            top = [{str(tid): float(lp) for tid, lp in (row or ())} for row in rows]
+        prompt_lps: List[Optional[float]] = []
+        if params.prompt_logprobs is not None:
+            raw = getattr(response, "prompt_logprobs", None)
+            if raw is None:
+                raise BackendError("tinker: prompt logprobs were requested but the response has none")
+            prompt_lps = [None if v is None or math.isnan(v) else float(v) for v in raw]
+        return GenerateResult(
+            tokens=tuple(tokens),
+            prefix_tokens=tuple(prefix),
+            text=self.decode(tokens),
+            stop_reason=stop_reason,
+            logprobs=logprobs,
+            top_logprobs=top,
+            prompt_logprobs=prompt_lps,
+            entropy=-sum(logprobs) / len(logprobs) if logprobs else 0.0,
+            exact_generation=True,
+        )
+
+    def close(self) -> None:
+        """Release the tokenizer this policy loaded; the sampling client belongs to the
+        caller (Tinker clients need no closing)."""
+        if self._closed:
+            return
+        super().close()
+        if self._owns_format:
+            self.format.codec.tokenizer.close()
+
+    def __enter__(self) -> "TinkerPolicy":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
