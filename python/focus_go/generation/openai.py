@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Dict, Optional
 
 from .format import PolicyFormat
-from .types import PreparedPrompt, SamplingParams, GenerateResult
+from .types import SamplingParams
 from ._openai_shared import NativePolicy
 
 
@@ -27,32 +27,6 @@ class OpenAIChatPolicy(NativePolicy):
     accounting is estimated."""
 
     _api = "chat"
-
-    def __init__(
-        self,
-        *,
-        model: str,
-        format: Optional[PolicyFormat[Any]] = None,
-        default_params: Optional[SamplingParams] = None,
-        api_key: Optional[str] = None,
-        base_url: Optional[str] = None,
-        system_prompt: Optional[str] = None,
-        locked_sampling: bool = False,
-    ) -> None:
-        super().__init__(
-            model=model,
-            format=format,
-            default_params=default_params,
-            api_key=api_key,
-            base_url=base_url,
-            system_prompt=system_prompt,
-            locked_sampling=locked_sampling,
-        )
-
-    async def agenerate(self, prompt: PreparedPrompt, sampling_params: Optional[SamplingParams] = None) -> GenerateResult:
-        """One Chat Completions request for ``prompt.messages`` and ``prompt.tools``;
-        ``native_output`` holds the choice's raw message."""
-        return await super().agenerate(prompt, sampling_params)
 
 
 class OpenAIResponsesPolicy(NativePolicy):
@@ -97,8 +71,3 @@ class OpenAIResponsesPolicy(NativePolicy):
         config = super()._client_config(api_key, base_url)
         config["reasoning_effort"] = self.reasoning_effort or ""
         return config
-
-    async def agenerate(self, prompt: PreparedPrompt, sampling_params: Optional[SamplingParams] = None) -> GenerateResult:
-        """One Responses request for ``prompt.messages`` and ``prompt.tools``;
-        ``native_output`` holds the response's output items."""
-        return await super().agenerate(prompt, sampling_params)
