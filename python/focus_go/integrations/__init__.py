@@ -3,14 +3,32 @@
 Every integration asks for the same thing: a ``CollectorFor`` that builds the collector
 for one ``Problem`` under the trainer's current policy, plus a critic sink.
 ``focus_go.integrations.tinker`` supplies a loop you run; ``focus_go.integrations.slime``
-supplies hooks Slime calls.
+supplies hooks Slime calls. Both go through ``collect_records``, which you can call
+directly for a trainer FOCUS does not integrate yet.
+
+Neither trainer trains the critic: each collection's critic records go to a
+``CriticSink`` (``JsonlDirectory`` writes them to files) for your value-model loop.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
+import re
+import tempfile
+import uuid
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+
+from ..generation.policy import Policy
+from ..workspace import Workspace
+
+if TYPE_CHECKING:
+    # collector.py imports this package (for Problem), so Collector is a forward reference.
+    from ..collector import Collector
 
 
 @dataclass(frozen=True)
@@ -25,4 +43,174 @@ class Problem:
     metadata: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
 
 
-__all__ = ["Problem"]
+CollectorFor = Callable[[Policy[Any], Problem], "Collector"]
+"""What every trainer integration asks of you: a function from the trainer's current
+policy and one Problem to the Collector that should collect it. Build a fresh environment
+per problem so concurrent problems never share a reference answer. The integration uses
+each collector once inside ``async with``; policies and critics stay with their owner."""
+
+CriticSink = Callable[[Sequence[Dict[str, Any]]], None]
+"""Where critic records go: called with each collection's critic records (the documented
+critic record dicts). Neither trainer trains the critic; your value-model loop reads
+them back."""
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def _safe_stem(text: str, limit: int = 64) -> str:
+    """A file-name fragment that cannot leave the directory: only letters, digits, ``.``,
+    ``_`` and ``-``, no leading dot, at most ``limit`` characters."""
+    stem = _UNSAFE.sub("_", text).lstrip(".")[:limit]
+    return stem or "records"
+
+
+class JsonlDirectory:
+    """A critic sink that writes each call's critic records to a new JSONL file in
+    ``directory`` (created if missing): one JSON object per line, one file per call.
+
+    Each file is written to a temporary name in the same directory and renamed into place,
+    so a reader never sees a partial file and concurrent collectors, threads and worker
+    processes never interleave lines. File names are
+    ``<problem id, made safe>-<uuid4>.jsonl``; a problem id cannot move the file out of the
+    directory. A call without records writes nothing. Instances are picklable (they hold
+    only the path), so one sink can be handed to spawned worker processes."""
+
+    def __init__(self, directory: Union[str, Path]) -> None:
+        self.directory = Path(directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
+
+    def __call__(self, records: Sequence[Dict[str, Any]]) -> None:
+        """Write ``records`` (JSON-serialisable dicts, finite numbers) to a new file; write
+        nothing for an empty sequence. A record that cannot be serialised raises before any
+        file is created."""
+        records = list(records)
+        if not records:
+            return
+        lines = "".join(json.dumps(r, ensure_ascii=False, allow_nan=False) + "\n" for r in records)
+        problem_id = records[0].get("problem_id") if isinstance(records[0], Mapping) else None
+        name = f"{_safe_stem(str(problem_id if problem_id is not None else 'records'))}-{uuid.uuid4().hex}.jsonl"
+        self.directory.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".jsonl.part", dir=self.directory)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(lines)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, self.directory / name)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+
+    def __repr__(self) -> str:
+        return f"JsonlDirectory({str(self.directory)!r})"
+
+
+def _all_rollouts_failed(state: Any) -> bool:
+    """Whether no root-to-leaf path of the tree finished without failing."""
+    from ..tree import SchedulerView
+
+    view = SchedulerView(state)
+    return not any((n.done or n.truncated) and not n.failed for n in view.nodes)
+
+
+def _filter_actor(actor: List[Dict[str, Any]], min_abs_advantage: Optional[float]) -> List[Dict[str, Any]]:
+    """The actor records whose |advantage| is at least ``min_abs_advantage`` (the Go
+    exporter's rule)."""
+    if min_abs_advantage is None:
+        return actor
+    from ..errors import ConfigError
+
+    threshold = float(min_abs_advantage)
+    if not threshold >= 0:
+        raise ConfigError(f"min_abs_advantage is {min_abs_advantage!r}, must be a number >= 0")
+    return [r for r in actor if abs(r["advantage"]) >= threshold]
+
+
+async def _collect(
+    collector: "Collector",
+    problem: Problem,
+    *,
+    group_index: int,
+    workspace_for: Optional[Callable[[Problem], Workspace]],
+    allow_partial: bool,
+) -> Tuple[List[Dict[str, Any]], List[Dict[str, Any]], Tuple[Tuple[int, str], ...]]:
+    """``collect_records`` without the advantage filter, also returning the failures."""
+    from ..collector import Collector
+    from ..errors import CollectionError, ConfigError
+
+    if not isinstance(problem, Problem):
+        raise ConfigError(f"collect_records: problem must be a Problem, got {type(problem).__name__}")
+    if not isinstance(collector, Collector):
+        raise ConfigError(f"collect_records: collector must be a Collector, got {type(collector).__name__}")
+    async with contextlib.AsyncExitStack() as stack:
+        if workspace_for is not None:
+            workspace = workspace_for(problem)
+            if not isinstance(workspace, Workspace):
+                raise ConfigError(f"collect_records: workspace_for returned {type(workspace).__name__}, expected a Workspace")
+            if collector.workspace is None:
+                collector.workspace = workspace
+            elif collector.workspace is not workspace:
+                raise ConfigError(
+                    "collect_records: the collector already has its own workspace; give it none, or drop workspace_for"
+                )
+            await stack.enter_async_context(workspace)
+        async with collector:
+            state = await collector.collect(problem, allow_partial=allow_partial)
+    failures = tuple(state.failures)
+    try:
+        if failures and _all_rollouts_failed(state):
+            exc = CollectionError(
+                f"collect_records: every rollout of problem {problem.id!r} failed "
+                f"({len(failures)} failures; first: {failures[0][1]})"
+            )
+            exc.state = state  # type: ignore[attr-defined]
+            exc.failures = failures  # type: ignore[attr-defined]
+            state = None  # the exception owns it now
+            raise exc
+        batch = collector.prepare(state)
+        try:
+            records = batch.to_records(group_index)
+        finally:
+            if batch._go is not None:
+                batch._go.close()
+    finally:
+        if state is not None:
+            state.close()
+    actor = [r for r in records if r["lane"] == "actor"]
+    critic = [r for r in records if r["lane"] == "critic"]
+    return actor, critic, failures
+
+
+async def collect_records(
+    collector: "Collector",
+    problem: Problem,
+    *,
+    group_index: int,
+    workspace_for: Optional[Callable[[Problem], Workspace]] = None,
+    min_abs_advantage: Optional[float] = None,
+    allow_partial: bool = False,
+) -> Tuple[List[Dict[str, Any]], List[Dict[str, Any]]]:
+    """Collect one problem with one collector and return its ``(actor, critic)`` records
+    (the documented record dicts, ``group_index`` on every record).
+
+    The collector is used once, inside ``async with``, so its own ``close_services``
+    decides whether its execution services close afterwards; its policy and critic stay
+    with their owner. ``workspace_for(problem)``, if given, returns the problem's
+    Workspace: it becomes the collector's workspace (a collector built with a different
+    one is refused) and is entered before the collector and left after it, so the
+    collection's tools run in it.
+    ``min_abs_advantage`` drops actor records whose advantage is smaller in magnitude.
+
+    A collection with failed rollouts or critic calls raises CollectionError (its
+    ``state`` and ``failures`` keep what was collected; close ``state`` when done) unless
+    ``allow_partial=True``; even then, a collection in which every rollout failed raises
+    CollectionError, because it has nothing to train on."""
+    _filter_actor([], min_abs_advantage)  # a bad threshold fails before any collection
+    actor, critic, _ = await _collect(
+        collector, problem, group_index=group_index, workspace_for=workspace_for, allow_partial=allow_partial
+    )
+    return _filter_actor(actor, min_abs_advantage), critic
+
+
+__all__ = ["CollectorFor", "CriticSink", "JsonlDirectory", "Problem", "collect_records"]
