@@ -59,6 +59,11 @@ func (t ToolTurn) Malformed() bool {
 	return false
 }
 
+// ErrAborted is returned for a response the server aborted (finish reason "abort"): the
+// generation was cut off by the server or its router, not finished by the model. Callers
+// test for it with errors.Is; trainers treat such a branch as aborted, not as a reward.
+var ErrAborted error = &status.Error{Code: status.Backend, Msg: "parse: finish reason \"abort\": the server aborted the generation"}
+
 // ToolCallPattern matches serialized tool-call blocks: TOOL_CALL =
 // re.compile('<tool_call>(.*?)</tool_call>', re.DOTALL). Group 1 is the block body.
 var ToolCallPattern = regexp.MustCompile(`(?s)<tool_call>(.*?)</tool_call>`)
@@ -109,6 +114,8 @@ func ParseTokenChunk(r Result) (TokenChunk, error) {
 		finished = true
 	case "length":
 		finished = false
+	case "abort":
+		return TokenChunk{}, ErrAborted
 	default:
 		return TokenChunk{}, status.Errorf(status.Backend, "parse: finish reason %q cannot end a token chunk, expected \"stop\" or \"length\"", r.StopReason)
 	}

@@ -2,6 +2,7 @@ package parse
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -21,7 +22,7 @@ func TestParseTokenChunk(t *testing.T) {
 	}{
 		{"stop", true, ""},
 		{"length", false, ""},
-		{"abort", false, `finish reason "abort" cannot end a token chunk`},
+		{"abort", false, `finish reason "abort": the server aborted the generation`},
 		{"tool_calls", false, `"tool_calls"`},
 		{"", false, `finish reason ""`},
 	}
@@ -32,6 +33,7 @@ func TestParseTokenChunk(t *testing.T) {
 			if tt.errPart != "" {
 				assert.ErrorContains(t, err, tt.errPart)
 				assert.Equal(t, status.Backend, status.CodeOf(err))
+				assert.Equal(t, tt.reason == "abort", errors.Is(err, ErrAborted))
 				return
 			}
 			require.NoError(t, err)

@@ -295,7 +295,7 @@ func (e *engine) insert(l *launch, o *outcome) error {
 		if err != nil {
 			return err
 		}
-		e.failures = append(e.failures, Failure{NodeID: id, Message: o.failure})
+		e.failures = append(e.failures, Failure{NodeID: id, Message: o.failure, Aborted: o.aborted})
 		return nil
 	}
 	parent := l.start

@@ -374,6 +374,7 @@ func TestFailures(t *testing.T) {
 				tr := res.Tree
 				for _, f := range res.Failures {
 					assert.Contains(t, f.Message, tt.contains)
+					assert.Equal(t, strings.Contains(tt.contains, `"abort"`), f.Aborted, "aborted flag of %q", f.Message)
 					nd := tr.Node(f.NodeID)
 					require.NotNil(t, nd)
 					if tt.critics {

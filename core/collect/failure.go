@@ -11,6 +11,9 @@ import (
 type Failure struct {
 	NodeID  int    `json:"node_id"`
 	Message string `json:"message"`
+	// Aborted marks a rollout whose generation the server aborted (parse.ErrAborted):
+	// trainers such as Slime treat it as an aborted sample rather than a failure.
+	Aborted bool `json:"aborted,omitempty"`
 }
 
 // FailureError lists a collection's failures. Collect and Run return it

@@ -66,6 +66,7 @@ type outcome struct {
 	nodes     []tree.Node
 	snaps     []*snapshot // aligned with nodes; nil where no snapshot was kept
 	failure   string      // "" = completed
+	aborted   bool        // the failure is a generation the server aborted
 	cancelled bool
 	panicked  string // a recovered panic (a bug in a collaborator or the engine)
 }
@@ -114,6 +115,7 @@ func (e *engine) rollout(ctx context.Context, l *launch) (out outcome) {
 	fail := func(what string, err error) outcome {
 		out.discard()
 		out.failure, out.cancelled = e.failed(ctx, what, err)
+		out.aborted = errors.Is(err, parse.ErrAborted)
 		return out
 	}
 	// Result.Validate already names the policy: "policy: response has ...".

@@ -184,6 +184,9 @@ func describeMessages(msgs []json.RawMessage) string {
 // "length" finishes are both turns (a turn cut at max_tokens is parsed as
 // written: an unclosed tool call is no call), anything else is an error.
 func (r *turnRenderer) turnAction(tokens []uint32, stopReason string) (parse.Action, error) {
+	if stopReason == "abort" {
+		return parse.Action{}, parse.ErrAborted
+	}
 	if stopReason != "stop" && stopReason != "length" {
 		return parse.Action{}, status.Errorf(status.Backend, "finish reason %q cannot end an assistant turn, expected \"stop\" or \"length\"", stopReason)
 	}

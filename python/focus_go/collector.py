@@ -59,7 +59,7 @@ from .generation.types import GenerateResult, SamplingParams, TokenChunk, ToolCa
 from .integrations import Problem
 from .preparation import Batch, DirectBranchTd, Estimator, RewardConfig, prepare_samples
 from .search import Independent, Selective
-from .tree import SchedulerState
+from .tree import Failure, SchedulerState
 
 _POLL_MS = 200
 _SAMPLING_FIELDS = {f for f in SamplingParams.__dataclass_fields__}
@@ -469,7 +469,7 @@ class _Run:
         tree = _lib.c_handle()
         outcome = json.loads(_lib.call_string("focus_collection_result", handle, ctypes.byref(tree)))
         state = SchedulerState(tree.value) if tree.value else None
-        failures = tuple((f["node_id"], f["message"]) for f in outcome["failures"] or ())
+        failures = tuple(Failure(f["node_id"], f["message"], f.get("aborted", False)) for f in outcome["failures"] or ())
         if state is not None:
             state.failures = failures
         if outcome["code"]:

@@ -291,7 +291,8 @@ def critic_targets(values: TreeValues) -> List[CriticSample]:
 
 def _merge_failures(tree: Tuple[Tuple[int, str], ...], collection: Tuple[Tuple[int, str], ...]) -> Tuple[Tuple[int, str], ...]:
     """The tree's failed nodes plus the collection's other failures (critic calls)."""
-    return tree + tuple(f for f in collection if f not in tree)
+    # The collection's records carry more (Failure.aborted); keep them for the same pairs.
+    return tuple(next((c for c in collection if c == f), f) for f in tree) + tuple(f for f in collection if f not in tree)
 
 
 def prepare_samples(

@@ -43,6 +43,20 @@ class PackedSequence:
             )
 
 
+class Failure(tuple):
+    """One failure of a collection: a ``(node_id, message)`` pair, as ``Batch.failures``
+    lists them. ``aborted`` is True for a rollout whose generation the server aborted
+    (finish reason "abort"), which trainers treat as an aborted sample, not a reward."""
+
+    def __new__(cls, node_id: int, message: str, aborted: bool = False) -> "Failure":
+        self = super().__new__(cls, (node_id, message))
+        self.aborted = aborted
+        return self
+
+    def __repr__(self) -> str:
+        return f"Failure({self[0]!r}, {self[1]!r}{', aborted=True' if self.aborted else ''})"
+
+
 class SchedulerState(GoObject, Generic[R]):
     """The whole mutable tree of one collection, held by the Go core.
 

@@ -27,13 +27,11 @@ from __future__ import annotations
 import copy
 import dataclasses
 import math
-import re
 import threading
 from typing import Any, Callable, Dict, List, Mapping, Optional, Protocol, Sequence, Tuple
 
 from . import CollectorFor, CriticSink, Problem, Workspace, _collect, _filter_actor
 
-_ABORT = re.compile(r'finish reason "abort"')
 
 # Sample fields a segment fills itself; every other field is copied from the source sample.
 _RESPONSE_FIELDS = frozenset(
@@ -257,7 +255,7 @@ def to_sample(record: Mapping[str, Any], source: Any, tokenizer: Any, sample_typ
 
 
 def _aborted(failures: Sequence[Tuple[int, str]]) -> bool:
-    return any(_ABORT.search(message) for _, message in failures)
+    return any(getattr(f, "aborted", False) for f in failures)
 
 
 class _SlimeHook:
