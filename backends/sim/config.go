@@ -39,6 +39,15 @@ type Config struct {
 	ReturnTokensAsTokenIDs bool `json:"return_tokens_as_token_ids"`
 	// Think makes every solution open with a short <think>...</think> block.
 	Think bool `json:"think"`
+	// Verbosity makes solutions as long as a reasoning model's (0 to MaxVerbosity; zero:
+	// the terse script, about 100 tokens). 1 restates the problem, announces each step and
+	// summarises; 2 adds long arithmetic (multi-digit operands split by place value, one
+	// line per partial result, each a place to slip) and a double-check after every step;
+	// 3 adds explanations and an independent verification of the answer. Use 3 with
+	// 256-token segments: with the generated tokenizer, solutions of bundled problems run
+	// about 750-1100 tokens there (the four-step averages about 1650; with a Qwen3
+	// tokenizer about 450-1100) and can slip, or catch a slip, anywhere along the way.
+	Verbosity int `json:"verbosity"`
 	// LogprobMode is "processed" (default): the log-probability under the distribution the
 	// token was actually drawn from (temperature, then top-k, top-p and min-p, renormalised);
 	// or "raw": under the model distribution before any of them (vLLM V1's default).
@@ -160,6 +169,9 @@ func (c Config) withDefaults() (Config, error) {
 	l := c.Latency
 	if l.FirstToken < 0 || l.PrefillPerToken < 0 || l.PerToken < 0 || l.MaxConcurrent < 0 || l.MaxQueued < 0 || c.Warmup < 0 {
 		return c, status.Errorf(status.InvalidArgument, "sim: latency values and warmup must not be negative: %+v, warmup %v", l, c.Warmup.D())
+	}
+	if c.Verbosity < 0 || c.Verbosity > MaxVerbosity {
+		return c, status.Errorf(status.InvalidArgument, "sim: verbosity %d: want 0 (terse) to %d", c.Verbosity, MaxVerbosity)
 	}
 	if c.ToolCallErrorRate < 0 || c.ToolCallErrorRate > 1 {
 		return c, status.Errorf(status.InvalidArgument, "sim: tool_call_error_rate %v: want a probability in [0, 1]", c.ToolCallErrorRate)

@@ -13,6 +13,7 @@ type model struct {
 	v       *vocab
 	think   bool
 	toolErr float64
+	verb    int // Config.Verbosity
 }
 
 // toolMode is what the request says about tool calls (OpenAI tool_choice).
@@ -59,7 +60,7 @@ func (m *model) start(prompt string, mode toolMode) (*cursor, *problemDef) {
 			def = genericProblem(h.Sum64())
 		}
 	}
-	root := &sstate{def: def, slip: -1, think: m.think, intro: true}
+	root := &sstate{def: def, slip: -1, think: m.think, intro: true, verb: m.verb}
 	if tools := parseTools(ctx); !mode.never && (mode.force || len(tools) > 0) {
 		lastUser := ctx
 		if i := strings.LastIndex(ctx, "<|im_start|>user"); i >= 0 {

@@ -43,6 +43,11 @@ type sstate struct {
 	careful bool      // a slip was caught: later steps slip half as often
 	tool    [2]string // kindTool: the well-formed and the malformed call
 	toolErr float64
+	// Verbose solutions (verbose.go); all zero at level 0.
+	verb  int       // Config.Verbosity
+	ph    phase     // where in the solution the next line is
+	mvals []float64 // partial results of the current step as written
+	bad   *slipNote // the line just written was wrong; the next may recheck it
 }
 
 // branch is one way to continue: text with probability p, then next (nil: EOS).
@@ -83,6 +88,9 @@ func (s *sstate) children() []branch {
 			{p: 1 - carefulProb, text: "We are asked: " + task + " Let me solve it step by step.\n", next: &plain},
 			{p: carefulProb, text: "We are asked: " + task + " I will work carefully and double-check each calculation.\n", next: &careful},
 		}
+	}
+	if s.verb > 0 {
+		return s.verbose()
 	}
 	var out []branch
 	rest := 1.0

@@ -138,7 +138,7 @@ func Start(cfg Config) (*Server, error) {
 	if s.tk, err = tokenizer.Load(s.dir); err != nil {
 		return fail(err)
 	}
-	s.model = &model{v: v, think: cfg.Think, toolErr: cfg.ToolCallErrorRate}
+	s.model = &model{v: v, think: cfg.Think, toolErr: cfg.ToolCallErrorRate, verb: cfg.Verbosity}
 	s.name = cfg.ModelName
 	if s.name == "" {
 		s.name = s.dir
