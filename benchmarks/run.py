@@ -235,7 +235,7 @@ async def _collect_trees(sim: SimProcess, seconds: float, bridged: bool, paralle
 
 
 def throughput_sections(seconds: float) -> list[str]:
-    sim = SimProcess({"seed": 0})
+    sim = SimProcess({"seed": 0, "verbosity": 3})
     try:
         ids = prompt_ids(sim)
         ceiling = go_ceiling(sim, ids, seconds)
@@ -274,7 +274,7 @@ def latency_section() -> list[str]:
     from focus_go.integrations import Problem
 
     first_token, per_token = 0.02, 0.0002
-    sim = SimProcess({"seed": 0, "latency": {"first_token": first_token, "per_token": per_token}})
+    sim = SimProcess({"seed": 0, "verbosity": 3, "latency": {"first_token": first_token, "per_token": per_token}})
     rows = ["| tree | rounds | wall s | critical path s | wall / critical path |", "|---|---|---|---|---|"]
     try:
         policy = _policy(sim)

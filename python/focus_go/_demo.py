@@ -39,7 +39,8 @@ async def _collect(server: SimServer, problems: List[Any], budget: int, warmup: 
 
 def run_demo(out_dir: Path, n_problems: int = 4, budget: int = 32, warmup: int = 16) -> int:
     out_dir.mkdir(parents=True, exist_ok=True)
-    with SimServer(seed=0) as server:
+    # verbosity=3: worked solutions of ~750-1100 tokens, so 256-token segments make a deep tree.
+    with SimServer(seed=0, verbosity=3) as server:
         # The hardest bundled problems: their rollouts disagree, so the search branches.
         problems = sorted(server.problems(), key=lambda p: -p.metadata["difficulty"])[:n_problems]
         t0 = time.perf_counter()
