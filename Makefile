@@ -71,8 +71,30 @@ bench: venv $(BUILD)/loadgen
 	$(VPY) -m pip install --quiet --disable-pip-version-check aiohttp
 	$(VPY) benchmarks/run.py
 
-$(BUILD)/loadgen: $(LIBTOKENIZERS) $(GO_SOURCES) benchmarks/loadgen/main.go
+$(BUILD)/loadgen: $(LIBTOKENIZERS) $(GO_SOURCES) $(wildcard benchmarks/loadgen/*.go)
 	$(GO) build -o $@ ./benchmarks/loadgen
 
 clean:
 	rm -rf $(BUILD) $(VENV) python/*.egg-info
+
+# ---- reliability: bounded fuzzing and race-checked stress (run by .ci/run after `make test`)
+# Each fuzz target runs FUZZTIME; a crash is saved under the package's testdata/fuzz/ and
+# then replays as a regression test in every `go test`.
+FUZZTIME ?= 10s
+FUZZ_TARGETS := \
+	backends/parse:FuzzHermes backends/parse:FuzzQwenXML \
+	backends/sglang:FuzzParseResponse backends/vllm:FuzzParseResponse \
+	backends/openai:FuzzParseChat backends/openai:FuzzParseResponses \
+	backends/transport:FuzzErrorMessage backends/transport:FuzzParseRetryAfter \
+	core/tree:FuzzUnmarshal core/mathenv:FuzzNormalize capi:FuzzABIJSONInputs
+
+.PHONY: fuzz race
+
+fuzz: $(LIBTOKENIZERS)
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		echo "== fuzz ./$${t%%:*} $${t##*:} ($(FUZZTIME))"; \
+		$(GO) test -run '^$$' -fuzz "^$${t##*:}$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 3s ./$${t%%:*}; \
+	done
+
+race: $(LIBTOKENIZERS)
+	$(GO) test -race -count=1 -run 'Fault|Stress|Concurrent|Cancellation|Redacted|CloseWith' ./core/collect ./backends/transport ./capi

@@ -172,7 +172,7 @@ func parseRetryAfter(v string, now time.Time) time.Duration {
 		return 0
 	}
 	if secs, err := strconv.ParseFloat(v, 64); err == nil {
-		if secs <= 0 || secs > 1e6 {
+		if !(secs > 0 && secs <= 1e6) { // also rejects NaN, which ParseFloat accepts
 			return 0
 		}
 		return time.Duration(secs * float64(time.Second))

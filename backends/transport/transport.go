@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"math/rand/v2"
@@ -83,7 +84,7 @@ func (p RetryPolicy) backoff(n int) time.Duration {
 
 // credential holds the Authorization header value. Its String and GoString hide it, and
 // Client keeps it behind a pointer, so no %v / %+v / %#v of a Client prints it.
-type credential struct{ header string }
+type credential struct{ header, key string }
 
 func (*credential) String() string   { return "<redacted>" }
 func (*credential) GoString() string { return "<redacted>" }
@@ -197,7 +198,7 @@ func New(cfg Config) (*Client, error) {
 		slots:       make(chan struct{}, concurrency),
 	}
 	if cfg.APIKey != "" {
-		c.auth = &credential{header: "Bearer " + cfg.APIKey}
+		c.auth = &credential{header: "Bearer " + cfg.APIKey, key: cfg.APIKey}
 	}
 	c.hc = &fasthttp.HostClient{
 		Addr:                      host,
@@ -339,7 +340,14 @@ func (c *Client) attempt(ctx context.Context, call Call, body []byte, decode fun
 			return c.contextError(ctx, call, "while waiting for a free request slot (limit "+strconv.Itoa(c.concurrency)+")"), false, 0
 		}
 	}
-	defer func() { <-c.slots }()
+	defer func() {
+		<-c.slots
+		if c.closed.Load() {
+			// Close ran while this call was on the wire: its connection went back to the
+			// pool after Close emptied it, so drop it now rather than at the idle timeout.
+			c.hc.CloseIdleConnections()
+		}
+	}()
 	if ctx.Err() != nil {
 		return c.contextError(ctx, call, "before sending"), false, 0
 	}
@@ -440,9 +448,15 @@ func (c *Client) networkError(ctx context.Context, call Call, err error) (error,
 }
 
 func (c *Client) statusError(call Call, code int, resp *fasthttp.Response) (error, bool, time.Duration) {
+	body := resp.Body()
+	if c.auth != nil && c.auth.key != "" {
+		// Some servers echo a rejected key in their error message; errors end up in
+		// logs and in failed tree nodes, which must never show it.
+		body = bytes.ReplaceAll(body, []byte(c.auth.key), []byte("<redacted>"))
+	}
 	re := &RequestError{
 		Backend: c.name, Method: call.Method, URL: c.prefix + call.Endpoint,
-		Status: code, Message: errorMessage(resp.Body()),
+		Status: code, Message: errorMessage(body),
 	}
 	retryable := false
 	switch code {

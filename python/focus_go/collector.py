@@ -119,6 +119,9 @@ class _Remote:
         result = await policy.agenerate_tokens(payload["tokens"], params)
         if not isinstance(result, GenerateResult):
             raise ConfigError(f"policy returned {type(result).__name__}, expected GenerateResult")
+        for i, lp in enumerate(result.logprobs):
+            if not math.isfinite(lp):
+                raise ConfigError(f"policy returned logprob {lp} for generated token {i}; logprobs must be finite")
         return {
             "tokens": list(result.tokens),
             "logprobs": list(result.logprobs),
@@ -129,6 +132,9 @@ class _Remote:
 
     async def _score(self, critic: Critic, contexts: List[str]) -> Dict[str, Any]:
         values = [float(v) for v in await _resolve(critic.fn(list(contexts)))]  # type: ignore[misc]
+        for i, v in enumerate(values):
+            if not math.isfinite(v):
+                raise ConfigError(f"critic function returned {v} for context {i}; values must be finite")
         return {"values": values}
 
 
@@ -210,6 +216,15 @@ def _turn_profile(agent: Agent) -> str:
     return _lib.call_string("focus_profile_for_model", agent.policy.model.encode())
 
 
+def _timeout(name: str, value: Optional[float]) -> float:
+    """A call timeout in seconds for the engine (0 = none); Go durations cap it at 1e9 s."""
+    if value is None:
+        return 0.0
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (0 < value <= 1e9):
+        raise ConfigError(f"Collector: {name} must be a number of seconds in (0, 1e9] or None, got {value!r}")
+    return float(value)
+
+
 class Collector:
     """Collects searched trees for one agent and prepares them for training.
 
@@ -228,7 +243,12 @@ class Collector:
     that, for each ``collect``; each collection gets its own working directory in it, and
     its ToolEnv runs tools under the workspace's ``max_parallel`` limit. Several collectors
     may share one Workspace. ``close_services=False`` leaves a workspace the collector
-    opened open for its owner to close."""
+    opened open for its owner to close.
+
+    ``policy_timeout``, ``env_timeout`` and ``critic_timeout`` (seconds, None = no limit
+    beyond the collection's own) bound each policy, environment and critic call; a call
+    that times out fails its rollout (or leaves its checkpoints unscored), not the
+    collection."""
 
     def __init__(
         self,
@@ -240,6 +260,9 @@ class Collector:
         estimator: Optional[Estimator] = DirectBranchTd(),
         workspace: Optional[Workspace] = None,
         close_services: bool = True,
+        policy_timeout: Optional[float] = None,
+        env_timeout: Optional[float] = None,
+        critic_timeout: Optional[float] = None,
     ) -> None:
         if not isinstance(agent, Agent):
             raise ConfigError(f"Collector: agent must be an Agent, got {type(agent).__name__}")
@@ -254,6 +277,10 @@ class Collector:
         self.estimator = estimator
         self.workspace = workspace
         self.close_services = close_services
+        self.timeouts = {
+            name: _timeout(name, value)
+            for name, value in (("policy_timeout", policy_timeout), ("env_timeout", env_timeout), ("critic_timeout", critic_timeout))
+        }
         self._entered = 0
 
     async def __aenter__(self) -> "Collector":
@@ -366,6 +393,7 @@ class Collector:
             "policy": policy_part,
             "env": env_part,
             "critic": None if self.critic is None else self.critic._part(remote.register),
+            **self.timeouts,
             "turn": turn,
         }
         return await _Run(config, remote).run()

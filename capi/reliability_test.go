@@ -1,0 +1,245 @@
+package main
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/focus-go/focus-go/backends/chat"
+	"github.com/focus-go/focus-go/backends/generate"
+	"github.com/focus-go/focus-go/backends/parse"
+	"github.com/focus-go/focus-go/backends/sim"
+	"github.com/focus-go/focus-go/core/bridge"
+	"github.com/focus-go/focus-go/core/collect"
+	"github.com/focus-go/focus-go/core/prepare"
+	"github.com/focus-go/focus-go/core/status"
+	"github.com/focus-go/focus-go/core/tree"
+)
+
+// The C ABI's JSON inputs, fuzzed through the Go code behind the exports: _test files
+// cannot use cgo, so each case runs what its export runs after goBytes (decodeJSON's
+// jsonAPI.Unmarshal, then the export's pure-Go translation and validation). Whatever the
+// bytes, the result is a value or an error with a status code, never a panic (guard would
+// turn a panic into an Internal error, which is still a bug).
+
+// abiInputs are the exports' JSON inputs, by name.
+var abiInputs = []struct {
+	name string
+	run  func(data []byte) error
+}{
+	{"collect config", func(data []byte) error {
+		var w wireCollect
+		if err := jsonAPI.Unmarshal(data, &w); err != nil {
+			return status.Wrap(status.InvalidArgument, err, "collect config: bad JSON")
+		}
+		cfg := collect.Config{
+			ProblemID: w.ProblemID, PromptTokens: w.PromptTokens, PromptText: w.PromptText,
+			Segments: w.Segments, MaxSegments: w.MaxSegments, MaxTotalTokens: w.MaxTotalTokens,
+			Sampling: w.Sampling, Search: w.Search, Reward: prepare.DefaultRewardConfig(),
+			AllowPartial: w.AllowPartial, MaxRetries: w.MaxRetries,
+			PolicyTimeout: seconds(w.PolicyTimeout), EnvTimeout: seconds(w.EnvTimeout), CriticTimeout: seconds(w.CriticTimeout),
+		}
+		if w.Reward != nil {
+			cfg.Reward = *w.Reward
+		}
+		if w.Turn != nil {
+			if _, err := w.Turn.turns(nil); err == nil {
+				return fmt.Errorf("turns without a codec accepted")
+			}
+		}
+		if err := cfg.Validate(); err != nil {
+			return err
+		}
+		b := bridge.New()
+		defer b.Close()
+		_, _, _, closer, err := w.parts(b, nil)
+		if closer != nil {
+			closer()
+		}
+		return err
+	}},
+	{"parse request", func(data []byte) error {
+		var req wireParseRequest
+		if err := jsonAPI.Unmarshal(data, &req); err != nil {
+			return status.Wrap(status.InvalidArgument, err, "parse request: bad JSON")
+		}
+		r := parse.Result{Tokens: req.Result.Tokens, Text: req.Result.Text, StopReason: req.Result.StopReason}
+		for _, c := range req.Result.NativeToolCalls {
+			r.NativeToolCalls = append(r.NativeToolCalls, parse.ToolCall{Name: c.Name, Arguments: c.Arguments, CallID: c.CallID})
+		}
+		var last error
+		for _, profile := range []string{parse.ProfileQwenXML, parse.ProfileHermes, parse.ProfileNative, parse.ProfileText, parse.ProfileTokenChunk} {
+			parser, err := parse.ForProfile(profile, req.Tools)
+			if err != nil {
+				return err
+			}
+			if _, err := parser.Parse(r); err != nil {
+				last = err
+			}
+		}
+		return last
+	}},
+	{"sampling params", func(data []byte) error {
+		var sp generate.SamplingParams
+		if err := jsonAPI.Unmarshal(data, &sp); err != nil {
+			return status.Wrap(status.InvalidArgument, err, "sampling params: bad JSON")
+		}
+		_, err := sp.Resolve()
+		return err
+	}},
+	{"reward config", func(data []byte) error {
+		var cfg prepare.RewardConfig
+		if err := jsonAPI.Unmarshal(data, &cfg); err != nil {
+			return status.Wrap(status.InvalidArgument, err, "reward config: bad JSON")
+		}
+		return cfg.Validate()
+	}},
+	{"batch", func(data []byte) error {
+		var w wireBatch
+		if err := jsonAPI.Unmarshal(data, &w); err != nil {
+			return status.Wrap(status.InvalidArgument, err, "batch: bad JSON")
+		}
+		for i, a := range w.Actor {
+			spans := make([]tree.PackedSequence, len(a.Spans))
+			for k, s := range a.Spans {
+				if len(s.Trainable) != len(s.Tokens) || len(s.Logprobs) != len(s.Tokens) {
+					return status.Errorf(status.InvalidArgument, "batch: actor sample %d span %d: lengths differ", i, k)
+				}
+				spans[k] = tree.PackedSequence{Tokens: s.Tokens, Trainable: s.Trainable, Logprobs: s.Logprobs}
+			}
+			sample := prepare.NewActorSample(a.NodeID, a.GroupID, a.Estimator, a.Weight, spans)
+			for k := range sample.NumSpans() {
+				_ = sample.Span(k)
+			}
+		}
+		return nil
+	}},
+	{"tools and messages", func(data []byte) error {
+		var req wireRenderRequest
+		if err := jsonAPI.Unmarshal(data, &req); err != nil {
+			return status.Wrap(status.InvalidArgument, err, "render request: bad JSON")
+		}
+		_, err := chat.ParseTools(req.Tools)
+		return err
+	}},
+	{"simulated server config", func(data []byte) error {
+		var cfg sim.Config
+		if err := jsonAPI.Unmarshal(data, &cfg); err != nil {
+			return status.Wrap(status.InvalidArgument, err, "simulated server config: bad JSON")
+		}
+		var fs []sim.Fault
+		if err := jsonAPI.Unmarshal(data, &fs); err != nil {
+			return status.Wrap(status.InvalidArgument, err, "faults: bad JSON")
+		}
+		return nil
+	}},
+	{"policy config", func(data []byte) error {
+		var cfg wirePolicyConfig
+		if err := jsonAPI.Unmarshal(data, &cfg); err != nil {
+			return status.Wrap(status.InvalidArgument, err, "policy config: bad JSON")
+		}
+		return nil
+	}},
+}
+
+var abiSeeds = []string{
+	``, `{}`, `null`, `[]`, `{"problem_id":"p","prompt_tokens":[1,2,3],"search":{"budget":4,"warmup":2,"per_pass":4,"max_children":4,"score":"value_refinement"},"policy":{"kind":"remote","object":1},"env":{"kind":"remote","object":2},"critic":{"kind":"constant","value":0.5}}`,
+	`{"prompt_tokens":[1],"search":{"budget":4,"warmup":2,"per_pass":4,"max_children":4,"score":"value_refinement"},"policy":{"kind":"native","handle":99999},"env":{"kind":"math","label":"1"}}`,
+	`{"prompt_tokens":[1],"search":{"budget":2,"warmup":1,"per_pass":4,"max_children":4,"score":"value_refinement"},"policy_timeout":1e308,"env_timeout":-1,"critic_timeout":"NaN"}`,
+	`{"prompt_tokens":[1],"search":{"budget":2,"warmup":1,"per_pass":4,"max_children":4,"score":"value_refinement"},"policy":{"kind":"remote"},"env":{"kind":"remote"},"critic":{"kind":"http","url":"http://127.0.0.1:9/v","timeout":1}}`,
+	`{"turn":{"parser":"hermes","messages":[{"role":"user"}],"tools":[{"type":"function"}]}}`,
+	`{"result":{"text":"<tool_call>\n{\"name\":\"f\",\"arguments\":{}}\n</tool_call>","stop_reason":"stop"},"tools":[]}`,
+	`{"result":{"text":"<tool_call><function=f><parameter=a>1</parameter></function></tool_call>","tokens":[1,2],"stop_reason":"abort"}}`,
+	`{"result":{"native_tool_calls":[{"name":"f","arguments":"{"}]}}`,
+	`{"temperature":-1,"top_p":2,"max_tokens":0,"stop":["a"],"seed":-5}`,
+	`{"actor":[{"node_id":1,"spans":[{"tokens":[1,2],"trainable":[true],"logprobs":[0]}]}]}`,
+	`{"actor":[{"node_id":-1,"spans":[{"tokens":[],"trainable":[],"logprobs":[]}]}],"critic":[{"node_id":0}]}`,
+	`{"reward_min":1,"reward_max":0,"gamma":2}`,
+	`{"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}]}`,
+	`{"faults":[{"kind":"hang","count":-1}],"latency":{"first_token":"5ms"},"warmup":"x"}`,
+	`[{"kind":"http_error","status":503,"count":2}]`,
+}
+
+func FuzzABIJSONInputs(f *testing.F) {
+	for _, s := range abiSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, in := range abiInputs {
+			// Every rejection carries the code the C boundary reports; Internal would
+			// mean an error without one (or a bug).
+			if err := in.run(data); err != nil && status.CodeOf(err) == status.Internal {
+				t.Errorf("%s: %v", in.name, err)
+			}
+		}
+	})
+}
+
+// TestABIInputsRejectWithCodes: the seeds that are invalid fail with InvalidArgument (or
+// InvalidHandle for a handle never issued), naming what was wrong.
+func TestABIInputsRejectWithCodes(t *testing.T) {
+	collectCfg := abiInputs[0].run
+	tests := []struct {
+		name, data string
+		code       status.Code
+		contains   string
+	}{
+		{"not JSON", `{"prompt_tokens":`, status.InvalidArgument, "bad JSON"},
+		{"no prompt", `{}`, status.InvalidArgument, "prompt has no tokens"},
+		{"unknown handle", abiSeeds[5], status.InvalidHandle, "99999"},
+		{"negative timeout", `{"prompt_tokens":[1],"search":{"budget":2,"warmup":1,"per_pass":4,"max_children":4,"score":"value_refinement"},"env_timeout":-1}`, status.InvalidArgument, "timeouts must not be negative"},
+		{"overflowing timeout", `{"prompt_tokens":[1],"search":{"budget":2,"warmup":1,"per_pass":4,"max_children":4,"score":"value_refinement"},"policy_timeout":1e300}`, status.InvalidArgument, "timeouts must not be negative"},
+		{"unknown policy kind", `{"prompt_tokens":[1],"search":{"budget":2,"warmup":1,"per_pass":4,"max_children":4,"score":"value_refinement"},"policy":{"kind":"python"},"env":{"kind":"remote"}}`, status.InvalidArgument, `unknown policy kind "python"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := collectCfg([]byte(tt.data))
+			require.Error(t, err)
+			assert.Equal(t, tt.code, status.CodeOf(err), "%v", err)
+			assert.Contains(t, err.Error(), tt.contains)
+		})
+	}
+}
+
+// TestConcurrentCollectionHandles: collections started, polled, answered and released
+// from many goroutines at once through the handle table (run with -race).
+func TestConcurrentCollectionHandles(t *testing.T) {
+	const workers, each = 16, 20
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				b := bridge.New()
+				done := make(chan struct{})
+				close(done)
+				c := &collection{bridge: b, cancel: func() {}, done: done}
+				h := handles.put(c)
+				got, err := collectionHandle(h)
+				if !assert.NoError(t, err) {
+					return
+				}
+				assert.Same(t, c, got)
+				if (w+i)%2 == 0 {
+					// Release twice from two goroutines: exactly one succeeds.
+					errs := make(chan error, 2)
+					go func() { errs <- handles.release(h) }()
+					go func() { errs <- handles.release(h) }()
+					e1, e2 := <-errs, <-errs
+					assert.True(t, (e1 == nil) != (e2 == nil), "%v / %v", e1, e2)
+				} else {
+					assert.NoError(t, handles.release(h))
+				}
+				_, err = collectionHandle(h)
+				assert.Equal(t, status.InvalidHandle, status.CodeOf(err))
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func collectionHandle(h uint64) (*collection, error) { return handleAs[*collection](h, "collection") }
