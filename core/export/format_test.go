@@ -126,6 +126,8 @@ func TestWriteHTML(t *testing.T) {
 			assert.Equal(t, 1, strings.Count(page, "<script>"), "node text cannot open a script")
 			assert.False(t, strings.Contains(page, `alert("x")`), "text is escaped")
 			assert.Equal(t, 1, strings.Count(page, "http"), "self-contained: the SVG namespace is the only URL")
+			assert.Contains(t, page, "location.hash", "#node-N selects a node on load")
+			assert.Contains(t, page, "document.body.dataset.nodes", "the rendered page reports its node count")
 			if tc.v != nil {
 				for _, want := range []string{`"v_star":0.7,`, `"target":0.75,`, `"advantage":-0.7,`, `"state":"failed: \"tool timeout\""`} {
 					assert.True(t, strings.Contains(page, want), want)

@@ -42,8 +42,10 @@ type htmlNode struct {
 // nodes (squares) by their reward, red to green over [reward_min,
 // reward_max], grey where there is none, hollow when failed; edges coloured and thickened by their actor weight
 // (blue positive, red negative). Clicking a node shows its segment text,
-// reward, critic prediction, V*, critic target and advantage. v and b may be
-// nil; without v nodes are coloured by their critic prediction.
+// reward, critic prediction, V*, critic target and advantage; the URL fragment
+// #node-N opens the page with node N shown, and once the script has run the
+// body carries data-nodes (the number of node shapes). v and b may be nil;
+// without v nodes are coloured by their critic prediction.
 func WriteHTML(w io.Writer, t *tree.Tree, v *prepare.TreeValues, b *prepare.Batch) error {
 	if err := t.Validate(); err != nil {
 		return fmt.Errorf("export: html: %w", err)
@@ -197,7 +199,8 @@ const htmlTail = `</div><aside id="panel">Click a node.</aside></div>
 const nodes = %s;
 const show = v => v === null || v === undefined ? "—" : (typeof v === "number" ? String(+v.toPrecision(6)) : String(v));
 let sel = null;
-document.querySelectorAll("[data-id]").forEach(el => el.addEventListener("click", () => {
+const shapes = [...document.querySelectorAll("svg [data-id]")];
+function select(el) {
   if (sel) sel.classList.remove("sel");
   sel = el; el.classList.add("sel");
   const n = nodes[+el.dataset.id];
@@ -213,6 +216,16 @@ document.querySelectorAll("[data-id]").forEach(el => el.addEventListener("click"
   const pre = document.createElement("pre");
   pre.textContent = n.text;
   document.getElementById("panel").replaceChildren(table, pre);
+}
+shapes.forEach(el => el.addEventListener("click", () => {
+  select(el);
+  try { history.replaceState(null, "", "#node-" + el.dataset.id); } catch (e) {}
 }));
+// #node-N opens the page with node N selected (links to a node; headless checks).
+const m = /^#node-(\d+)$/.exec(location.hash);
+const first = m && shapes.find(el => el.dataset.id === m[1]);
+if (first) select(first);
+// Set once the script has run: how many node shapes the page drew.
+document.body.dataset.nodes = String(shapes.length);
 </script></body></html>
 `

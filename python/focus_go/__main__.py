@@ -1,4 +1,7 @@
-"""The ``focus-go`` command (also ``python -m focus_go``)."""
+"""The ``focus-go`` command (also ``python -m focus_go``): ``demo`` shows FOCUS end to end on
+the embedded simulated server, ``collect`` collects trees for a JSONL file of problems from
+your SGLang or vLLM server and writes training records, ``view`` renders a saved tree to
+a self-contained HTML page."""
 
 from __future__ import annotations
 
@@ -6,7 +9,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from . import __version__, _lib
+from . import __version__, _cli_collect, _cli_view, _lib
 
 
 def _version(_: argparse.Namespace) -> int:
@@ -22,7 +25,13 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="focus-go", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="focus-go",
+        description=__doc__.replace("``", "'"),
+        epilog="examples:\n  focus-go demo\n  focus-go collect problems.jsonl --out runs/a --sglang http://localhost:30000 "
+        "--model Qwen/Qwen3-4B\n  focus-go view runs/a",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("version", help="print the package and library versions").set_defaults(run=_version)
     demo = commands.add_parser("demo", help="collect trees on the embedded simulated server and write records")
@@ -31,6 +40,8 @@ def main(argv: list[str] | None = None) -> int:
     demo.add_argument("--budget", type=int, default=32, help="rollouts per tree")
     demo.add_argument("--warmup", type=int, default=16, help="warmup rollouts per tree")
     demo.set_defaults(run=_demo)
+    _cli_collect.add_parser(commands)
+    _cli_view.add_parser(commands)
     args = parser.parse_args(argv)
     return args.run(args)
 

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import os
+import shutil
+import sys
 import time
 from pathlib import Path
 from typing import Any, Dict, List
@@ -35,6 +39,17 @@ async def _collect(server: SimServer, problems: List[Any], budget: int, warmup: 
         return await asyncio.gather(*(one(p) for p in problems))
     finally:
         policy.close()
+
+
+def _prog() -> str:
+    """How to run the focus-go command from here: the console script when it is on PATH,
+    else this interpreter with ``-m focus_go``."""
+    if shutil.which("focus-go"):
+        return "focus-go"
+    python = sys.executable
+    with contextlib.suppress(ValueError):
+        python = min(python, os.path.relpath(python), key=len)
+    return f"{python} -m focus_go"
 
 
 def run_demo(out_dir: Path, n_problems: int = 4, budget: int = 32, warmup: int = 16) -> int:
@@ -73,6 +88,11 @@ def run_demo(out_dir: Path, n_problems: int = 4, budget: int = 32, warmup: int =
     html_path.write_text(format_tree_html(view, batch))
     tree_path = out_dir / "tree.json"
     state.save(tree_path)
+    # The problems in the format `focus-go collect` reads, to try it next.
+    problems_path = out_dir / "problems.jsonl"
+    problems_path.write_text(
+        "".join(json.dumps({"id": p.id, "prompt": p.prompt, "label": p.label}) + "\n" for p, _, _ in results)
+    )
 
     print(f"FOCUS demo: {len(results)} problems, Selective(budget={budget}, warmup={warmup}), Segments(256), "
           f"Critic.constant(0.5), on the embedded simulated server ({elapsed:.2f} s)\n")
@@ -91,6 +111,13 @@ def run_demo(out_dir: Path, n_problems: int = 4, budget: int = 32, warmup: int =
     print(f"critic records  {critic_path}")
     print(f"tree picture    {html_path}  (open it in a browser; click a node)")
     print(f"tree (JSON)     {tree_path}")
+    print(f"problems        {problems_path}")
+    print()
+    prog = _prog()
+    print("Next: the same collection from the command line, then on your own server:")
+    print(f"  {prog} collect {problems_path} --out {out_dir / 'collect'}")
+    print(f"  {prog} collect {problems_path} --out {out_dir / 'collect'} --overwrite --sglang http://localhost:30000 --model Qwen/Qwen3-4B")
+    print(f"  {prog} view {tree_path}")
     for _, s, _ in results:
         s.close()
     return 0

@@ -1,0 +1,48 @@
+"""FOCUS hooks for a Slime math run: Slime imports this module by dotted path.
+
+Put this directory on PYTHONPATH and pass the flags in ``launch.sh``. For each prompt,
+Slime's rollout calls ``generate``: FOCUS collects one searched tree through Slime's own
+SGLang router (exact tokens, no re-tokenising), returns the tree's actor segments as Slime
+samples whose reward is the segment's advantage, and writes the critic targets as JSONL
+files to ``$FOCUS_CRITIC_DIR`` (default ``focus-critic-targets``) for your value model.
+``evaluate`` is the evaluation hook: one unbranched rollout, rewarded by its outcome.
+
+Prompts and labels come from Slime's ``--input-key`` / ``--label-key``; the label is the
+reference answer graded against the model's last ``\\boxed{...}``.
+"""
+
+from __future__ import annotations
+
+import os
+
+from focus_go import Agent, Collector, Critic, MathEnv, Segments, Selective
+from focus_go.integrations import JsonlDirectory
+from focus_go.integrations.slime import make_evaluate, make_generate
+
+SYSTEM_PROMPT = "Please reason step by step, and put your final answer within \\boxed{}."
+BUDGET = int(os.environ.get("FOCUS_BUDGET", "32"))
+WARMUP = int(os.environ.get("FOCUS_WARMUP", str(BUDGET // 2)))
+SEGMENT = int(os.environ.get("FOCUS_SEGMENT_TOKENS", "256"))
+
+
+def collector_for(policy, problem):
+    """One problem's collector under the router policy Slime's current weights serve."""
+    agent = Agent(
+        policy=policy,
+        env=MathEnv(problem.label, policy.decode),  # a fresh environment per problem
+        system_prompt=SYSTEM_PROMPT,
+        context=Segments(SEGMENT),
+    )
+    return Collector(agent, critic=Critic.constant(0.5), search=Selective(budget=BUDGET, warmup=WARMUP))
+
+
+# --custom-generate-function-path focus_math.generate
+generate = make_generate(
+    collector_for,
+    profile="token_chunk",
+    critic_sink=JsonlDirectory(os.environ.get("FOCUS_CRITIC_DIR", "focus-critic-targets")),
+    allow_partial=True,  # a failed branch costs that branch, not the prompt
+)
+
+# An eval dataset's custom_generate_function_path: focus_math.evaluate
+evaluate = make_evaluate(collector_for, profile="token_chunk")
