@@ -1,27 +1,34 @@
 """focus-go benchmarks (`make bench`). Each section runs its variants side by side in one
-run and reports ratios, because these machines are noisy. Results are printed and written to
-benchmarks/results/latest.md.
+run and reports ratios, because these machines are noisy (2 shared cores). Results are
+printed and written to benchmarks/results/latest.md (throughput raw data: throughput.json).
 
-Sections:
-- server ceiling vs clients: requests/s that the simulated server (its own process, zero
-  latency) answers for 256-token segment requests, from the Go-native SGLang client
-  (benchmarks/loadgen, no tree logic) and from a plain Python asyncio client (aiohttp,
-  pooled connections) sending the same bodies.
-- engine throughput: Selective(32, 16) trees with Segments(256) against the same server:
-  segments/s and process CPU per segment for (a) the all-Go path and (b) a Python Completion
-  policy and a Python Env through the bridge, each as a fraction of the Go ceiling.
-- latency hiding: one Selective(32, 16) tree against a server with latency on, wall time as
-  a ratio of the critical path (sum over rounds of the slowest rollout's modelled latency).
-- prepare/export (Go): prepare + flat export of Selective-shaped trees, 32 to 4,096 rollouts
-  x 8 segments of 256 tokens (`go test -bench` on core/export), time per node and per token.
-- prepare/export (Python API): the same trees through the C boundary, prepare_samples +
-  Batch.to_records, records per second and bytes crossing the boundary.
+Sections (--sections throughput,latency,prepare,memory):
+1-2. throughput: the simulated server (verbosity 3) in its own process at zero latency.
+  The ceiling is the Go load generator (benchmarks/loadgen, no tree logic, 64 requests in
+  flight) replaying the requests the engine itself sends (recorded from a short Go-only
+  collection: same prefixes, max_tokens and seeds), so the ceiling and the engine ask the
+  server for the same work; prompt-only requests are shown too. Against it: a plain Python
+  aiohttp client replaying the same requests; the engine in Go alone (loadgen collect);
+  (2a) the all-Go path through the Python API; (2b) a Python Completion policy and a Python
+  Env through the bridge; (2c) the plain-Python reference collector (benchmarks/reference).
+  Every collector runs 32 concurrent Selective(32, 16) trees with Segments(256) and is
+  measured in a steady-state window (benchmarks/reference/window.py); segments/s and
+  process CPU per segment, ratios to the ceiling and to (2c).
+3. latency hiding: Selective(32, 16) trees against a server with latency on, wall time as a
+  ratio of the critical path (sum over rounds of the slowest rollout's modelled latency),
+  and the floor: the Go load generator sending one segment at a time.
+4. prepare + export: Selective-shaped trees of 32 to 4,096 rollouts x 8 segments of 256
+  tokens; the Go core alone (`go test -bench` on core/export), then through the Python API
+  (prepare_samples + Batch.to_records) against the reference's Python implementation of the
+  same formulas producing identical records; records/s and bytes crossing the C boundary.
+5. memory: RSS over 1,000 trees collected, prepared and exported one after another.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import os
 import re
@@ -56,34 +63,84 @@ def go_prepare_export() -> list[str]:
     return rows
 
 
+def _best(fn, reps: int = 3) -> tuple:
+    """The fastest of `reps` runs (seconds, last result): the least-disturbed measurement."""
+    best, out = float("inf"), None
+    for _ in range(reps):
+        gc.collect()
+        t0 = time.perf_counter()
+        out = fn()
+        best = min(best, time.perf_counter() - t0)
+    return best, out
+
+
 def python_prepare_export() -> list[str]:
+    """The same trees through the C boundary (prepare_samples + Batch.to_records) and through
+    the plain-Python reference (DirectBranchTd values, advantages, critic targets, records),
+    each producing identical records."""
     from focus_go import DirectBranchTd, RewardConfig, _lib
     from focus_go.preparation import prepare_samples
     from focus_go.tree import SchedulerState
 
-    rows = ["| rollouts | prepare_samples ms | to_records ms | records | records/s | tokens | boundary MB |", "|---|---|---|---|---|---|---|"]
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from reference import algorithm
+
+    rows = [
+        "| rollouts | records | focus-go prepare ms | reference prepare ms | x | focus-go records ms | reference records ms | x "
+        "| focus-go records/s | reference records/s | end-to-end x | boundary MB (before: full contexts) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for n in SIZES:
         state = SchedulerState(_lib.call_handle("focus_selftest_search_tree", n, 8, 256, 1))
-        t0 = time.perf_counter()
-        batch = prepare_samples(state, reward_config=RewardConfig(), estimator=DirectBranchTd())
-        t1 = time.perf_counter()
-        records = batch.to_records(0)
-        t2 = time.perf_counter()
+        ref_tree = algorithm.from_json(json.loads(state.to_json()))
+        reps = 3 if n <= 1024 else 2
+        go_prep, batch = _best(lambda: prepare_samples(state, reward_config=RewardConfig(), estimator=DirectBranchTd()), reps)
+        go_rec, records = _best(lambda: batch.to_records(0), reps)
+        n_records = len(records)
         actor = [r for r in records if r["lane"] == "actor"]
         tokens = sum(len(r["tokens"]) for r in actor)
         own = sum(sum(r["loss_mask"]) for r in actor)
-        # what crossed: u32 tokens + (u8 mask + f64 logprob) per own token + per-record columns
-        boundary = tokens * 4 + own * 9 + len(actor) * 44
+        # what crosses now: each record's new tokens once (u32) + (u8 mask + f64 logprob) per own
+        # token + per-record columns; before, every record's full context crossed as u32.
+        del actor, records
+        layout_bytes = _boundary_bytes(batch)
+        before = tokens * 4 + own * 9 + n_records * 52
+
+        def ref_prep():
+            vals = algorithm.values(ref_tree)
+            return algorithm.advantages(ref_tree, vals), algorithm.critic_targets(ref_tree, vals)
+        ref_p, (adv, targets) = _best(ref_prep, reps)
+        ref_r, ref_records = _best(lambda: algorithm.records(ref_tree, adv, targets), reps)
+        assert len(ref_records) == n_records, (len(ref_records), n_records)
+        if n == SIZES[0]:  # the two implementations produce the same records
+            key = lambda r: (r["lane"], r["node_id"])  # noqa: E731
+            assert sorted(ref_records, key=key) == sorted(batch.to_records(0), key=key), "reference records differ"
+        del ref_records
         rows.append(
-            f"| {n} | {(t1 - t0) * 1e3:.1f} | {(t2 - t1) * 1e3:.1f} | {len(records)} | "
-            f"{len(records) / (t2 - t1):,.0f} | {tokens:,} | {boundary / 1e6:.1f} |"
+            f"| {n} | {n_records:,} | {go_prep * 1e3:.1f} | {ref_p * 1e3:.1f} | {ref_p / go_prep:.2f} | {go_rec * 1e3:.0f} | "
+            f"{ref_r * 1e3:.0f} | {ref_r / go_rec:.2f} | {n_records / (go_prep + go_rec):,.0f} | {n_records / (ref_p + ref_r):,.0f} | "
+            f"{(ref_p + ref_r) / (go_prep + go_rec):.2f} | {layout_bytes / 1e6:.1f} ({before / 1e6:.1f}) |"
         )
-        del records, actor, batch
+        del batch
         state.close()
     return rows
 
 
-LOADGEN = ROOT / "build" / "loadgen"
+def _boundary_bytes(batch) -> int:
+    """Bytes of the buffer focus_batch_export hands to Python for this batch."""
+    import ctypes
+
+    from focus_go import _lib
+
+    layout_ptr, blob, size = ctypes.c_void_p(), ctypes.c_void_p(), ctypes.c_size_t()
+    with batch._go_batch() as go:
+        _lib.call("focus_batch_export", _lib.c_handle(go.handle), 0, 0.0, ctypes.byref(layout_ptr), ctypes.byref(blob), ctypes.byref(size))
+    layout = _lib.take_string(layout_ptr)
+    _lib.lib().focus_buffer_free(blob)
+    return size.value + len(layout)
+
+
+LOADGEN = Path(os.environ.get("FOCUS_BENCH_LOADGEN", ROOT / "build" / "loadgen"))
 CONCURRENCY = 64
 
 
@@ -102,62 +159,56 @@ class SimProcess:
         self.proc.wait(timeout=30)
 
 
-def prompt_ids(sim: SimProcess) -> list:
-    from focus_go.backends import HFTokenizer
-
-    with HFTokenizer(sim.model) as tok:
-        _, ids = tok.render([{"role": "system", "content": "Solve the problem."}, {"role": "user", "content": sim.problems[0]["prompt"]}])
-    return list(ids)
-
-
-def go_ceiling(sim: SimProcess, ids: list, seconds: float) -> dict:
-    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
-        json.dump(ids, f)
-    try:
-        out = subprocess.run(
-            [str(LOADGEN), "load", sim.url, "-c", str(CONCURRENCY), "-d", str(seconds), "-tokens", "256", "-prompt", f.name],
-            capture_output=True, text=True, check=True,
-        ).stdout
-    finally:
-        os.unlink(f.name)
+def _loadgen(*args: str) -> dict:
+    out = subprocess.run([str(LOADGEN), *args], capture_output=True, text=True, check=True).stdout
     return json.loads(out)
 
 
-async def _python_client(url: str, ids: list, seconds: float) -> dict:
+def go_ceiling(sim: SimProcess, seconds: float, replay: Path) -> dict:
+    """The limit: the engine's own recorded requests replayed by the Go load generator."""
+    return _loadgen("load", sim.url, "-c", str(CONCURRENCY), "-d", str(seconds), "-replay", str(replay))
+
+
+def go_prompt_only(sim: SimProcess, seconds: float, prompt: Path) -> dict:
+    """Prompt-only 256-token requests (every request starts at the root)."""
+    return _loadgen("load", sim.url, "-c", str(CONCURRENCY), "-d", str(seconds), "-tokens", "256", "-prompt", str(prompt))
+
+
+async def _python_client(url: str, requests: list, seconds: float) -> dict:
     import aiohttp
 
     done = 0
     deadline = time.perf_counter() + seconds
     connector = aiohttp.TCPConnector(limit=CONCURRENCY)
+    cpu0 = time.process_time()
     async with aiohttp.ClientSession(connector=connector) as session:
 
         async def worker(w: int) -> None:
             nonlocal done
-            i = 0
+            i = w * len(requests) // CONCURRENCY
             while time.perf_counter() < deadline:
+                r = requests[i % len(requests)]
                 body = {
-                    "input_ids": ids, "return_logprob": True, "logprob_start_len": -1, "top_logprobs_num": 0,
+                    "input_ids": r["tokens"], "return_logprob": True, "logprob_start_len": -1, "top_logprobs_num": 0,
                     "return_text_in_logprobs": False, "stream": False,
-                    "sampling_params": {"max_new_tokens": 256, "temperature": 1.0, "top_p": 1.0, "top_k": -1, "min_p": 0.0,
-                                        "stop": [], "stop_token_ids": [], "skip_special_tokens": False, "no_stop_trim": True,
-                                        "spaces_between_special_tokens": False, "repetition_penalty": 1.0, "n": 1,
-                                        "sampling_seed": w * 1_000_003 + i},
+                    "sampling_params": {"max_new_tokens": r["max_tokens"], "temperature": 1.0, "no_stop_trim": True,
+                                        "sampling_seed": r["seed"]},
                 }
                 async with session.post(url + "/generate", json=body) as resp:
                     data = await resp.json()
-                tokens = [t[1] for t in data["meta_info"]["output_token_logprobs"]]
-                assert len(tokens) <= 256
+                assert len(data["output_ids"]) <= r["max_tokens"]
                 done += 1
                 i += 1
 
         t0 = time.perf_counter()
         await asyncio.gather(*(worker(w) for w in range(CONCURRENCY)))
         elapsed = time.perf_counter() - t0
-    return {"requests": done, "seconds": elapsed, "rps": done / elapsed}
+    cpu = time.process_time() - cpu0
+    return {"requests": done, "seconds": elapsed, "rps": done / elapsed, "cpu_us_per_request": cpu / max(done, 1) * 1e6}
 
 
-def python_client(sim: SimProcess, ids: list, seconds: float) -> dict:
-    return asyncio.run(_python_client(sim.url, ids, seconds))
+def python_client(sim: SimProcess, replay: Path, seconds: float) -> dict:
+    return asyncio.run(_python_client(sim.url, json.loads(replay.read_text()), seconds))
 
 
 def _policy(sim: SimProcess):
@@ -179,11 +230,17 @@ def _critical_path(view, first_token: float, per_token: float) -> float:
     return sum(rounds.values())
 
 
-async def _collect_trees(sim: SimProcess, seconds: float, bridged: bool, parallel: int = 8) -> dict:
+# Concurrent trees for every engine variant and the reference. A tree keeps 16 rollouts in
+# flight during warmup but at most 4 in a branching round, and each round waits for its
+# slowest rollout; 32 trees keep the 64-request cap of the HTTP client (and of the
+# reference's connection pool) busy most of the time.
+TREES = 32
+
+
+async def _collect_trees(sim: SimProcess, seconds: float, bridged: bool, parallel: int = TREES) -> dict:
     from focus_go import Agent, Collector, Critic, Env, MathEnv, Segments, Selective, Step
     from focus_go.backends import Policy
     from focus_go.env import grade_math
-    from focus_go.extend import SchedulerView
     from focus_go.integrations import Problem
 
     go_policy = _policy(sim)
@@ -210,62 +267,122 @@ async def _collect_trees(sim: SimProcess, seconds: float, bridged: bool, paralle
 
     policy = Policy(format=go_policy.format, complete=complete, default_params=go_policy.default_params) if bridged else go_policy
     problems = [Problem(p["prompt"], p["label"], id=p["id"]) for p in sim.problems]
-    segments = trees = 0
-    deadline = time.perf_counter() + seconds
-    cpu0, t0 = time.process_time(), time.perf_counter()
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from reference.window import Window, run_workers
 
-    async def worker(w: int) -> None:
-        nonlocal segments, trees
-        i = w
-        while time.perf_counter() < deadline:
-            problem = problems[i % len(problems)]
-            env = PyMathEnv(problem.label, policy.decode) if bridged else MathEnv(problem.label, policy.decode)
-            agent = Agent(policy=policy, env=env, system_prompt="Solve the problem.", context=Segments(256))
-            async with Collector(agent, critic=Critic.constant(0.5), search=Selective(32, 16, seed=i)) as collector:
-                state = await collector.collect(problem, allow_partial=True)
-            segments += len(SchedulerView(state)) - 1
-            trees += 1
+    async def one_tree(i: int) -> int:
+        problem = problems[i % len(problems)]
+        env = PyMathEnv(problem.label, policy.decode) if bridged else MathEnv(problem.label, policy.decode)
+        agent = Agent(policy=policy, env=env, system_prompt="Solve the problem.", context=Segments(256))
+        async with Collector(agent, critic=Critic.constant(0.5), search=Selective(32, 16, seed=i)) as collector:
+            state = await collector.collect(problem, allow_partial=True)
+        # Counting reads the whole tree (the reference counts its own nodes for free): count
+        # after the run, then close.
+        def count() -> int:
+            n = state.to_json().count('"parent":') - 1
             state.close()
-            i += parallel
+            return n
 
-    await asyncio.gather(*(worker(w) for w in range(parallel)))
-    elapsed, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+        return count
+
+    out = await run_workers(parallel, Window(seconds), one_tree)
     go_policy.close()
-    return {"trees": trees, "segments": segments, "seconds": elapsed, "sps": segments / elapsed, "cpu_us_per_segment": cpu / max(segments, 1) * 1e6}
+    return out
 
 
-def throughput_sections(seconds: float) -> list[str]:
+def _reference(sim: SimProcess, problems: list, seconds: float) -> dict:
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from reference import collector
+
+    ids = {p["id"]: p["prompt_tokens"] for p in problems}
+    return asyncio.run(collector.run(sim.url, sim.problems, ids, seconds, TREES, CONCURRENCY))
+
+
+def _problems_file(sim: SimProcess, path: Path) -> list:
+    from focus_go.backends import HFTokenizer
+
+    out = []
+    with HFTokenizer(sim.model) as tok:
+        for p in sim.problems:
+            _, ids = tok.render([{"role": "system", "content": "Solve the problem."}, {"role": "user", "content": p["prompt"]}])
+            out.append({"id": p["id"], "label": p["label"], "prompt_tokens": list(ids)})
+    path.write_text(json.dumps(out))
+    return out
+
+
+def _median(xs: list) -> float:
+    xs = sorted(xs)
+    n = len(xs)
+    return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
+
+
+def throughput_sections(seconds: float, reps: int) -> list[str]:
     sim = SimProcess({"seed": 0, "verbosity": 3})
+    rows: dict = {}
     try:
-        ids = prompt_ids(sim)
-        ceiling = go_ceiling(sim, ids, seconds)
-        try:
-            py = python_client(sim, ids, seconds)
-        except ImportError:
-            py = None
-        native = asyncio.run(_collect_trees(sim, seconds, bridged=False))
-        bridged = asyncio.run(_collect_trees(sim, seconds, bridged=True))
+        with tempfile.TemporaryDirectory() as tmp:
+            tmpdir = Path(tmp)
+            problems = _problems_file(sim, tmpdir / "problems.json")
+            prompt = tmpdir / "prompt.json"
+            prompt.write_text(json.dumps(problems[0]["prompt_tokens"]))
+            replay = tmpdir / "replay.json"
+            # Record the request mix the engine sends (prefix lengths, max_tokens, seeds).
+            _loadgen("collect", sim.url, "-model", sim.model, "-problems", str(tmpdir / "problems.json"),
+                     "-trees", str(TREES), "-d", "2", "-record", str(replay), "-max-record", "4000")
+            variants = [
+                ("ceiling", lambda: go_ceiling(sim, seconds, replay)),
+                ("prompt_only", lambda: go_prompt_only(sim, seconds, prompt)),
+                ("py_client", lambda: python_client(sim, replay, seconds)),
+                ("go_engine", lambda: _loadgen("collect", sim.url, "-model", sim.model, "-problems", str(tmpdir / "problems.json"),
+                                                "-trees", str(TREES), "-d", str(seconds))),
+                ("native", lambda: asyncio.run(_collect_trees(sim, seconds, bridged=False))),
+                ("bridged", lambda: asyncio.run(_collect_trees(sim, seconds, bridged=True))),
+                ("reference", lambda: _reference(sim, problems, seconds)),
+            ]
+            for _ in range(reps):
+                for name, fn in variants:
+                    rows.setdefault(name, []).append(fn())
     finally:
         sim.close()
-    rows = [
-        f"Simulated server in its own process, zero latency, {CONCURRENCY} concurrent 256-token segment requests, "
-        f"{seconds:g} s per measurement.",
-        "",
-        "| client | requests or segments /s | x Go ceiling | CPU µs / segment (this process) |",
-        "|---|---|---|---|",
-        f"| Go-native SGLang client, no tree logic (ceiling) | {ceiling['rps']:,.0f} | 1.00 | |",
+
+    def rate(r: dict) -> float:
+        return r.get("sps", r.get("rps", 0.0))
+
+    def cpu(r: dict) -> str:
+        v = r.get("cpu_us_per_segment", r.get("cpu_us_per_request"))
+        return f"{v:.0f}" if v is not None else ""
+
+    # Ratios are taken within each repetition (same minute of machine noise), then the median.
+    def ratio(name: str, to: str) -> float:
+        return _median([rate(a) / rate(b) for a, b in zip(rows[name], rows[to])])
+
+    def med(name: str) -> dict:
+        rs = rows[name]
+        return {"rate": _median([rate(r) for r in rs]), "cpu": cpu(sorted(rs, key=rate)[len(rs) // 2])}
+
+    labels = [
+        ("ceiling", "1. ceiling: Go load generator replaying the engine's recorded requests, no tree logic"),
+        ("prompt_only", "Go load generator, prompt-only 256-token requests"),
+        ("py_client", "plain Python aiohttp client replaying the same requests"),
+        ("go_engine", "engine in Go alone (loadgen collect, no Python)"),
+        ("native", "2a. engine, all-Go path through the Python API"),
+        ("bridged", "2b. engine, Python Completion policy + Python Env through the bridge"),
+        ("reference", "2c. plain-Python reference collector (benchmarks/reference)"),
     ]
-    if py is not None:
-        rows.append(f"| plain Python asyncio client (aiohttp), same bodies | {py['rps']:,.0f} | {py['rps'] / ceiling['rps']:.2f} | |")
-    else:
-        rows.append("| plain Python asyncio client | (aiohttp not installed) | | |")
-    rows.append(
-        f"| engine, all-Go path: Selective(32, 16) trees, 8 collectors | {native['sps']:,.0f} | {native['sps'] / ceiling['rps']:.2f} | {native['cpu_us_per_segment']:.0f} |"
-    )
-    rows.append(
-        f"| engine, Python Completion + Python Env through the bridge | {bridged['sps']:,.0f} | {bridged['sps'] / ceiling['rps']:.2f} | {bridged['cpu_us_per_segment']:.0f} |"
-    )
-    return rows
+    out = [
+        f"Simulated server (verbosity 3) in its own process, zero latency; {CONCURRENCY} requests in flight at most; "
+        f"{TREES} concurrent Selective(32, 16) trees with Segments(256) for every collector; {seconds:g} s per measurement, "
+        f"{reps} interleaved repetitions, medians (ratios taken within a repetition).",
+        "",
+        "| client | requests or segments /s | x ceiling | x reference (2c) | CPU µs / request or segment (client process) |",
+        "|---|---|---|---|---|",
+    ]
+    for name, label in labels:
+        m = med(name)
+        out.append(f"| {label} | {m['rate']:,.0f} | {ratio(name, 'ceiling'):.2f} | {ratio(name, 'reference'):.2f} | {m['cpu']} |")
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "throughput.json").write_text(json.dumps(rows, indent=1))
+    return out
 
 
 def latency_section() -> list[str]:
@@ -290,27 +407,118 @@ def latency_section() -> list[str]:
             rows.append(f"| {p['id']} | {rounds} | {wall:.3f} | {critical:.3f} | {wall / critical:.3f} |")
             state.close()
         policy.close()
+        # The floor: one rollout at a time as a chain of segment requests, no tree logic.
+        with tempfile.TemporaryDirectory() as tmp:
+            prompt = Path(tmp) / "prompt.json"
+            prompt.write_text(json.dumps(_problems_file(sim, Path(tmp) / "problems.json")[0]["prompt_tokens"]))
+            chain = _loadgen("chain", sim.url, "-prompt", str(prompt), "-n", "6", "-first", str(first_token), "-per", str(per_token))
+        rows.append(f"| floor: Go load generator, {chain['segments']} segments one at a time (no tree, no concurrency) | | "
+                    f"{chain['wall']:.3f} | {chain['modelled']:.3f} | {chain['ratio']:.3f} |")
     finally:
         sim.close()
     return [f"Latency model: {first_token * 1e3:g} ms to first token, {per_token * 1e3:g} ms per token.", ""] + rows
 
 
+def _rss_mb() -> float:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def memory_section(trees: int) -> list[str]:
+    """RSS of this process over `trees` trees collected one after another (all-Go path),
+    each prepared, exported to records and closed, as a training loop would."""
+    from focus_go import Agent, Collector, Critic, MathEnv, Segments, Selective
+    from focus_go.integrations import Problem
+
+    sim = SimProcess({"seed": 0, "verbosity": 3})
+    samples = []
+    try:
+        policy = _policy(sim)
+        problems = [Problem(p["prompt"], p["label"], id=p["id"]) for p in sim.problems]
+
+        async def loop() -> None:
+            for i in range(trees):
+                problem = problems[i % len(problems)]
+                agent = Agent(policy=policy, env=MathEnv(problem.label, policy.decode), system_prompt="Solve the problem.", context=Segments(256))
+                async with Collector(agent, critic=Critic.constant(0.5), search=Selective(32, 16, seed=i)) as collector:
+                    state = await collector.collect(problem, allow_partial=True)
+                    records = collector.prepare(state).to_records(i)
+                assert records
+                del records
+                state.close()
+                if i == 0 or (i + 1) % max(trees // 10, 1) == 0:
+                    gc.collect()
+                    samples.append((i + 1, _rss_mb()))
+
+        t0 = time.perf_counter()
+        asyncio.run(loop())
+        elapsed = time.perf_counter() - t0
+        policy.close()
+    finally:
+        sim.close()
+    first = next((mb for n, mb in samples if n >= max(trees // 10, 1)), samples[0][1])
+    rows = [
+        f"{trees:,} trees in sequence (Selective(32, 16), Segments(256), prepare + to_records + close each) in {elapsed:.0f} s; "
+        "RSS of the Python process after a gc.collect().",
+        "",
+        "| trees | RSS MB |",
+        "|---|---|",
+    ]
+    rows += [f"| {n:,} | {mb:.1f} |" for n, mb in samples]
+    rows += ["", f"Growth from tree {samples[1][0] if len(samples) > 1 else 1:,} to {samples[-1][0]:,}: "
+             f"{samples[-1][1] - first:+.1f} MB (from the first tree: {samples[-1][1] - samples[0][1]:+.1f} MB)."]
+    return rows
+
+
+SECTIONS = ("throughput", "latency", "prepare", "memory")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=float, default=3.0, help="duration of each throughput measurement")
+    parser.add_argument("--reps", type=int, default=2, help="interleaved repetitions of the throughput measurements")
+    parser.add_argument("--memory-trees", type=int, default=1000, help="trees collected in sequence for the memory section")
+    parser.add_argument("--sections", default=",".join(SECTIONS), help="comma-separated subset of " + ", ".join(SECTIONS))
+    parser.add_argument("--rows-only", action="store_true", help=argparse.SUPPRESS)  # a child process's section
     args = parser.parse_args()
-    lines = ["# focus-go benchmarks", "", "## throughput against the simulated server", ""]
-    lines += throughput_sections(args.seconds)
-    lines += ["", "## latency hiding", ""]
-    lines += latency_section()
-    lines += ["", "## prepare + export (Go core)", ""]
-    lines += go_prepare_export()
-    lines += ["", "## prepare + export through the Python API", ""]
-    lines += python_prepare_export()
+    chosen = [s for s in args.sections.split(",") if s]
+    if args.rows_only:
+        print("\n".join(memory_section(args.memory_trees)))
+        return 0
+    for s in chosen:
+        if s not in SECTIONS:
+            parser.error(f"unknown section {s!r}; expected some of {', '.join(SECTIONS)}")
+    lines = ["# focus-go benchmarks", ""]
+    if "throughput" in chosen:
+        lines += ["## 1-2. throughput against the simulated server", ""]
+        lines += throughput_sections(args.seconds, args.reps)
+    if "latency" in chosen:
+        lines += ["", "## 3. latency hiding", ""]
+        lines += latency_section()
+    if "prepare" in chosen:
+        lines += ["", "## 4. prepare + export (Go core, no Python objects)", ""]
+        lines += go_prepare_export()
+        lines += ["", "## 4. prepare + export to Python records: focus-go vs the plain-Python reference", ""]
+        lines += python_prepare_export()
+    if "memory" in chosen:
+        lines += ["", "## 5. memory", ""]
+        if chosen == ["memory"]:
+            lines += memory_section(args.memory_trees)
+        else:
+            # A fresh process: the earlier sections leave this one's heap large.
+            child = subprocess.run(
+                [sys.executable, __file__, "--sections", "memory", "--memory-trees", str(args.memory_trees), "--rows-only"],
+                capture_output=True, text=True, check=True,
+            )
+            lines += child.stdout.splitlines()
     text = "\n".join(lines) + "\n"
     print(text)
     RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "latest.md").write_text(text)
+    name = "latest.md" if chosen == list(SECTIONS) else "latest-" + "-".join(chosen) + ".md"
+    (RESULTS / name).write_text(text)
     return 0
 
 

@@ -10,6 +10,7 @@ import "C"
 import (
 	"encoding/binary"
 	"math"
+	"slices"
 	"strings"
 	"unsafe"
 
@@ -398,8 +399,10 @@ func focus_batch_export(h C.focus_handle, groupIndex C.int64_t, minAbs C.double,
 		}
 		w := &blobWriter{}
 		a, c := &f.Actor, &f.Critic
-		putU32s(w, "tokens", a.Tokens)
-		putI64s(w, "offsets", a.Offsets)
+		base, deltaOffsets, delta := deltaTokens(b, a)
+		putI64s(w, "base", base)
+		putI64s(w, "delta_offsets", deltaOffsets)
+		putU32s(w, "delta_tokens", delta)
 		putI64s(w, "span_start", a.SpanStart)
 		putI64s(w, "span_offsets", a.SpanOffsets)
 		putBools(w, "span_mask", a.SpanMask)
@@ -421,4 +424,46 @@ func focus_batch_export(h C.focus_handle, groupIndex C.int64_t, minAbs C.double,
 		*blob, *size = mem, C.size_t(n)
 		return nil
 	})
+}
+
+// deltaTokens re-encodes the actor records' tokens against earlier records: record i's
+// tokens are record base[i]'s tokens (nothing when base[i] is -1) followed by
+// delta[offsets[i]:offsets[i+1]]. A record's context is nearly always the tokens of the
+// record before it on its path (the parent edge's last span, or the sample's previous
+// span), so the tree's tokens cross the boundary once instead of once per descendant, and
+// Python builds each token list by extending a list it already holds (sharing its int
+// objects) instead of converting the whole context again. A candidate base is used only
+// when its tokens really are a prefix of the record's, so any batch (filtered by
+// min_abs_advantage, or made from Python samples) decodes to exactly its records.
+func deltaTokens(b *prepare.Batch, a *export.ActorColumns) (base, offsets []int64, delta []uint32) {
+	n := len(a.Advantage)
+	base = make([]int64, n)
+	skip := make([]int, n)
+	last := make(map[int64]int, n) // node id -> its last record so far
+	size := 0
+	for i := range n {
+		tokens := a.Tokens[a.Offsets[i]:a.Offsets[i+1]]
+		cand := -1
+		if i > 0 && a.Sample[i-1] == a.Sample[i] {
+			cand = i - 1
+		} else if j, ok := last[int64(b.Actor[a.Sample[i]].GroupID)]; ok {
+			cand = j
+		}
+		base[i] = -1
+		if cand >= 0 {
+			prev := a.Tokens[a.Offsets[cand]:a.Offsets[cand+1]]
+			if len(prev) <= len(tokens) && slices.Equal(prev, tokens[:len(prev)]) {
+				base[i], skip[i] = int64(cand), len(prev)
+			}
+		}
+		last[a.NodeID[i]] = i
+		size += len(tokens) - skip[i]
+	}
+	offsets = make([]int64, 1, n+1)
+	delta = make([]uint32, 0, size)
+	for i := range n {
+		delta = append(delta, a.Tokens[a.Offsets[i]+int64(skip[i]):a.Offsets[i+1]]...)
+		offsets = append(offsets, int64(len(delta)))
+	}
+	return base, offsets, delta
 }

@@ -184,7 +184,9 @@ focus_status focus_tree_html(focus_handle tree, char *reward, size_t len, focus_
 
 /* Trainer records of a batch, column-wise in one buffer (*blob, *size bytes; free it with
  * focus_buffer_free). *layout (JSON) gives problem_id, group_index, estimators, n_actor,
- * n_critic and, per section, its byte offset and element count: tokens (u32), offsets,
+ * n_critic and, per section, its byte offset and element count: base, delta_offsets (i64)
+ * and delta_tokens (u32) (actor record i's tokens are record base[i]'s tokens, none when -1,
+ * then delta_tokens[delta_offsets[i]:delta_offsets[i+1]]),
  * span_start, span_offsets (i64), span_mask (u8), span_logprobs, advantage (f64), node_id,
  * search_pass (i64, -1 = none), estimator (i32 index into estimators), critic_offsets (i64),
  * critic_context (UTF-8 bytes), critic_target (f64), critic_node_id (i64). min_abs_advantage

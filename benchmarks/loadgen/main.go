@@ -1,7 +1,9 @@
 // Command loadgen measures the ceiling the benchmarks compare against: it either serves the
 // simulated inference server in its own process (`loadgen serve`), or drives a server with
 // segment-sized requests from the Go-native SGLang client and reports requests per second
-// (`loadgen load URL`), with no tree logic at all.
+// (`loadgen load URL`), with no tree logic at all, or collects Selective(32, 16) trees
+// with the Go engine alone, no Python (`loadgen collect URL`), optionally under a CPU
+// profile.
 package main
 
 import (
@@ -22,7 +24,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: loadgen serve [-latency JSON] | loadgen load URL [-c N] [-d seconds] [-tokens N] [-prompt FILE]")
+		fmt.Fprintln(os.Stderr, "usage: loadgen serve [-config JSON] | loadgen load URL [-c N] [-d seconds] [-tokens N] [-prompt FILE] | loadgen collect URL -model DIR -problems FILE [-trees N] [-d seconds] [-cpuprofile FILE] [-record FILE] | loadgen chain URL -prompt FILE [-n N] [-first s] [-per s]")
 		os.Exit(2)
 	}
 	var err error
@@ -31,6 +33,10 @@ func main() {
 		err = serve(os.Args[2:])
 	case "load":
 		err = load(os.Args[2:])
+	case "collect":
+		err = collectTrees(os.Args[2:])
+	case "chain":
+		err = chain(os.Args[2:])
 	default:
 		err = fmt.Errorf("unknown command %q", os.Args[1])
 	}
@@ -69,7 +75,9 @@ func serve(args []string) error {
 }
 
 // load sends max_tokens=-tokens requests with the given prompt ids from -c workers for -d
-// seconds and prints {"requests", "seconds", "rps", "tokens"}.
+// seconds, or with -replay the requests recorded by `collect -record` (each worker cycles
+// through them from its own offset), and prints {"requests", "seconds", "rps", "tokens",
+// "failures", "first_error"}.
 func load(args []string) error {
 	if len(args) < 1 {
 		return fmt.Errorf("load needs a URL")
@@ -80,16 +88,33 @@ func load(args []string) error {
 	seconds := fs.Float64("d", 3, "duration in seconds")
 	tokens := fs.Int("tokens", 256, "max tokens per request")
 	promptFile := fs.String("prompt", "", "JSON file with the prompt token ids")
+	replayFile := fs.String("replay", "", "JSON file of recorded requests [{tokens, max_tokens, seed}]")
 	fs.Parse(args[1:])
-	prompt := []uint32{1, 2, 3, 4}
-	if *promptFile != "" {
-		data, err := os.ReadFile(*promptFile)
+	var replay []recorded
+	switch {
+	case *replayFile != "":
+		data, err := os.ReadFile(*replayFile)
 		if err != nil {
 			return err
 		}
-		if err := json.Unmarshal(data, &prompt); err != nil {
+		if err := json.Unmarshal(data, &replay); err != nil {
 			return err
 		}
+		if len(replay) == 0 {
+			return fmt.Errorf("%s holds no requests", *replayFile)
+		}
+	default:
+		prompt := []uint32{1, 2, 3, 4}
+		if *promptFile != "" {
+			data, err := os.ReadFile(*promptFile)
+			if err != nil {
+				return err
+			}
+			if err := json.Unmarshal(data, &prompt); err != nil {
+				return err
+			}
+		}
+		replay = []recorded{{Tokens: prompt, MaxTokens: *tokens}}
 	}
 	client, err := sglang.New(sglang.Config{BaseURL: url, MaxConcurrency: *workers})
 	if err != nil {
@@ -99,20 +124,28 @@ func load(args []string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(*seconds*float64(time.Second)))
 	defer cancel()
 	var requests, generated, failures atomic.Int64
+	var firstErr atomic.Value
 	var wg sync.WaitGroup
+	cpu0 := processCPU()
 	start := time.Now()
 	for w := 0; w < *workers; w++ {
 		wg.Add(1)
 		go func(w int) {
 			defer wg.Done()
 			for i := 0; ctx.Err() == nil; i++ {
-				seed := int64(w*1_000_003 + i)
-				res, err := client.Generate(ctx, generate.Request{Tokens: prompt, Params: generate.SamplingParams{
-					Temperature: generate.Float64(1), MaxTokens: tokens, Seed: &seed, Logprobs: generate.Int(0)}})
+				r := replay[(w*len(replay)/(*workers)+i)%len(replay)]
+				seed, maxTokens := r.Seed, r.MaxTokens
+				if len(replay) == 1 {
+					seed = int64(w*1_000_003 + i)
+				}
+				res, err := client.Generate(ctx, generate.Request{Tokens: r.Tokens, Params: generate.SamplingParams{
+					Temperature: generate.Float64(1), MaxTokens: &maxTokens, Seed: &seed, Logprobs: generate.Int(0)}})
 				if err != nil {
-					if ctx.Err() == nil {
-						failures.Add(1)
+					if dl, _ := ctx.Deadline(); time.Until(dl) < time.Second {
+						return // a retry cut short by the end of the run, not a server failure
 					}
+					failures.Add(1)
+					firstErr.CompareAndSwap(nil, err.Error())
 					continue
 				}
 				requests.Add(1)
@@ -123,7 +156,9 @@ func load(args []string) error {
 	wg.Wait()
 	elapsed := time.Since(start).Seconds()
 	out, _ := json.Marshal(map[string]any{"requests": requests.Load(), "seconds": elapsed,
-		"rps": float64(requests.Load()) / elapsed, "tokens": generated.Load(), "failures": failures.Load()})
+		"cpu_us_per_request": (processCPU() - cpu0).Seconds() / max(float64(requests.Load()), 1) * 1e6,
+		"rps":                float64(requests.Load()) / elapsed, "tokens": generated.Load(), "failures": failures.Load(),
+		"first_error": firstErr.Load()})
 	fmt.Println(string(out))
 	return nil
 }

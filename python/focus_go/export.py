@@ -12,6 +12,7 @@ generated), ``advantage``, ``lane`` ("actor"), ``group_index``, ``estimator``,
 from __future__ import annotations
 
 import ctypes
+import gc
 import json
 from typing import Any, List, Literal, Optional, Protocol, TypeAlias, TypeVar
 
@@ -87,13 +88,28 @@ def to_samples(
 
 
 def _records(view, layout, group_index, sample_factory, critic_sample_factory) -> List[Any]:
+    # Thousands of records holding millions of list items: a cyclic GC pass in the middle
+    # would walk every list built so far (none can be in a cycle), so collect once after.
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _build_records(view, layout, group_index, sample_factory, critic_sample_factory)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+
+
+def _build_records(view, layout, group_index, sample_factory, critic_sample_factory) -> List[Any]:
     n_actor, n_critic = layout["n_actor"], layout["n_critic"]
     problem_id = layout["problem_id"] or None
     estimators = layout["estimators"] or []
     out: List[Any] = []
     if n_actor:
-        tokens = _section(view, layout, "tokens", "I", 4)
-        offsets = _section(view, layout, "offsets", "q", 8).tolist()
+        # Record i's tokens are record base[i]'s list extended by its own delta: the int
+        # objects of a shared context are made once, not once per descendant.
+        base = _section(view, layout, "base", "q", 8).tolist()
+        delta_offsets = _section(view, layout, "delta_offsets", "q", 8).tolist()
+        delta = _section(view, layout, "delta_tokens", "I", 4)
         span_start = _section(view, layout, "span_start", "q", 8).tolist()
         span_offsets = _section(view, layout, "span_offsets", "q", 8).tolist()
         span_mask = _section(view, layout, "span_mask", "?", 1)
@@ -102,11 +118,16 @@ def _records(view, layout, group_index, sample_factory, critic_sample_factory) -
         node_id = _section(view, layout, "node_id", "q", 8).tolist()
         search_pass = _section(view, layout, "search_pass", "q", 8).tolist()
         estimator = _section(view, layout, "estimator", "i", 4).tolist()
+        token_lists: List[List[int]] = []
         for i in range(n_actor):
             k = span_start[i]
             m0, m1 = span_offsets[i], span_offsets[i + 1]
+            own = delta[delta_offsets[i] : delta_offsets[i + 1]].tolist()
+            b = base[i]
+            tokens = token_lists[b] + own if b >= 0 else own
+            token_lists.append(tokens)
             record = {
-                "tokens": tokens[offsets[i] : offsets[i + 1]].tolist(),
+                "tokens": tokens,
                 "loss_mask": [False] * k + span_mask[m0:m1].tolist(),
                 "behavior_logprobs": [0.0] * k + span_logprobs[m0:m1].tolist(),
                 "advantage": advantage[i],

@@ -1,0 +1,207 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"runtime/pprof"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/focus-go/focus-go/backends/chat"
+	"github.com/focus-go/focus-go/backends/critic"
+	"github.com/focus-go/focus-go/backends/generate"
+	"github.com/focus-go/focus-go/backends/sglang"
+	"github.com/focus-go/focus-go/core/collect"
+	"github.com/focus-go/focus-go/core/mathenv"
+	"github.com/focus-go/focus-go/core/prepare"
+	"github.com/focus-go/focus-go/core/search"
+)
+
+// benchProblem is one entry of the -problems file: {"id", "label", "prompt_tokens"}.
+type benchProblem struct {
+	ID           string   `json:"id"`
+	Label        string   `json:"label"`
+	PromptTokens []uint32 `json:"prompt_tokens"`
+}
+
+// collectTrees runs -trees concurrent Selective(32, 16) collections with Segments(256), a
+// native MathEnv and a constant critic against URL, the engine's all-Go path without
+// Python, and prints the steady-state {"sps", "cpu_us_per_segment"} over a -d second
+// window opening -warmup seconds in, with {"trees", "segments", "credited_segments"}.
+func collectTrees(args []string) error {
+	if len(args) < 1 {
+		return fmt.Errorf("collect needs a URL")
+	}
+	url := args[0]
+	fs := flag.NewFlagSet("collect", flag.ExitOnError)
+	model := fs.String("model", "", "model directory (tokenizer) of the server")
+	problemsFile := fs.String("problems", "", "JSON file: [{id, label, prompt_tokens}]")
+	trees := fs.Int("trees", 16, "concurrent trees")
+	seconds := fs.Float64("d", 3, "measured window in seconds")
+	warmup := fs.Float64("warmup", 1.5, "seconds before the measured window opens")
+	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile here")
+	record := fs.String("record", "", "write the first -max-record requests here (for load -replay)")
+	maxRecord := fs.Int("max-record", 4000, "requests to record")
+	fs.Parse(args[1:])
+	data, err := os.ReadFile(*problemsFile)
+	if err != nil {
+		return err
+	}
+	var problems []benchProblem
+	if err := json.Unmarshal(data, &problems); err != nil {
+		return err
+	}
+	if len(problems) == 0 {
+		return fmt.Errorf("%s lists no problems", *problemsFile)
+	}
+	codec, err := chat.Load(*model)
+	if err != nil {
+		return err
+	}
+	defer codec.Close()
+	client, err := sglang.New(sglang.Config{BaseURL: url})
+	if err != nil {
+		return err
+	}
+	defer client.Close()
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	var policy collect.Policy = client
+	rec := &recorder{Policy: client, max: *maxRecord}
+	if *record != "" {
+		policy = rec
+	}
+	decode := func(ids []uint32) (string, error) { return codec.Decode(ids, false) }
+	// The steady-state window of benchmarks/reference/window.py: trees are credited with the
+	// share of their segments that falls inside [warmup, warmup + d].
+	begin := time.Now()
+	winStart := begin.Add(time.Duration(*warmup * float64(time.Second)))
+	winEnd := winStart.Add(time.Duration(*seconds * float64(time.Second)))
+	var cpuStart, cpuEnd time.Duration
+	var sampled sync.WaitGroup
+	sampled.Add(1)
+	go func() {
+		defer sampled.Done()
+		time.Sleep(time.Until(winStart))
+		cpuStart = processCPU()
+		time.Sleep(time.Until(winEnd))
+		cpuEnd = processCPU()
+	}()
+	type span struct {
+		began, ended time.Time
+		segments     int
+	}
+	var mu sync.Mutex
+	var spans []span
+	var failures atomic.Int64
+	var firstErr atomic.Value
+	var wg sync.WaitGroup
+	for w := 0; w < *trees; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := w; time.Now().Before(winEnd); i += *trees {
+				p := problems[i%len(problems)]
+				cfg := collect.Config{
+					ProblemID: p.ID, PromptTokens: p.PromptTokens, Segments: 256,
+					Sampling: generate.SamplingParams{Temperature: generate.Float64(1), Logprobs: generate.Int(0)},
+					Search:   search.Selective(32, 16), Reward: prepare.DefaultRewardConfig(), AllowPartial: true, Codec: codec.Tokenizer(),
+				}
+				cfg.Search.Seed = uint64(i)
+				began := time.Now()
+				res, err := collect.Run(context.Background(), cfg, policy, mathenv.New(p.Label, decode), critic.Constant(0.5))
+				if err != nil || res.Tree == nil {
+					if err != nil {
+						firstErr.CompareAndSwap(nil, err.Error())
+					}
+					failures.Add(1)
+					continue
+				}
+				mu.Lock()
+				spans = append(spans, span{began, time.Now(), res.Tree.Len() - 1})
+				mu.Unlock()
+			}
+		}(w)
+	}
+	wg.Wait()
+	sampled.Wait()
+	credited, segments := 0.0, 0
+	for _, s := range spans {
+		segments += s.segments
+		overlap := minTime(s.ended, winEnd).Sub(maxTime(s.began, winStart))
+		if overlap > 0 {
+			credited += float64(s.segments) * overlap.Seconds() / max(s.ended.Sub(s.began).Seconds(), 1e-9)
+		}
+	}
+	window := winEnd.Sub(winStart).Seconds()
+	out, _ := json.Marshal(map[string]any{"trees": len(spans), "segments": segments, "credited_segments": credited,
+		"seconds": window, "sps": credited / window, "cpu_us_per_segment": (cpuEnd - cpuStart).Seconds() / max(credited, 1) * 1e6,
+		"failures": failures.Load(), "first_error": firstErr.Load()})
+	fmt.Println(string(out))
+	if *record != "" {
+		data, err := json.Marshal(rec.requests)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(*record, data, 0o644)
+	}
+	return nil
+}
+
+// recorded is one policy request as the engine sent it.
+type recorded struct {
+	Tokens    []uint32 `json:"tokens"`
+	MaxTokens int      `json:"max_tokens"`
+	Seed      int64    `json:"seed"`
+}
+
+// recorder passes requests to Policy and keeps the first max of them.
+type recorder struct {
+	collect.Policy
+	max      int
+	mu       sync.Mutex
+	requests []recorded
+}
+
+func (r *recorder) Generate(ctx context.Context, req generate.Request) (*generate.Result, error) {
+	r.mu.Lock()
+	if len(r.requests) < r.max {
+		rec := recorded{Tokens: append([]uint32(nil), req.Tokens...)}
+		if req.Params.MaxTokens != nil {
+			rec.MaxTokens = *req.Params.MaxTokens
+		}
+		if req.Params.Seed != nil {
+			rec.Seed = *req.Params.Seed
+		}
+		r.requests = append(r.requests, rec)
+	}
+	r.mu.Unlock()
+	return r.Policy.Generate(ctx, req)
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
