@@ -4,9 +4,14 @@
 // directory or the Hugging Face hub cache, never a download); and reading the
 // tokenizer_config.json fields that chat rendering needs (LoadConfig).
 //
+// Decode is the engine's hot path (every generated segment and every graded rollout), so
+// byte-level BPE tokenizers (GPT-2/Qwen: BPE model, ByteLevel decoder) decode in Go from a
+// table built at load, byte-for-byte what the Rust library returns; every other tokenizer,
+// and the rare output Rust cannot return through C (a NUL byte), decodes in Rust.
+//
 // A Tokenizer is safe for concurrent use: the Rust tokenizer is immutable once loaded and
 // its encode/decode take shared references. Close releases the Rust object; using a closed
-// Tokenizer returns an error instead of crashing. Resolve and LoadConfig only read files; a
+// Tokenizer returns an error instead of crashing. The Go decode table is immutable. Resolve and LoadConfig only read files; a
 // Config is a plain value, safe to share once loaded and not modified.
 package tokenizer
 
@@ -27,7 +32,8 @@ type Tokenizer struct {
 	mu     sync.RWMutex // guards tk against Close racing with use
 	tk     *tokenizers.Tokenizer
 	source string
-	vocab  int // cached: the Rust side builds the whole vocabulary map to count it
+	vocab  int             // cached: the Rust side builds the whole vocabulary map to count it
+	fast   *byteLevelTable // Go-native decode for byte-level BPE files; nil: decode in Rust
 }
 
 // Load reads a tokenizer from a tokenizer.json path or from a directory that holds one.
@@ -53,7 +59,38 @@ func FromBytes(data []byte) (*Tokenizer, error) {
 	if err != nil {
 		return nil, status.Wrap(status.InvalidArgument, err, "tokenizer: cannot parse tokenizer.json")
 	}
-	return &Tokenizer{tk: tk, source: "<bytes>", vocab: int(tk.VocabSize())}, nil
+	t := &Tokenizer{tk: tk, source: "<bytes>", vocab: int(tk.VocabSize())}
+	t.fast = newByteLevelTable(data)
+	if t.fast != nil && !t.fastAgrees() {
+		t.fast = nil
+	}
+	return t, nil
+}
+
+// fastAgrees cross-checks the byte-level table against Rust before trusting it: the id
+// count, every added token alone, and the first and last ids of the vocabulary. The full
+// equivalence is what the tests establish; this catches a file that parses the same but
+// that Rust reads differently.
+func (t *Tokenizer) fastAgrees() bool {
+	if t.fast.size != t.vocab {
+		return false
+	}
+	var probe []uint32
+	n := uint32(len(t.fast.present))
+	for id := uint32(0); id < n; id++ {
+		if id < 512 || id+512 >= n || t.fast.special[id] {
+			probe = append(probe, id)
+		}
+	}
+	for _, id := range probe {
+		for _, skip := range []bool{false, true} {
+			one := []uint32{id}
+			if got, ok := t.fast.decode(one, skip); ok && got != t.tk.Decode(one, skip) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // Source is the file the tokenizer was loaded from ("<bytes>" when parsed from memory).
@@ -83,6 +120,11 @@ func (t *Tokenizer) Decode(ids []uint32, skipSpecial bool) (string, error) {
 	for i, id := range ids {
 		if int(id) >= t.vocab {
 			return "", status.Errorf(status.InvalidArgument, "tokenizer: token %d at position %d is outside the vocabulary (size %d)", id, i, t.vocab)
+		}
+	}
+	if t.fast != nil {
+		if text, ok := t.fast.decode(ids, skipSpecial); ok {
+			return text, nil
 		}
 	}
 	return t.tk.Decode(ids, skipSpecial), nil
