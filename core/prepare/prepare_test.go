@@ -57,6 +57,54 @@ func TestPrepareBadInput(t *testing.T) {
 	}
 }
 
+// TestPrepareSpanCheckOnEntry pins down where the per-token span checks
+// happen. A tree built as a literal has no record of any check, so Prepare
+// reads every span and rejects a bad one. A tree grown by AddChild had its
+// spans checked on entry and Prepare does not read them again: writing into a
+// checked array after insertion (which the tree package forbids) is seen by
+// Validate only, the observable proof that the tokens are not re-read.
+func TestPrepareSpanCheckOnEntry(t *testing.T) {
+	nan := func(tr *tree.Tree) *tree.Tree {
+		tr.Nodes[4].Spans[0].Logprobs[0] = math.NaN()
+		return tr
+	}
+	fig := func() *tree.Tree { return treetest.Figure61() }
+	literal := func() *tree.Tree {
+		g := fig()
+		return &tree.Tree{ProblemID: g.ProblemID, Nodes: g.Nodes, Stats: g.Stats}
+	}
+	tests := []struct {
+		name  string
+		tree  *tree.Tree
+		field string // "" = accepted
+	}{
+		{"literal tree", literal(), ""},
+		{"literal tree with a bad span", nan(literal()), "spans[0].logprobs[0]"},
+		{"grown tree", fig(), ""},
+		{"grown tree with a replaced bad span", func() *tree.Tree {
+			tr := fig()
+			tr.Nodes[4].Spans = []tree.PackedSequence{{Tokens: []uint32{30}, Trainable: []bool{true}, Logprobs: []float64{math.NaN()}}}
+			return tr
+		}(), "spans[0].logprobs[0]"},
+		{"grown tree written in place", nan(fig()), ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := prepare.Prepare(tc.tree, prepare.DefaultRewardConfig(), prepare.DirectBranchTd{})
+			if tc.field == "" {
+				require.NoError(t, err)
+				return
+			}
+			assert.Equal(t, status.InvalidArgument, status.CodeOf(err))
+			var ve *tree.ValidationError
+			require.True(t, errors.As(err, &ve), "got %v", err)
+			assert.Equal(t, 4, ve.NodeID, err.Error())
+			assert.Equal(t, tc.field, ve.Field, err.Error())
+		})
+	}
+	assert.Error(t, nan(fig()).Validate(), "Validate still reads every token")
+}
+
 func TestRewardConfigValidate(t *testing.T) {
 	tests := []struct {
 		name  string

@@ -35,7 +35,10 @@ func Values(t *tree.Tree, cfg RewardConfig) (*TreeValues, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if err := t.Validate(); err != nil {
+	// Revalidate: the full check of Validate, except that spans already
+	// checked as their node entered the tree are not re-read token by token;
+	// search calls this once per branching round.
+	if err := t.Revalidate(); err != nil {
 		return nil, fmt.Errorf("prepare: %w", err)
 	}
 	n := len(t.Nodes)

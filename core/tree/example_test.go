@@ -25,3 +25,27 @@ func Example() {
 	// "Q: 2+2? A: 4."
 	// 3 <nil>
 }
+
+// Revalidate re-reads the tokens only of spans that did not enter the tree
+// through AddChild or Unmarshal: replacing a span slice after insertion is
+// caught, a tree literal is checked in full.
+func ExampleTree_Revalidate() {
+	prompt := tree.PackedSequence{Tokens: []uint32{101}, Trainable: []bool{false}, Logprobs: []float64{0}}
+	t := tree.New("p", prompt, "Q")
+	gen := tree.PackedSequence{Tokens: []uint32{5}, Trainable: []bool{true}, Logprobs: []float64{-0.5}}
+	id, _ := t.AddChild(0, tree.Node{Spans: []tree.PackedSequence{gen}, Done: true, Reward: 1})
+	fmt.Println(t.Revalidate())
+
+	t.Nodes[id].Spans = []tree.PackedSequence{{Tokens: []uint32{5}, Trainable: []bool{true}}}
+	fmt.Println(t.Revalidate())
+
+	lit := &tree.Tree{ProblemID: "p", Nodes: []tree.Node{
+		{ID: 0, Parent: -1, Children: []int{1}, Spans: []tree.PackedSequence{prompt}},
+		{ID: 1, Parent: 0, Depth: 1, Spans: []tree.PackedSequence{{Tokens: []uint32{5}}}, Done: true},
+	}}
+	fmt.Println(lit.Revalidate())
+	// Output:
+	// <nil>
+	// tree: node 1 spans[0].logprobs: has 0 entries for 1 tokens
+	// tree: node 1 spans[0].trainable: has 0 entries for 1 tokens
+}

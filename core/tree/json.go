@@ -48,7 +48,7 @@ type treeWire struct {
 
 // Marshal validates t and encodes it as JSON.
 func Marshal(t *Tree) ([]byte, error) {
-	if err := t.validate(); err != nil {
+	if err := t.validate(true); err != nil {
 		return nil, status.Wrap(status.InvalidArgument, err, "tree: marshal")
 	}
 	data, err := jsonAPI.Marshal(t)
@@ -58,7 +58,8 @@ func Marshal(t *Tree) ([]byte, error) {
 	return data, nil
 }
 
-// Unmarshal decodes a JSON tree and validates it.
+// Unmarshal decodes a JSON tree and validates it; its nodes' spans count as
+// checked on entry, as AddChild's do.
 func Unmarshal(data []byte) (*Tree, error) {
 	var w treeWire
 	if err := jsonAPI.Unmarshal(data, &w); err != nil {
@@ -77,7 +78,7 @@ func Encode(w io.Writer, t *Tree) error {
 	return err
 }
 
-// Decode reads one JSON tree from r and validates it.
+// Decode reads one JSON tree from r and validates it, like Unmarshal.
 func Decode(r io.Reader) (*Tree, error) {
 	var w treeWire
 	if err := jsonAPI.NewDecoder(r).Decode(&w); err != nil {
@@ -107,6 +108,9 @@ func fromWire(w *treeWire) (*Tree, error) {
 	}
 	if err := t.Validate(); err != nil {
 		return nil, err
+	}
+	for id := 1; id < len(t.Nodes); id++ {
+		t.stamp(id)
 	}
 	return t, nil
 }

@@ -127,11 +127,21 @@ type Stats struct {
 }
 
 // Tree is the whole mutable search state of one problem (SchedulerState in the
-// Python API). Nodes[i].ID == i, and Nodes[0] is the root.
+// Python API). Nodes[i].ID == i, and Nodes[0] is the root. Besides the exported
+// fields a tree holds the record of the span checks made as nodes entered it
+// (see the package doc); copying a Tree value shares that record, which is
+// safe, and reflect.DeepEqual sees it, so compare a literal tree with a grown
+// one by content (Marshal) rather than DeepEqual.
 type Tree struct {
 	ProblemID string `json:"problem_id"`
 	Nodes     []Node `json:"nodes"`
 	Stats     Stats  `json:"stats"`
+
+	// nodeStamps[id] and spanStamps record the span arrays checked when node
+	// id entered the tree (stamp.go); a tree built as a literal has none, so
+	// Revalidate checks all its spans.
+	nodeStamps []nodeStamp
+	spanStamps []spanStamp
 }
 
 // New returns a tree holding only the root, whose edge is the prompt. Invalid
@@ -164,7 +174,9 @@ func (t *Tree) Node(id int) *Node {
 
 // AddChild appends child under parent and returns its id. It fills ID, Parent
 // and Depth, clears Children, and replaces invalid UTF-8 in the display
-// strings with U+FFFD so that the tree always serialises losslessly.
+// strings with U+FFFD so that the tree always serialises losslessly. It checks
+// the child's spans token by token and records them as checked (see the
+// package doc), so later Revalidate calls do not read them again.
 func (t *Tree) AddChild(parent int, child Node) (int, error) {
 	p := t.Node(parent)
 	if p == nil {
@@ -178,11 +190,12 @@ func (t *Tree) AddChild(parent int, child Node) (int, error) {
 	child.Text = validUTF8(child.Text)
 	child.Observation = validUTF8(child.Observation)
 	child.Failed = validUTF8(child.Failed)
-	if err := child.validateFields(id, id+1); err != nil {
+	if err := child.validateFields(id, id+1, true); err != nil {
 		return -1, status.Wrap(status.InvalidArgument, err, "tree: add child")
 	}
 	t.Nodes = append(t.Nodes, child)
 	t.Nodes[parent].Children = append(t.Nodes[parent].Children, id)
+	t.stamp(id)
 	return id, nil
 }
 

@@ -31,15 +31,32 @@ func invalid(id int, field, format string, args ...any) *ValidationError {
 // Validate checks that the tree is a well-formed rooted tree with aligned
 // spans and finite numbers. It reports the first problem in node-id order as
 // a *ValidationError classified status.InvalidArgument. Reward bounds depend
-// on the reward configuration and are checked by preparation.
+// on the reward configuration and are checked by preparation. Validate reads
+// every token of every span; see Revalidate for the check preparation uses.
 func (t *Tree) Validate() error {
-	if err := t.validate(); err != nil {
+	if err := t.validate(true); err != nil {
 		return status.Wrap(status.InvalidArgument, err, "tree")
 	}
 	return nil
 }
 
-func (t *Tree) validate() *ValidationError {
+// Revalidate makes the checks of Validate, reporting the same first problem,
+// but re-reads the tokens of a node's spans only when they are not the ones
+// checked as the node entered the tree (see the package doc): the structure,
+// rewards, critic predictions, flags, strings and statistics are checked on
+// every call, so its cost grows with the number of nodes rather than tokens
+// on a tree grown by AddChild or read by Unmarshal/Decode. Like Validate it
+// only reads the tree.
+func (t *Tree) Revalidate() error {
+	if err := t.validate(false); err != nil {
+		return status.Wrap(status.InvalidArgument, err, "tree")
+	}
+	return nil
+}
+
+// validate checks the tree; with all false, span contents are re-read only
+// for nodes whose spans do not match their entry stamp.
+func (t *Tree) validate(all bool) *ValidationError {
 	n := len(t.Nodes)
 	if n == 0 {
 		return invalid(-1, "nodes", "empty: a tree needs at least its root")
@@ -50,11 +67,17 @@ func (t *Tree) validate() *ValidationError {
 	if err := t.Stats.validate(); err != nil {
 		return err
 	}
+	checked := 0
 	for i := range t.Nodes {
-		if err := t.Nodes[i].validateFields(i, n); err != nil {
+		spans := all || !t.stamped(i)
+		if spans {
+			checked++
+		}
+		if err := t.Nodes[i].validateFields(i, n, spans); err != nil {
 			return err
 		}
 	}
+	spanChecks.Add(int64(checked))
 	listed := make([]bool, n)
 	for i := range t.Nodes {
 		for k, c := range t.Nodes[i].Children {
@@ -111,8 +134,8 @@ func (t *Tree) cycleFrom(id int) string {
 }
 
 // validateFields checks what can be checked on node id alone, in a tree of n
-// nodes.
-func (nd *Node) validateFields(id, n int) *ValidationError {
+// nodes; the per-token span checks only when spans is true.
+func (nd *Node) validateFields(id, n int, spans bool) *ValidationError {
 	if nd.ID != id {
 		return invalid(id, "id", "is %d, expected its position %d", nd.ID, id)
 	}
@@ -137,20 +160,9 @@ func (nd *Node) validateFields(id, n int) *ValidationError {
 			return invalid(id, "parent", "cycle: the node is its own parent")
 		}
 	}
-	for k, s := range nd.Spans {
-		if len(s.Trainable) != len(s.Tokens) {
-			return invalid(id, fmt.Sprintf("spans[%d].trainable", k), "has %d entries for %d tokens", len(s.Trainable), len(s.Tokens))
-		}
-		if len(s.Logprobs) != len(s.Tokens) {
-			return invalid(id, fmt.Sprintf("spans[%d].logprobs", k), "has %d entries for %d tokens", len(s.Logprobs), len(s.Tokens))
-		}
-		for j, lp := range s.Logprobs {
-			if !finite(lp) {
-				return invalid(id, fmt.Sprintf("spans[%d].logprobs[%d]", k, j), "is %g, not finite", lp)
-			}
-		}
-		if id == 0 && s.HasTrainable() {
-			return invalid(0, fmt.Sprintf("spans[%d].trainable", k), "the prompt has no generated tokens")
+	if spans {
+		if err := nd.validateSpans(id); err != nil {
+			return err
 		}
 	}
 	if !finite(nd.Reward) {
@@ -168,6 +180,28 @@ func (nd *Node) validateFields(id, n int) *ValidationError {
 	for _, f := range [...]struct{ name, s string }{{"text", nd.Text}, {"observation", nd.Observation}, {"failed", nd.Failed}} {
 		if !utf8.ValidString(f.s) {
 			return invalid(id, f.name, "not valid UTF-8")
+		}
+	}
+	return nil
+}
+
+// validateSpans is the per-token part of validateFields: aligned lengths,
+// finite log-probabilities and, on the root, no generated tokens.
+func (nd *Node) validateSpans(id int) *ValidationError {
+	for k, s := range nd.Spans {
+		if len(s.Trainable) != len(s.Tokens) {
+			return invalid(id, fmt.Sprintf("spans[%d].trainable", k), "has %d entries for %d tokens", len(s.Trainable), len(s.Tokens))
+		}
+		if len(s.Logprobs) != len(s.Tokens) {
+			return invalid(id, fmt.Sprintf("spans[%d].logprobs", k), "has %d entries for %d tokens", len(s.Logprobs), len(s.Tokens))
+		}
+		for j, lp := range s.Logprobs {
+			if !finite(lp) {
+				return invalid(id, fmt.Sprintf("spans[%d].logprobs[%d]", k, j), "is %g, not finite", lp)
+			}
+		}
+		if id == 0 && s.HasTrainable() {
+			return invalid(0, fmt.Sprintf("spans[%d].trainable", k), "the prompt has no generated tokens")
 		}
 	}
 	return nil
