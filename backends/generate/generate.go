@@ -13,6 +13,8 @@ import (
 	"math"
 	"strconv"
 
+	jsoniter "github.com/json-iterator/go"
+
 	"github.com/focus-go/focus-go/core/status"
 )
 
@@ -212,6 +214,19 @@ func (m StopMatch) Value() any {
 		return m.String
 	}
 	return nil
+}
+
+// ReadStopMatch reads a server's matched-stop field (SGLang finish_reason.matched, vLLM
+// stop_reason): a number is a token id, a string a stop string, anything else (null) none.
+func ReadStopMatch(iter *jsoniter.Iterator) StopMatch {
+	switch iter.WhatIsNext() {
+	case jsoniter.NumberValue:
+		return StopMatch{Kind: MatchToken, Token: iter.ReadUint32()}
+	case jsoniter.StringValue:
+		return StopMatch{Kind: MatchString, String: iter.ReadString()}
+	}
+	iter.Skip()
+	return StopMatch{}
 }
 
 // MarshalJSON writes null, the token id, or the string.

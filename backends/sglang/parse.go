@@ -221,14 +221,7 @@ func readFinish(iter *jsoniter.Iterator, m *metaInfo) {
 		case "type":
 			m.finishType = iter.ReadString()
 		case "matched":
-			switch iter.WhatIsNext() {
-			case jsoniter.NumberValue:
-				m.matched = generate.StopMatch{Kind: generate.MatchToken, Token: iter.ReadUint32()}
-			case jsoniter.StringValue:
-				m.matched = generate.StopMatch{Kind: generate.MatchString, String: iter.ReadString()}
-			default:
-				iter.Skip()
-			}
+			m.matched = generate.ReadStopMatch(iter)
 		case "message":
 			if iter.WhatIsNext() == jsoniter.StringValue {
 				m.abortMessage = iter.ReadString()

@@ -183,14 +183,7 @@ func readChoice(iter *jsoniter.Iterator, c *choice) {
 				iter.Skip()
 			}
 		case "stop_reason":
-			switch iter.WhatIsNext() {
-			case jsoniter.NumberValue:
-				c.stopReason = generate.StopMatch{Kind: generate.MatchToken, Token: iter.ReadUint32()}
-			case jsoniter.StringValue:
-				c.stopReason = generate.StopMatch{Kind: generate.MatchString, String: iter.ReadString()}
-			default:
-				iter.Skip()
-			}
+			c.stopReason = generate.ReadStopMatch(iter)
 		case "token_ids":
 			if iter.WhatIsNext() == jsoniter.NilValue {
 				iter.Skip()
