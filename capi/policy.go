@@ -94,15 +94,21 @@ func toWireResult(r *generate.Result) wireResult {
 	return w
 }
 
+// policyCall resolves a policy handle and the context of one blocking call on it.
+func policyCall(h, cancel C.focus_handle) (closingPolicy, context.Context, error) {
+	p, err := handleAs[closingPolicy](uint64(h), "policy")
+	if err != nil {
+		return p, nil, err
+	}
+	ctx, err := callContext(cancel)
+	return p, ctx, err
+}
+
 //export focus_policy_generate
 func focus_policy_generate(h C.focus_handle, cancel C.focus_handle, prefix *C.uint32_t, count C.size_t,
 	params *C.char, n C.size_t, out **C.char, errOut **C.char) C.focus_status {
 	return guard(errOut, func() error {
-		p, err := handleAs[closingPolicy](uint64(h), "policy")
-		if err != nil {
-			return err
-		}
-		ctx, err := callContext(cancel)
+		p, ctx, err := policyCall(h, cancel)
 		if err != nil {
 			return err
 		}
@@ -122,11 +128,7 @@ func focus_policy_generate(h C.focus_handle, cancel C.focus_handle, prefix *C.ui
 //export focus_policy_startup_check
 func focus_policy_startup_check(h C.focus_handle, cancel C.focus_handle, out **C.char, errOut **C.char) C.focus_status {
 	return guard(errOut, func() error {
-		p, err := handleAs[closingPolicy](uint64(h), "policy")
-		if err != nil {
-			return err
-		}
-		ctx, err := callContext(cancel)
+		p, ctx, err := policyCall(h, cancel)
 		if err != nil {
 			return err
 		}
