@@ -86,7 +86,8 @@ FUZZ_TARGETS := \
 	backends/sglang:FuzzParseResponse backends/vllm:FuzzParseResponse \
 	backends/openai:FuzzParseChat backends/openai:FuzzParseResponses \
 	backends/transport:FuzzErrorMessage backends/transport:FuzzParseRetryAfter \
-	core/tree:FuzzUnmarshal core/mathenv:FuzzNormalize capi:FuzzABIJSONInputs
+	core/tree:FuzzUnmarshal core/mathenv:FuzzNormalize capi:FuzzABIJSONInputs \
+	backends/sim:FuzzFastGenerateDecode
 
 .PHONY: fuzz race
 

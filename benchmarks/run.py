@@ -77,7 +77,11 @@ def _best(fn, reps: int = 3) -> tuple:
 def python_prepare_export() -> list[str]:
     """The same trees through the C boundary (prepare_samples + Batch.to_records) and through
     the plain-Python reference (DirectBranchTd values, advantages, critic targets, records),
-    each producing identical records."""
+    each producing identical records. prepare_samples returns samples that are built on first
+    access (the reference's prepare returns bare numbers); reading every critic sample is timed
+    on its own. Boundary MB: what prepare_samples receives (metadata JSON + sample columns),
+    then what to_records receives (records' new tokens, own-span masks and logprobs, per-record
+    columns, critic contexts)."""
     from focus_go import DirectBranchTd, RewardConfig, _lib
     from focus_go.preparation import prepare_samples
     from focus_go.tree import SchedulerState
@@ -86,48 +90,85 @@ def python_prepare_export() -> list[str]:
     from reference import algorithm
 
     rows = [
-        "| rollouts | records | focus-go prepare ms | reference prepare ms | x | focus-go records ms | reference records ms | x "
-        "| focus-go records/s | reference records/s | end-to-end x | boundary MB (before: full contexts) |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| rollouts | nodes | records | prepare ms (focus-go / reference) | x | to_records ms (focus-go / reference) | x "
+        "| end-to-end x | records/s (focus-go / reference) | read batch.critic ms | boundary MB (prepare / records) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for n in SIZES:
         state = SchedulerState(_lib.call_handle("focus_selftest_search_tree", n, 8, 256, 1))
         ref_tree = algorithm.from_json(json.loads(state.to_json()))
-        reps = 3 if n <= 1024 else 2
-        go_prep, batch = _best(lambda: prepare_samples(state, reward_config=RewardConfig(), estimator=DirectBranchTd()), reps)
-        go_rec, records = _best(lambda: batch.to_records(0), reps)
-        n_records = len(records)
-        actor = [r for r in records if r["lane"] == "actor"]
-        tokens = sum(len(r["tokens"]) for r in actor)
-        own = sum(sum(r["loss_mask"]) for r in actor)
-        # what crosses now: each record's new tokens once (u32) + (u8 mask + f64 logprob) per own
-        # token + per-record columns; before, every record's full context crossed as u32.
-        del actor, records
-        layout_bytes = _boundary_bytes(batch)
-        before = tokens * 4 + own * 9 + n_records * 52
+        reps = 5 if n <= 1024 else 3
+
+        def go_prep():
+            return prepare_samples(state, reward_config=RewardConfig(), estimator=DirectBranchTd())
 
         def ref_prep():
             vals = algorithm.values(ref_tree)
             return algorithm.advantages(ref_tree, vals), algorithm.critic_targets(ref_tree, vals)
-        ref_p, (adv, targets) = _best(ref_prep, reps)
-        ref_r, ref_records = _best(lambda: algorithm.records(ref_tree, adv, targets), reps)
-        assert len(ref_records) == n_records, (len(ref_records), n_records)
-        if n == SIZES[0]:  # the two implementations produce the same records
-            key = lambda r: (r["lane"], r["node_id"])  # noqa: E731
-            assert sorted(ref_records, key=key) == sorted(batch.to_records(0), key=key), "reference records differ"
-        del ref_records
+
+        # Interleaved, best of reps each: the two sides see the same machine load.
+        go_p = ref_p = go_r = ref_r = go_c = float("inf")
+        for _ in range(reps):
+            t, batch = _best(go_prep, 1)
+            go_p = min(go_p, t)
+            t, (adv, targets) = _best(ref_prep, 1)
+            ref_p = min(ref_p, t)
+            t, records = _best(lambda: batch.to_records(0), 1)
+            go_r = min(go_r, t)
+            n_records = len(records)
+            del records
+            t, ref_records = _best(lambda: algorithm.records(ref_tree, adv, targets), 1)
+            ref_r = min(ref_r, t)
+            assert len(ref_records) == n_records, (len(ref_records), n_records)
+            del ref_records
+            t, _ = _best(lambda: len(list(batch.critic)), 1)
+            go_c = min(go_c, t)
+        # the two implementations produce the same records
+        key = lambda r: (r["lane"], r["node_id"])  # noqa: E731
+        if n <= 1024:
+            assert sorted(algorithm.records(ref_tree, adv, targets), key=key) == sorted(batch.to_records(0), key=key), "reference records differ"
+        prep_bytes, rec_bytes = _prepare_bytes(state), _boundary_bytes(batch)
         rows.append(
-            f"| {n} | {n_records:,} | {go_prep * 1e3:.1f} | {ref_p * 1e3:.1f} | {ref_p / go_prep:.2f} | {go_rec * 1e3:.0f} | "
-            f"{ref_r * 1e3:.0f} | {ref_r / go_rec:.2f} | {n_records / (go_prep + go_rec):,.0f} | {n_records / (ref_p + ref_r):,.0f} | "
-            f"{(ref_p + ref_r) / (go_prep + go_rec):.2f} | {layout_bytes / 1e6:.1f} ({before / 1e6:.1f}) |"
+            f"| {n:,} | {len(ref_tree.nodes):,} | {n_records:,} | {go_p * 1e3:.1f} / {ref_p * 1e3:.1f} | {ref_p / go_p:.2f} "
+            f"| {go_r * 1e3:.0f} / {ref_r * 1e3:.0f} | {ref_r / go_r:.2f} | {(ref_p + ref_r) / (go_p + go_r):.2f} "
+            f"| {n_records / (go_p + go_r):,.0f} / {n_records / (ref_p + ref_r):,.0f} | {go_c * 1e3:.1f} "
+            f"| {prep_bytes / 1e6:.2f} / {rec_bytes / 1e6:.1f} |"
         )
         del batch
         state.close()
     return rows
 
 
+def _take_blob_size(name: str, handle: int) -> int:
+    """Bytes of the (layout JSON, buffer) pair that function `name` returns for a handle."""
+    import ctypes
+
+    from focus_go import _lib
+
+    layout_ptr, blob, size = ctypes.c_void_p(), ctypes.c_void_p(), ctypes.c_size_t()
+    _lib.call(name, _lib.c_handle(handle), ctypes.byref(layout_ptr), ctypes.byref(blob), ctypes.byref(size))
+    layout = _lib.take_string(layout_ptr)
+    _lib.lib().focus_buffer_free(blob)
+    return size.value + len(layout)
+
+
+def _prepare_bytes(state) -> int:
+    """Bytes prepare_samples receives: focus_prepare's metadata JSON and the sample columns."""
+    import ctypes
+
+    from focus_go import RewardConfig, _lib
+
+    cfg = RewardConfig()._json()
+    out = _lib.c_handle()
+    summary = _lib.call_string("focus_prepare", _lib.c_handle(state.handle), cfg, len(cfg), b"DirectBranchTd", ctypes.byref(out))
+    try:
+        return len(summary.encode()) + _take_blob_size("focus_batch_columns", out.value)
+    finally:
+        _lib.release(out.value)
+
+
 def _boundary_bytes(batch) -> int:
-    """Bytes of the buffer focus_batch_export hands to Python for this batch."""
+    """Bytes of the buffer and layout focus_batch_export hands to Python for this batch."""
     import ctypes
 
     from focus_go import _lib

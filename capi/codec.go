@@ -27,6 +27,18 @@ func cIDs(ids []uint32, out **C.uint32_t, n *C.size_t) {
 	*out = (*C.uint32_t)(buf)
 }
 
+// cFloats copies values into a C buffer the caller frees with focus_buffer_free (NULL
+// when empty).
+func cFloats(values []float64) *C.double {
+	if len(values) == 0 {
+		return nil
+	}
+	size := C.size_t(len(values)) * 8
+	buf := C.malloc(size)
+	C.memcpy(buf, unsafe.Pointer(&values[0]), size)
+	return (*C.double)(buf)
+}
+
 // goIDs views caller-owned token ids without copying; it must not outlive the call.
 func goIDs(p *C.uint32_t, n C.size_t) []uint32 {
 	if p == nil || n == 0 {

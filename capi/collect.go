@@ -8,8 +8,10 @@ import "C"
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/focus-go/focus-go/backends/chat"
 	"github.com/focus-go/focus-go/backends/critic"
@@ -236,10 +238,18 @@ func collectionOf(h C.focus_handle) (*collection, error) {
 	return handleAs[*collection](uint64(h), "collection")
 }
 
-// focus_collection_poll takes the next request for Python (see core/bridge for the kinds).
+// polledRequest is a request as Python reads it: tokens is the [start, end) range of a
+// policy.generate prefix in the poll's token array.
+type polledRequest struct {
+	bridge.Request
+	Tokens *[2]int `json:"tokens,omitempty"`
+}
+
+// focus_collection_poll takes up to max queued requests for Python (see core/bridge for
+// the kinds), with the policy.generate prefixes concatenated in one array.
 //
 //export focus_collection_poll
-func focus_collection_poll(h C.focus_handle, timeoutMs C.int64_t, out **C.char, errOut **C.char) C.focus_status {
+func focus_collection_poll(h C.focus_handle, timeoutMs C.int64_t, limit C.int32_t, out **C.char, tokens **C.uint32_t, nTokens *C.size_t, errOut **C.char) C.focus_status {
 	return guard(errOut, func() error {
 		c, err := collectionOf(h)
 		if err != nil {
@@ -247,14 +257,27 @@ func focus_collection_poll(h C.focus_handle, timeoutMs C.int64_t, out **C.char, 
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Duration(timeoutMs)*time.Millisecond)
 		defer cancel()
-		req, err := c.bridge.Poll(ctx)
+		reqs, err := c.bridge.PollMany(ctx, int(limit))
 		if err != nil {
 			if bridge.IsClosed(err) {
 				return status.Wrap(status.Cancelled, err, "collection finished")
 			}
 			return err
 		}
-		return returnJSON(out, req)
+		polled := make([]polledRequest, len(reqs))
+		var ids []uint32
+		for i, r := range reqs {
+			polled[i].Request = r
+			if r.Tokens != nil {
+				polled[i].Tokens = &[2]int{len(ids), len(ids) + len(r.Tokens)}
+				ids = append(ids, r.Tokens...)
+			}
+		}
+		if err := returnJSON(out, polled); err != nil {
+			return err
+		}
+		cIDs(ids, tokens, nTokens)
+		return nil
 	})
 }
 
@@ -266,6 +289,28 @@ func focus_collection_resolve(h C.focus_handle, id C.uint64_t, payload *C.char, 
 			return err
 		}
 		return c.bridge.Resolve(uint64(id), append([]byte(nil), goBytes(payload, n)...))
+	})
+}
+
+// focus_collection_resolve_generate answers a policy.generate request with its ids and
+// logprobs as arrays beside the JSON rest of the result.
+//
+//export focus_collection_resolve_generate
+func focus_collection_resolve_generate(h C.focus_handle, id C.uint64_t, tokens *C.uint32_t, logprobs *C.double, n C.size_t, payload *C.char, payloadLen C.size_t, errOut **C.char) C.focus_status {
+	return guard(errOut, func() error {
+		c, err := collectionOf(h)
+		if err != nil {
+			return err
+		}
+		lps := []float64{}
+		if n > 0 {
+			lps = slices.Clone(unsafe.Slice((*float64)(unsafe.Pointer(logprobs)), int(n)))
+		}
+		return c.bridge.Answer(uint64(id), bridge.Reply{
+			Payload:  append([]byte(nil), goBytes(payload, payloadLen)...),
+			Tokens:   append([]uint32{}, goIDs(tokens, n)...),
+			Logprobs: lps,
+		})
 	})
 }
 

@@ -127,20 +127,11 @@ func focus_critic_targets(h C.focus_handle, reward *C.char, n C.size_t, out **C.
 	})
 }
 
-// wireActor describes a prepared actor sample without its spans (fetched on demand).
-type wireActor struct {
-	prepare.ActorSample
-	NumSpans   int `json:"num_spans"`
-	EdgeTokens int `json:"edge_tokens"`
-}
-
+// batchSummary is a batch's metadata; its samples cross as columns
+// (focus_batch_columns).
 func batchSummary(b *prepare.Batch) map[string]any {
-	actor := make([]wireActor, len(b.Actor))
-	for i := range b.Actor {
-		actor[i] = wireActor{b.Actor[i], b.Actor[i].NumSpans(), b.Actor[i].EdgeTokens()}
-	}
-	return map[string]any{"problem_id": b.ProblemID, "actor": actor, "critic": b.Critic,
-		"reward_config": b.RewardConfig, "stats": b.Stats, "failures": b.Failures}
+	return map[string]any{"problem_id": b.ProblemID, "reward_config": b.RewardConfig, "stats": b.Stats,
+		"failures": b.Failures, "n_actor": len(b.Actor), "n_critic": len(b.Critic)}
 }
 
 //export focus_prepare
@@ -168,6 +159,136 @@ func focus_prepare(h C.focus_handle, reward *C.char, n C.size_t, estimator *C.ch
 		*out = C.focus_handle(handles.put(b))
 		return nil
 	})
+}
+
+// focus_batch_columns writes a batch's samples column-wise into one C buffer:
+// per actor sample its node id, group id, weight, search pass, estimator index
+// and diagnostics row; per critic sample its node id, target and diagnostics
+// row. Diagnostic names cross once in the layout, so every sample's
+// diagnostics must have the same names as the first sample's (always true of
+// a prepared batch).
+//
+//export focus_batch_columns
+func focus_batch_columns(h C.focus_handle, layout **C.char, blob *unsafe.Pointer, size *C.size_t, errOut **C.char) C.focus_status {
+	return guard(errOut, func() error {
+		b, err := batchOf(h)
+		if err != nil {
+			return err
+		}
+		w, meta, err := batchColumns(b)
+		if err != nil {
+			return err
+		}
+		return returnBlob(w, layout, blob, size, meta)
+	})
+}
+
+// batchColumns plans focus_batch_columns' buffer and layout metadata.
+func batchColumns(b *prepare.Batch) (*blobWriter, map[string]any, error) {
+	na, nc := len(b.Actor), len(b.Critic)
+	var actorDiag, criticDiag prepare.Diagnostics
+	if na > 0 {
+		actorDiag = b.Actor[0].Diagnostics
+	}
+	if nc > 0 {
+		criticDiag = b.Critic[0].Diagnostics
+	}
+	nodeID, groupID, searchPass := make([]int64, na), make([]int64, na), make([]int64, na)
+	weight, estimator := make([]float64, na), make([]int32, na)
+	actorValues := make([]float64, 0, na*actorDiag.Len())
+	estimators := []string{}
+	for i := range b.Actor {
+		a := &b.Actor[i]
+		if !a.Diagnostics.SameNames(actorDiag) {
+			return nil, nil, status.Errorf(status.InvalidArgument, "batch columns: actor sample %d has diagnostics %q, expected the names of sample 0 %q",
+				i, a.Diagnostics.Names(), actorDiag.Names())
+		}
+		nodeID[i], groupID[i], searchPass[i], weight[i] = int64(a.NodeID), int64(a.GroupID), int64(a.SearchPass), a.Weight
+		k := slices.Index(estimators, a.Estimator)
+		if k < 0 {
+			k = len(estimators)
+			estimators = append(estimators, a.Estimator)
+		}
+		estimator[i] = int32(k)
+		actorValues = a.Diagnostics.AppendValues(actorValues)
+	}
+	criticNode, target := make([]int64, nc), make([]float64, nc)
+	criticValues := make([]float64, 0, nc*criticDiag.Len())
+	for i := range b.Critic {
+		c := &b.Critic[i]
+		if !c.Diagnostics.SameNames(criticDiag) {
+			return nil, nil, status.Errorf(status.InvalidArgument, "batch columns: critic sample %d has diagnostics %q, expected the names of sample 0 %q",
+				i, c.Diagnostics.Names(), criticDiag.Names())
+		}
+		criticNode[i], target[i] = int64(c.NodeID), c.Target
+		criticValues = c.Diagnostics.AppendValues(criticValues)
+	}
+	w := &blobWriter{}
+	putI64s(w, "actor_node_id", nodeID)
+	putI64s(w, "actor_group_id", groupID)
+	putF64s(w, "actor_weight", weight)
+	putI64s(w, "actor_search_pass", searchPass)
+	putI32s(w, "actor_estimator", estimator)
+	putF64s(w, "actor_diagnostics", actorValues)
+	putI64s(w, "critic_node_id", criticNode)
+	putF64s(w, "critic_target", target)
+	putF64s(w, "critic_diagnostics", criticValues)
+	return w, map[string]any{"n_actor": na, "n_critic": nc, "estimators": estimators,
+		"actor_diagnostics": nonNil(actorDiag.Names()), "critic_diagnostics": nonNil(criticDiag.Names())}, nil
+}
+
+// nonNil keeps an empty list a JSON array rather than null.
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// focus_batch_critic_contexts writes every critic sample's context text into
+// one C buffer: the UTF-8 bytes of sample i are context[offsets[i]:offsets[i+1]].
+// Prepared samples build their contexts from the tree only now.
+//
+//export focus_batch_critic_contexts
+func focus_batch_critic_contexts(h C.focus_handle, layout **C.char, blob *unsafe.Pointer, size *C.size_t, errOut **C.char) C.focus_status {
+	return guard(errOut, func() error {
+		b, err := batchOf(h)
+		if err != nil {
+			return err
+		}
+		return returnBlob(criticContexts(b), layout, blob, size, map[string]any{"n_critic": len(b.Critic)})
+	})
+}
+
+// criticContexts plans focus_batch_critic_contexts' buffer.
+func criticContexts(b *prepare.Batch) *blobWriter {
+	offsets, n := make([]int64, 1, len(b.Critic)+1), 0
+	for i := range b.Critic {
+		n += b.Critic[i].ContextLen()
+		offsets = append(offsets, int64(n))
+	}
+	w := &blobWriter{}
+	putI64s(w, "offsets", offsets)
+	w.add("context", n, 1, func(d []byte) {
+		d = d[:0:len(d)] // the section has exactly n bytes: appends stay in place
+		for i := range b.Critic {
+			d = b.Critic[i].AppendContext(d)
+		}
+	})
+	return w
+}
+
+// returnBlob builds w's buffer and hands it out with its layout: meta plus
+// "sections" (each section's byte offset and element count).
+func returnBlob(w *blobWriter, layout **C.char, blob *unsafe.Pointer, size *C.size_t, meta map[string]any) error {
+	mem, n, sections := w.build()
+	meta["sections"] = sections
+	if err := returnJSON(layout, meta); err != nil {
+		C.free(mem)
+		return err
+	}
+	*blob, *size = mem, C.size_t(n)
+	return nil
 }
 
 type wireSpan struct {
@@ -338,8 +459,25 @@ func (w *blobWriter) build() (unsafe.Pointer, int, map[string]blobSection) {
 	return mem, size, layout
 }
 
+// littleEndian: the C side reads every section in the host's byte order,
+// which on every platform Go supports with cgo here is little-endian; there
+// a section is one copy of the Go slice's memory.
+var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
+
+// rawBytes is the memory of v as bytes.
+func rawBytes[T any](v []T) []byte {
+	if len(v) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(v))), len(v)*int(unsafe.Sizeof(v[0])))
+}
+
 func putU32s(w *blobWriter, name string, v []uint32) {
 	w.add(name, len(v), 4, func(d []byte) {
+		if littleEndian {
+			copy(d, rawBytes(v))
+			return
+		}
 		for i, x := range v {
 			binary.LittleEndian.PutUint32(d[4*i:], x)
 		}
@@ -348,6 +486,10 @@ func putU32s(w *blobWriter, name string, v []uint32) {
 
 func putI64s(w *blobWriter, name string, v []int64) {
 	w.add(name, len(v), 8, func(d []byte) {
+		if littleEndian {
+			copy(d, rawBytes(v))
+			return
+		}
 		for i, x := range v {
 			binary.LittleEndian.PutUint64(d[8*i:], uint64(x))
 		}
@@ -356,6 +498,10 @@ func putI64s(w *blobWriter, name string, v []int64) {
 
 func putI32s(w *blobWriter, name string, v []int32) {
 	w.add(name, len(v), 4, func(d []byte) {
+		if littleEndian {
+			copy(d, rawBytes(v))
+			return
+		}
 		for i, x := range v {
 			binary.LittleEndian.PutUint32(d[4*i:], uint32(x))
 		}
@@ -364,21 +510,19 @@ func putI32s(w *blobWriter, name string, v []int32) {
 
 func putF64s(w *blobWriter, name string, v []float64) {
 	w.add(name, len(v), 8, func(d []byte) {
+		if littleEndian {
+			copy(d, rawBytes(v))
+			return
+		}
 		for i, x := range v {
 			binary.LittleEndian.PutUint64(d[8*i:], math.Float64bits(x))
 		}
 	})
 }
 
+// putBools writes one byte per value, 0 or 1 (a Go bool's own representation).
 func putBools(w *blobWriter, name string, v []bool) {
-	w.add(name, len(v), 1, func(d []byte) {
-		for i, x := range v {
-			d[i] = 0
-			if x {
-				d[i] = 1
-			}
-		}
-	})
+	w.add(name, len(v), 1, func(d []byte) { copy(d, rawBytes(v)) })
 }
 
 func putBytes(w *blobWriter, name string, v []byte) {
@@ -393,16 +537,15 @@ func focus_batch_export(h C.focus_handle, groupIndex C.int64_t, minAbs C.double,
 		if err != nil {
 			return err
 		}
-		f, err := export.Encode(b, int(groupIndex), export.Options{MinAbsAdvantage: float64(minAbs)})
+		f, st, err := export.EncodeShared(b, int(groupIndex), export.Options{MinAbsAdvantage: float64(minAbs)})
 		if err != nil {
 			return err
 		}
 		w := &blobWriter{}
 		a, c := &f.Actor, &f.Critic
-		base, deltaOffsets, delta := deltaTokens(b, a)
-		putI64s(w, "base", base)
-		putI64s(w, "delta_offsets", deltaOffsets)
-		putU32s(w, "delta_tokens", delta)
+		putI64s(w, "base", st.Base)
+		putI64s(w, "delta_offsets", st.Offsets)
+		putU32s(w, "delta_tokens", st.Tokens)
 		putI64s(w, "span_start", a.SpanStart)
 		putI64s(w, "span_offsets", a.SpanOffsets)
 		putBools(w, "span_mask", a.SpanMask)
@@ -415,55 +558,7 @@ func focus_batch_export(h C.focus_handle, groupIndex C.int64_t, minAbs C.double,
 		putBytes(w, "critic_context", c.Context)
 		putF64s(w, "critic_target", c.Target)
 		putI64s(w, "critic_node_id", c.NodeID)
-		mem, n, sections := w.build()
-		if err := returnJSON(layout, map[string]any{"problem_id": f.ProblemID, "group_index": f.GroupIndex,
-			"estimators": f.Estimators, "n_actor": f.NumActor(), "n_critic": f.NumCritic(), "sections": sections}); err != nil {
-			C.free(mem)
-			return err
-		}
-		*blob, *size = mem, C.size_t(n)
-		return nil
+		return returnBlob(w, layout, blob, size, map[string]any{"problem_id": f.ProblemID, "group_index": f.GroupIndex,
+			"estimators": f.Estimators, "n_actor": f.NumActor(), "n_critic": f.NumCritic()})
 	})
-}
-
-// deltaTokens re-encodes the actor records' tokens against earlier records: record i's
-// tokens are record base[i]'s tokens (nothing when base[i] is -1) followed by
-// delta[offsets[i]:offsets[i+1]]. A record's context is nearly always the tokens of the
-// record before it on its path (the parent edge's last span, or the sample's previous
-// span), so the tree's tokens cross the boundary once instead of once per descendant, and
-// Python builds each token list by extending a list it already holds (sharing its int
-// objects) instead of converting the whole context again. A candidate base is used only
-// when its tokens really are a prefix of the record's, so any batch (filtered by
-// min_abs_advantage, or made from Python samples) decodes to exactly its records.
-func deltaTokens(b *prepare.Batch, a *export.ActorColumns) (base, offsets []int64, delta []uint32) {
-	n := len(a.Advantage)
-	base = make([]int64, n)
-	skip := make([]int, n)
-	last := make(map[int64]int, n) // node id -> its last record so far
-	size := 0
-	for i := range n {
-		tokens := a.Tokens[a.Offsets[i]:a.Offsets[i+1]]
-		cand := -1
-		if i > 0 && a.Sample[i-1] == a.Sample[i] {
-			cand = i - 1
-		} else if j, ok := last[int64(b.Actor[a.Sample[i]].GroupID)]; ok {
-			cand = j
-		}
-		base[i] = -1
-		if cand >= 0 {
-			prev := a.Tokens[a.Offsets[cand]:a.Offsets[cand+1]]
-			if len(prev) <= len(tokens) && slices.Equal(prev, tokens[:len(prev)]) {
-				base[i], skip[i] = int64(cand), len(prev)
-			}
-		}
-		last[a.NodeID[i]] = i
-		size += len(tokens) - skip[i]
-	}
-	offsets = make([]int64, 1, n+1)
-	delta = make([]uint32, 0, size)
-	for i := range n {
-		delta = append(delta, a.Tokens[a.Offsets[i]+int64(skip[i]):a.Offsets[i+1]]...)
-		offsets = append(offsets, int64(len(delta)))
-	}
-	return base, offsets, delta
 }

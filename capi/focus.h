@@ -28,7 +28,7 @@ extern "C" {
 #endif
 
 /* Bumped on every incompatible change; the Python loader refuses a mismatch. */
-#define FOCUS_ABI_VERSION 1
+#define FOCUS_ABI_VERSION 2
 
 typedef int32_t focus_status;
 typedef uint64_t focus_handle;
@@ -136,9 +136,13 @@ focus_status focus_policy_open(char *config, size_t len, focus_handle *out, char
 
 /* Generates a continuation of the exact prefix. params: SamplingParams as JSON
  * (temperature, max_tokens, top_p, top_k, stop, stop_token_ids, logprobs, prompt_logprobs,
- * repetition_penalty, seed; absent = default). *out: GenerateResult as JSON. Blocks. */
+ * repetition_penalty, seed; absent = default). The result: *generated ids in *tokens and
+ * their logprobs in *logprobs (free each with focus_buffer_free; NULL when none), the rest
+ * of the GenerateResult as JSON in *out (its "tokens", "logprobs" and "prefix_tokens" are
+ * null: the prefix is the caller's). Blocks. */
 focus_status focus_policy_generate(focus_handle policy, focus_handle cancel, uint32_t *prefix,
                                    size_t count, char *params, size_t len, char **out,
+                                   uint32_t **tokens, double **logprobs, size_t *generated,
                                    char **err);
 
 /* Contacts the server (health, model info); *out describes it as JSON. Blocks. */
@@ -161,10 +165,29 @@ focus_status focus_critic_targets(focus_handle tree, char *reward, size_t len, c
                                   char **err);
 
 /* Prepares a batch with the named estimator ("DirectBranchTd", "GroupBaseline", or ""
- * for critic targets only). *out is the batch handle; *summary describes it as JSON
- * (actor samples without their spans, critic samples, stats, failures, reward config). */
+ * for critic targets only). *out is the batch handle; *summary is its metadata as JSON:
+ * {"problem_id", "reward_config", "stats", "failures", "n_actor", "n_critic"}. The samples
+ * themselves cross as columns (focus_batch_columns), critic contexts and actor spans on
+ * demand (focus_batch_critic_contexts, focus_batch_spans). */
 focus_status focus_prepare(focus_handle tree, char *reward, size_t len, char *estimator,
                            focus_handle *out, char **summary, char **err);
+
+/* A batch's samples column-wise in one buffer (*blob, *size bytes; free it with
+ * focus_buffer_free). *layout (JSON) gives n_actor, n_critic, estimators, the diagnostic
+ * names actor_diagnostics and critic_diagnostics (every sample of a lane has the same
+ * names; a batch whose samples differ is refused) and, per section, its byte offset and
+ * element count: actor_node_id, actor_group_id (i64), actor_weight (f64),
+ * actor_search_pass (i64, -1 = none), actor_estimator (i32 index into estimators),
+ * actor_diagnostics (f64, n_actor rows of len(actor_diagnostics)), critic_node_id (i64),
+ * critic_target (f64), critic_diagnostics (f64, n_critic rows). */
+focus_status focus_batch_columns(focus_handle batch, char **layout, void **blob, size_t *size,
+                                 char **err);
+
+/* Every critic sample's context text in one buffer (free it with focus_buffer_free):
+ * *layout gives n_critic and sections offsets (i64, n_critic + 1) and context (UTF-8 bytes;
+ * sample i's text is context[offsets[i]:offsets[i+1]]). */
+focus_status focus_batch_critic_contexts(focus_handle batch, char **layout, void **blob,
+                                         size_t *size, char **err);
 
 /* A batch from Python-made samples with explicit spans. */
 focus_status focus_batch_from_json(char *json, size_t len, focus_handle *out, char **err);
@@ -233,15 +256,23 @@ focus_status focus_math_grade(char *request, size_t len, char **out, char **err)
  * kinds and payloads). Releasing the handle cancels the collection and waits for it. */
 focus_status focus_collect_start(char *config, size_t len, focus_handle *out, char **err);
 
-/* The next request for a remote part: *out = {"id", "kind", "object", "payload"}. Returns
+/* The next requests for remote parts, oldest first, at most max (at least one):
+ * *out = [{"id", "kind", "object", "payload", "tokens"?}]. A policy.generate request's
+ * prefix is not in its payload: "tokens": [start, end) indexes *tokens (*n_tokens ids, all
+ * the polled prefixes; free with focus_buffer_free; NULL when empty). Returns
  * FOCUS_ERR_TIMEOUT when none came within timeout_ms (poll again) and
  * FOCUS_ERR_CANCELLED once the collection has finished (stop polling). */
-focus_status focus_collection_poll(focus_handle collection, int64_t timeout_ms, char **out,
-                                   char **err);
+focus_status focus_collection_poll(focus_handle collection, int64_t timeout_ms, int32_t max,
+                                   char **out, uint32_t **tokens, size_t *n_tokens, char **err);
 
 /* Answers request `id` with a JSON payload, or fails it with a status code and message. */
 focus_status focus_collection_resolve(focus_handle collection, uint64_t id, char *payload,
                                       size_t len, char **err);
+/* Answers policy.generate request `id`: n generated ids and their logprobs as arrays, the
+ * rest of the result ("text", "stop_reason", "matched_stop", ...) as a JSON payload. */
+focus_status focus_collection_resolve_generate(focus_handle collection, uint64_t id,
+                                               uint32_t *tokens, double *logprobs, size_t n,
+                                               char *payload, size_t len, char **err);
 focus_status focus_collection_fail(focus_handle collection, uint64_t id, int32_t code,
                                    char *message, char **err);
 
@@ -287,10 +318,11 @@ focus_status focus_native_decode(uint32_t *ids, size_t count, char **out, char *
 focus_status focus_sglang_request(uint32_t *prefix, size_t count, char *params, size_t len,
                                   char **out, char **err);
 
-/* Parses and validates a /generate reply to that request; *out is a GenerateResult as
+/* Parses and validates a /generate reply to that request; the result comes back as
  * focus_policy_generate returns it. */
 focus_status focus_sglang_parse(char *body, size_t body_len, uint32_t *prefix, size_t count,
-                                char *params, size_t len, char **out, char **err);
+                                char *params, size_t len, char **out, uint32_t **tokens,
+                                double **logprobs, size_t *generated, char **err);
 
 /* Checks a token-exact result {"tokens", "logprobs", "stop_reason"} from an SDK backend:
  * a known stop reason, at most max_tokens tokens, one finite logprob per token. backend

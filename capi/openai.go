@@ -147,18 +147,18 @@ func focus_sglang_request(prefix *C.uint32_t, count C.size_t, params *C.char, n 
 
 //export focus_sglang_parse
 func focus_sglang_parse(body *C.char, bodyLen C.size_t, prefix *C.uint32_t, count C.size_t, params *C.char, n C.size_t,
-	out **C.char, errOut **C.char) C.focus_status {
+	out **C.char, tokens **C.uint32_t, logprobs **C.double, generated *C.size_t, errOut **C.char) C.focus_status {
 	return guard(errOut, func() error {
 		var sp generate.SamplingParams
 		if err := decodeJSON(params, n, "sampling params", &sp); err != nil {
 			return err
 		}
-		tokens := append([]uint32(nil), goIDs(prefix, count)...)
-		res, err := sglang.ParseResponse(goBytes(body, bodyLen), generate.Request{Tokens: tokens, Params: sp})
+		req := generate.Request{Tokens: append([]uint32(nil), goIDs(prefix, count)...), Params: sp}
+		res, err := sglang.ParseResponse(goBytes(body, bodyLen), req)
 		if err != nil {
 			return err
 		}
-		return returnJSON(out, toWireResult(res))
+		return returnResult(res, out, tokens, logprobs, generated)
 	})
 }
 

@@ -94,6 +94,23 @@ func toWireResult(r *generate.Result) wireResult {
 	return w
 }
 
+// returnResult hands a Result to Python: the generated ids and their logprobs as two
+// malloc'd arrays of *n entries, everything else as JSON. The caller passed the prefix, so
+// it is not sent back.
+func returnResult(r *generate.Result, out **C.char, tokens **C.uint32_t, logprobs **C.double, n *C.size_t) error {
+	if len(r.Logprobs) != len(r.Tokens) {
+		return status.Errorf(status.Internal, "result has %d tokens but %d logprobs", len(r.Tokens), len(r.Logprobs))
+	}
+	meta := *r
+	meta.Tokens, meta.Logprobs, meta.PrefixTokens = nil, nil, nil
+	if err := returnJSON(out, toWireResult(&meta)); err != nil {
+		return err
+	}
+	cIDs(r.Tokens, tokens, n)
+	*logprobs = cFloats(r.Logprobs)
+	return nil
+}
+
 // policyCall resolves a policy handle and the context of one blocking call on it.
 func policyCall(h, cancel C.focus_handle) (closingPolicy, context.Context, error) {
 	p, err := handleAs[closingPolicy](uint64(h), "policy")
@@ -106,7 +123,8 @@ func policyCall(h, cancel C.focus_handle) (closingPolicy, context.Context, error
 
 //export focus_policy_generate
 func focus_policy_generate(h C.focus_handle, cancel C.focus_handle, prefix *C.uint32_t, count C.size_t,
-	params *C.char, n C.size_t, out **C.char, errOut **C.char) C.focus_status {
+	params *C.char, n C.size_t, out **C.char, tokens **C.uint32_t, logprobs **C.double, generated *C.size_t,
+	errOut **C.char) C.focus_status {
 	return guard(errOut, func() error {
 		p, ctx, err := policyCall(h, cancel)
 		if err != nil {
@@ -116,12 +134,12 @@ func focus_policy_generate(h C.focus_handle, cancel C.focus_handle, prefix *C.ui
 		if err := decodeJSON(params, n, "sampling params", &sp); err != nil {
 			return err
 		}
-		tokens := append([]uint32(nil), goIDs(prefix, count)...)
-		res, err := p.Generate(ctx, generate.Request{Tokens: tokens, Params: sp})
+		req := generate.Request{Tokens: append([]uint32(nil), goIDs(prefix, count)...), Params: sp}
+		res, err := p.Generate(ctx, req)
 		if err != nil {
 			return err
 		}
-		return returnJSON(out, toWireResult(res))
+		return returnResult(res, out, tokens, logprobs, generated)
 	})
 }
 

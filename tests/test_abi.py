@@ -74,7 +74,7 @@ def test_abi_mismatch_is_refused():
         "try:\n    l.lib()\nexcept l.LibraryError as e:\n    print(e)"
     )
     assert proc.returncode == 0, proc.stderr
-    assert "implements C ABI version 1" in proc.stdout
+    assert f"implements C ABI version {_lib.ABI_VERSION}" in proc.stdout
     assert "needs version 999" in proc.stdout
 
 
@@ -170,4 +170,4 @@ def test_cli_version():
     )
     assert proc.returncode == 0, proc.stderr
     assert f"focus-go {focus_go.__version__}" in proc.stdout
-    assert "C ABI 1" in proc.stdout
+    assert f"C ABI {_lib.ABI_VERSION}" in proc.stdout

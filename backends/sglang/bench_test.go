@@ -21,7 +21,8 @@ func bodyOf256() []byte {
 			lps.WriteByte(',')
 		}
 		fmt.Fprintf(&ids, "%d", 1000+i)
-		fmt.Fprintf(&lps, "[-%d.%04d,%d,null]", i%3, i*37%10000, 1000+i)
+		// Logprobs with full round-trip precision, as servers print them.
+		fmt.Fprintf(&lps, "[%v,%d,null]", -float64(i%3)-float64(i*37%10000)/10007, 1000+i)
 	}
 	return []byte(`{"text":"` + strings.Repeat("tok ", 256) + `","output_ids":[` + ids.String() +
 		`],"meta_info":{"id":"r","finish_reason":{"type":"length","length":256},"prompt_tokens":512,` +

@@ -33,6 +33,7 @@ type metaInfo struct {
 	outTop                   []map[uint32]float64
 	inLogprobs               []float64
 	inTop                    []map[uint32]float64
+	num                      transport.NumberReader
 }
 
 // parseResponse decodes one /generate reply (an object, or a one-element array as batch
@@ -44,14 +45,14 @@ func parseResponse(body []byte, prompt []uint32, p generate.Resolved) (*generate
 	var r response
 	switch iter.WhatIsNext() {
 	case jsoniter.ObjectValue:
-		readResponse(iter, &r)
+		readResponse(iter, &r, p)
 	case jsoniter.ArrayValue:
 		n := 0
 		for iter.ReadArray() {
 			if n++; n > 1 {
 				return nil, status.Errorf(status.Backend, "%s: response is an array of several results; one request expects one", Name)
 			}
-			readResponse(iter, &r)
+			readResponse(iter, &r, p)
 		}
 		if n == 0 && iter.Error == nil {
 			return nil, status.Errorf(status.Backend, "%s: response is an empty array; expected one result", Name)
@@ -120,7 +121,7 @@ func parseResponse(body []byte, prompt []uint32, p generate.Resolved) (*generate
 	return res, nil
 }
 
-func readResponse(iter *jsoniter.Iterator, r *response) {
+func readResponse(iter *jsoniter.Iterator, r *response, p generate.Resolved) {
 	for f := iter.ReadObject(); f != ""; f = iter.ReadObject() {
 		switch f {
 		case "text":
@@ -137,7 +138,7 @@ func readResponse(iter *jsoniter.Iterator, r *response) {
 			}
 		case "meta_info":
 			r.hasMeta = true
-			readMeta(iter, &r.meta)
+			readMeta(iter, &r.meta, p)
 		default:
 			iter.Skip()
 		}
@@ -147,7 +148,8 @@ func readResponse(iter *jsoniter.Iterator, r *response) {
 	}
 }
 
-func readMeta(iter *jsoniter.Iterator, m *metaInfo) {
+// readMeta reads meta_info; top-logprob lists that p did not ask for are skipped.
+func readMeta(iter *jsoniter.Iterator, m *metaInfo, p generate.Resolved) {
 	m.completionTokens = -1
 	for f := iter.ReadObject(); f != ""; f = iter.ReadObject() {
 		switch f {
@@ -168,20 +170,28 @@ func readMeta(iter *jsoniter.Iterator, m *metaInfo) {
 				continue
 			}
 			m.hasOut = true
-			m.outLogprobs, m.outIDs = readTriples(iter, "output_token_logprobs")
+			m.outLogprobs, m.outIDs = readTriples(iter, "output_token_logprobs", &m.num)
 		case "output_top_logprobs":
-			m.outTop = readTopList(iter)
+			if p.TopLogprobs <= 0 {
+				iter.Skip() // some servers send a null per token even when none were asked for
+				continue
+			}
+			m.outTop = readTopList(iter, &m.num)
 		case "input_token_logprobs":
 			if iter.WhatIsNext() == jsoniter.NilValue {
 				iter.Skip()
 				continue
 			}
-			m.inLogprobs, _ = readTriples(iter, "input_token_logprobs")
+			m.inLogprobs, _ = readTriples(iter, "input_token_logprobs", &m.num)
 			if m.inLogprobs == nil {
 				m.inLogprobs = []float64{}
 			}
 		case "input_top_logprobs":
-			m.inTop = readTopList(iter)
+			if p.PromptLogprobs <= 0 {
+				iter.Skip()
+				continue
+			}
+			m.inTop = readTopList(iter, &m.num)
 		default:
 			iter.Skip()
 		}
@@ -235,7 +245,7 @@ func readFinish(iter *jsoniter.Iterator, m *metaInfo) {
 }
 
 // readTriples reads [[logprob|null, id, text|null], ...]; a null logprob becomes NaN.
-func readTriples(iter *jsoniter.Iterator, field string) ([]float64, []uint32) {
+func readTriples(iter *jsoniter.Iterator, field string, num *transport.NumberReader) ([]float64, []uint32) {
 	lps := make([]float64, 0, 64)
 	ids := make([]uint32, 0, 64)
 	for iter.ReadArray() {
@@ -251,7 +261,7 @@ func readTriples(iter *jsoniter.Iterator, field string) ([]float64, []uint32) {
 		if iter.WhatIsNext() == jsoniter.NilValue {
 			iter.Skip()
 		} else {
-			lp = iter.ReadFloat64()
+			lp = num.Float64(iter)
 		}
 		if !iter.ReadArray() {
 			iter.ReportError(field, "entry "+strconv.Itoa(len(ids))+" has no token id")
@@ -269,7 +279,7 @@ func readTriples(iter *jsoniter.Iterator, field string) ([]float64, []uint32) {
 
 // readTopList reads [null | [[logprob, id, text], ...], ...] into id → logprob maps; a null
 // position gives a nil map. A null list gives nil.
-func readTopList(iter *jsoniter.Iterator) []map[uint32]float64 {
+func readTopList(iter *jsoniter.Iterator, num *transport.NumberReader) []map[uint32]float64 {
 	if iter.WhatIsNext() == jsoniter.NilValue {
 		iter.Skip()
 		return nil
@@ -281,7 +291,7 @@ func readTopList(iter *jsoniter.Iterator) []map[uint32]float64 {
 			out = append(out, nil)
 			continue
 		}
-		lps, ids := readTriples(iter, "top_logprobs")
+		lps, ids := readTriples(iter, "top_logprobs", num)
 		top := make(map[uint32]float64, len(ids))
 		for i, id := range ids {
 			top[id] = lps[i]

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"encoding/json"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -223,14 +224,18 @@ type triples struct {
 }
 
 func (t triples) MarshalJSON() ([]byte, error) {
-	b := make([]byte, 0, 24*len(t.ids)+2)
+	return t.appendJSON(make([]byte, 0, 24*len(t.ids)+2)), nil
+}
+
+func (t triples) appendJSON(b []byte) []byte {
+	var ft floatText
 	b = append(b, '[')
 	for i, id := range t.ids {
 		if i > 0 {
 			b = append(b, ',')
 		}
 		b = append(b, '[')
-		b = strconv.AppendFloat(b, t.lps[i], 'g', -1, 64)
+		b = ft.append(b, t.lps[i])
 		b = append(b, ',')
 		b = strconv.AppendUint(b, uint64(id), 10)
 		b = append(b, ',')
@@ -242,5 +247,29 @@ func (t triples) MarshalJSON() ([]byte, error) {
 		}
 		b = append(b, ']')
 	}
-	return append(b, ']'), nil
+	return append(b, ']')
+}
+
+// floatText is strconv.AppendFloat(b, x, 'g', -1, 64) remembered for one list: a
+// sequence's logprobs take few distinct values, and formatting each was a tenth of the
+// cost of a reply.
+type floatText struct {
+	key  [64]uint64
+	text [64][24]byte // the longest float64 in 'g' form has 24 bytes
+	n    [64]uint8    // 0: empty
+}
+
+func (f *floatText) append(b []byte, x float64) []byte {
+	bits := math.Float64bits(x)
+	i := (bits * 0x9e3779b97f4a7c15) >> 58
+	if f.n[i] > 0 && f.key[i] == bits {
+		return append(b, f.text[i][:f.n[i]]...)
+	}
+	start := len(b)
+	b = strconv.AppendFloat(b, x, 'g', -1, 64)
+	if n := len(b) - start; n <= len(f.text[i]) {
+		f.key[i], f.n[i] = bits, uint8(n)
+		copy(f.text[i][:], b[start:])
+	}
+	return b
 }

@@ -63,4 +63,13 @@
 // Config.Cache). Close ends in-flight sequences with finish reason abort, waits for every
 // handler and hijacked connection, frees the port and removes a temporary model directory;
 // a configured ModelDir is left in place. The tokenizer is generated once per process.
+//
+// Cost: the server is meant to be a cheap instrument, so that a benchmark at zero latency
+// measures its client. Per server it keeps the script branches requests have explored (a
+// memo of a pure function, bounded: a full tree is replaced by a fresh one) and the prefix
+// cache in pointer-free pages; per request it memoises logs, powers and float formatting,
+// and the /generate request and reply are decoded and encoded by hand. None of it changes
+// a byte of any reply: testdata/golden.jsonl.gz (replies to varied requests) and
+// testdata/model_digest.txt (a digest of the model over every problem and setting) were
+// recorded before, and are checked by TestGoldenResponses and TestGoldenModelDigest.
 package sim

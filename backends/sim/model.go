@@ -2,10 +2,10 @@ package sim
 
 import (
 	"bytes"
-	"hash/fnv"
 	"math"
 	"sort"
-	"strings"
+	"sync"
+	"sync/atomic"
 )
 
 // model is the simulated language model over one vocabulary.
@@ -14,6 +14,7 @@ type model struct {
 	think   bool
 	toolErr float64
 	verb    int // Config.Verbosity
+	shared  atomic.Pointer[scriptTree]
 }
 
 // toolMode is what the request says about tool calls (OpenAI tool_choice).
@@ -24,67 +25,65 @@ type toolMode struct {
 }
 
 // assistantMarkers open an assistant turn in the chat formats the model understands.
-var assistantMarkers = []string{"<|im_start|>assistant\n", "<|start_header_id|>assistant<|end_header_id|>\n\n"}
+var assistantMarkers = [][]byte{[]byte("<|im_start|>assistant\n"), []byte("<|start_header_id|>assistant<|end_header_id|>\n\n")}
 
 // start reads a prompt (its bytes, specials as their text) and returns the cursor after it:
 // which problem the conversation is about, whether this turn calls a tool, and how far into
 // its answer the assistant already is.
-func (m *model) start(prompt string, mode toolMode) (*cursor, *problemDef) {
-	ctx, g, anchored := "", prompt, false
+func (m *model) start(prompt []byte, mode toolMode) (*cursor, *problemDef) {
+	t := m.tree()
+	ctx, g, anchored := []byte(nil), prompt, false
 	best := -1
 	for _, mk := range assistantMarkers {
-		if i := strings.LastIndex(prompt, mk); i > best {
+		if i := bytes.LastIndex(prompt, mk); i > best {
 			best = i
 			ctx, g, anchored = prompt[:i], prompt[i+len(mk):], true
 		}
 	}
-	def := findProblem(ctx)
-	if !anchored {
+	var info *ctxInfo
+	if anchored {
+		info = t.context(ctx)
+	} else {
 		// A raw completion prompt: the answer starts right after the problem text.
+		var def *problemDef
 		end := -1
 		for _, d := range bundled() {
-			if i := strings.LastIndex(prompt, d.Prompt); i >= 0 && i+len(d.Prompt) > end {
+			if i := bytes.LastIndex(prompt, []byte(d.Prompt)); i >= 0 && i+len(d.Prompt) > end {
 				end, def = i+len(d.Prompt), d
 			}
 		}
 		if end >= 0 {
 			ctx, g = prompt[:end], prompt[end:]
 		}
+		info = t.analyze(ctx, def, false)
 	}
-	if def == nil {
-		if !anchored && ctx == "" {
-			def = genericProblem(0) // nothing to anchor on: one fixed wrap-up answer
-		} else {
-			h := fnv.New64a()
-			h.Write([]byte(ctx))
-			def = genericProblem(h.Sum64())
-		}
-	}
-	root := &sstate{def: def, slip: -1, think: m.think, intro: true, verb: m.verb}
-	if tools := parseTools(ctx); !mode.never && (mode.force || len(tools) > 0) {
-		lastUser := ctx
-		if i := strings.LastIndex(ctx, "<|im_start|>user"); i >= 0 {
-			lastUser = ctx[i:]
-		}
-		if mode.force || !strings.Contains(lastUser, "<tool_response>") {
-			t := toolSpec{name: mode.name}
+	def := info.def
+	root := t.root(rootKey{def: def, kind: kindSolve}, func() *sstate {
+		return &sstate{def: def, slip: -1, think: m.think, intro: true, verb: m.verb}
+	})
+	if tools := info.tools; !mode.never && (mode.force || len(tools) > 0) {
+		if mode.force || !info.toolResult {
+			ts := toolSpec{name: mode.name}
 			if len(tools) > 0 {
-				t = tools[0]
+				ts = tools[0]
 				for _, x := range tools {
 					if x.name == mode.name {
-						t = x
+						ts = x
 					}
 				}
 			}
-			if t.name == "" {
-				t.name = "calculator"
+			if ts.name == "" {
+				ts.name = "calculator"
 			}
-			root = &sstate{def: def, kind: kindTool, slip: -1, toolErr: m.toolErr,
-				tool: [2]string{toolCallText(t.name, t.param, def.Expression, false), toolCallText(t.name, t.param, def.Expression, true)}}
+			calls := [2]string{toolCallText(ts.name, ts.param, def.Expression, false), toolCallText(ts.name, ts.param, def.Expression, true)}
+			root = t.root(rootKey{def: def, kind: kindTool, tool: calls}, func() *sstate {
+				return &sstate{def: def, kind: kindTool, slip: -1, toolErr: m.toolErr, tool: calls}
+			})
 		}
 	}
-	c := newCursor(root, &sstate{def: def, kind: kindWrap, slip: -1})
-	if !anchored && ctx == "" {
+	wrap := t.root(rootKey{def: def, kind: kindWrap}, func() *sstate { return &sstate{def: def, kind: kindWrap, slip: -1} })
+	c := newCursor(root, wrap)
+	if !anchored && len(ctx) == 0 {
 		c.wrapped, c.started = true, true
 		c.pos = expand(c.wrap, 1, nil)
 	}
@@ -93,11 +92,11 @@ func (m *model) start(prompt string, mode toolMode) (*cursor, *problemDef) {
 }
 
 // findProblem is the bundled problem whose text occurs last in the context.
-func findProblem(ctx string) *problemDef {
+func findProblem(ctx []byte) *problemDef {
 	var def *problemDef
 	end := -1
 	for _, d := range bundled() {
-		if i := strings.LastIndex(ctx, d.Prompt); i >= 0 && i+len(d.Prompt) > end {
+		if i := bytes.LastIndex(ctx, []byte(d.Prompt)); i >= 0 && i+len(d.Prompt) > end {
 			end, def = i+len(d.Prompt), d
 		}
 	}
@@ -142,30 +141,37 @@ type genResult struct {
 // so a continuation from prompt+prefix with the same seed reproduces what one longer
 // request would have written.
 func (m *model) generate(prompt []uint32, s sampling, mode toolMode) genResult {
-	cur, _ := m.start(string(m.v.appendBytes(nil, prompt, false)), mode)
+	buf := promptBufs.Get().(*[]byte)
+	*buf = m.v.appendBytes((*buf)[:0], prompt, false)
+	cur, _ := m.start(*buf, mode)
+	promptBufs.Put(buf) // start keeps nothing of the prompt's bytes
 	h := uint64(14695981039346656037)
 	for _, id := range prompt {
 		h = mixToken(h, id)
 	}
 	seedMix := splitmix(s.seed ^ 0x5851f42d4c957f2d)
-	res := genResult{matchedID: -1, finish: "length", promptLen: len(prompt)}
 	limit := s.maxTokens + s.overrun
+	res := genResult{matchedID: -1, finish: "length", promptLen: len(prompt)}
+	if c := min(max(limit, 0), 1024); c > 0 {
+		res.ids, res.lps = make([]uint32, 0, c), make([]float64, 0, c)
+	}
 	var cands []cand
 	var probs, report []float64
+	var memo mathMemo
 	var out []byte // generated non-special bytes, for stop strings
 	for len(res.ids) < limit {
 		cands = cur.candidates(m.v, cands)
 		u := float64(splitmix(seedMix^h)>>11) / (1 << 53)
-		probs, report = distribution(cands, s, probs, report)
+		probs, report = distribution(cands, s, probs, report, &memo)
 		k := drawIndex(probs, u)
 		id := cands[k].id
 		res.ids = append(res.ids, id)
-		res.lps = append(res.lps, clampLog(report[k]))
+		res.lps = append(res.lps, memo.clampLog(report[k]))
 		if s.topN > 0 {
 			res.tops = append(res.tops, topCands(cands, report, s.topN))
 		}
 		h = mixToken(h, id)
-		cur.feed(string(m.v.tokens[id]))
+		cur.feed(m.v.tokens[id])
 		n := len(res.ids)
 		if id == m.v.eos && !s.ignoreEOS && n >= s.minTokens {
 			res.finish, res.matchedID = "stop", int64(id)
@@ -186,6 +192,9 @@ func (m *model) generate(prompt []uint32, s sampling, mode toolMode) genResult {
 	}
 	return res
 }
+
+// promptBufs recycles the decoded prompt bytes of generate.
+var promptBufs = sync.Pool{New: func() any { return new([]byte) }}
 
 func mixToken(h uint64, id uint32) uint64 {
 	h ^= uint64(id) + 0x9e3779b97f4a7c15
@@ -215,6 +224,38 @@ func matchStop(out []byte, added int, stops []string) (string, bool) {
 	return "", false
 }
 
+// mathMemo remembers the logs and powers of one sequence. A sequence meets only a few
+// distinct probabilities (a live line proposes the same pair of tokens many times over),
+// and math.Log and math.Exp were a fifth of the server's time; results are bit for bit
+// those of the functions.
+type mathMemo struct {
+	pow, log memoTable
+}
+
+type memoTable struct {
+	key [64]uint64
+	val [64]float64
+	ok  [64]bool
+}
+
+func (t *memoTable) get(x float64, f func(float64) float64) float64 {
+	bits := math.Float64bits(x)
+	i := (bits * 0x9e3779b97f4a7c15) >> 58
+	if t.ok[i] && t.key[i] == bits {
+		return t.val[i]
+	}
+	v := f(x)
+	t.key[i], t.val[i], t.ok[i] = bits, v, true
+	return v
+}
+
+// temper is math.Exp(math.Log(p) / temperature) (the temperature is fixed per sequence).
+func (m *mathMemo) temper(p, temperature float64) float64 {
+	return m.pow.get(p, func(p float64) float64 { return math.Exp(math.Log(p) / temperature) })
+}
+
+func (m *mathMemo) clampLog(p float64) float64 { return m.log.get(p, clampLog) }
+
 func clampLog(p float64) float64 {
 	if p <= 0 {
 		return -9999
@@ -225,7 +266,7 @@ func clampLog(p float64) float64 {
 // distribution turns the model's candidates into the sampling distribution (temperature,
 // top-k, top-p, min-p, renormalised) and the distribution whose log-probabilities are
 // reported (the same, or the raw model distribution).
-func distribution(cands []cand, s sampling, probs, report []float64) ([]float64, []float64) {
+func distribution(cands []cand, s sampling, probs, report []float64, memo *mathMemo) ([]float64, []float64) {
 	probs, report = probs[:0], report[:0]
 	for _, c := range cands {
 		probs = append(probs, c.p)
@@ -245,14 +286,22 @@ func distribution(cands []cand, s sampling, probs, report []float64) ([]float64,
 		return probs, report
 	}
 	for i, p := range probs {
-		probs[i] = math.Exp(math.Log(p) / s.temperature)
+		probs[i] = memo.temper(p, s.temperature)
 	}
 	normalize(probs)
-	order := make([]int, len(probs))
-	for i := range order {
-		order[i] = i
+	// order ranks candidates by probability, ties in candidate order (a stable sort; an
+	// insertion sort over the handful of candidates, without sort.SliceStable's allocations)
+	var buf [8]int
+	order := buf[:0]
+	if len(probs) > len(buf) {
+		order = make([]int, 0, len(probs))
 	}
-	sort.SliceStable(order, func(a, b int) bool { return probs[order[a]] > probs[order[b]] })
+	for i := range probs {
+		order = append(order, i)
+		for j := len(order) - 1; j > 0 && probs[order[j]] > probs[order[j-1]]; j-- {
+			order[j], order[j-1] = order[j-1], order[j]
+		}
+	}
 	if s.topK > 0 && s.topK < len(order) {
 		for _, i := range order[s.topK:] {
 			probs[i] = 0

@@ -48,6 +48,7 @@ type sstate struct {
 	ph    phase     // where in the solution the next line is
 	mvals []float64 // partial results of the current step as written
 	bad   *slipNote // the line just written was wrong; the next may recheck it
+	kids  *kidsCell // where the branches are memoised (nil: computed on every call)
 }
 
 // branch is one way to continue: text with probability p, then next (nil: EOS).
@@ -57,7 +58,8 @@ type branch struct {
 	next *sstate
 }
 
-func (s *sstate) children() []branch {
+// branches computes children (see scriptTree).
+func (s *sstate) branches() []branch {
 	d := s.def
 	switch s.kind {
 	case kindTool:
@@ -193,10 +195,46 @@ func newCursor(root, wrap *sstate) *cursor {
 
 // feed consumes text. It is the same function for a prompt's prefix and for the model's
 // own tokens, which is what makes continuations consistent with their prefixes.
-func (c *cursor) feed(text string) {
-	for i := 0; i < len(text); i++ {
+func (c *cursor) feed(text []byte) {
+	for i := 0; i < len(text); {
+		if k := c.run(text[i:]); k > 0 {
+			i += k
+			continue
+		}
 		c.feedByte(text[i])
+		i++
 	}
+}
+
+// run consumes in one step the longest start of text that every live position expects
+// and none finishes (finishing expands, which feedByte does), and returns its length.
+// Positions only move within their texts there, so their weights stay put, and
+// normalising once is what normalising at every byte would do (after the first time
+// the total is in range).
+func (c *cursor) run(text []byte) int {
+	if !c.started || len(c.pos) == 0 {
+		return 0
+	}
+	k := len(text)
+	for _, p := range c.pos {
+		if p.eos {
+			return 0
+		}
+		if k = commonPrefix(text[:k], p.text[p.off:len(p.text)-1]); k == 0 {
+			return 0
+		}
+	}
+	total := 0.0
+	for i := range c.pos {
+		c.pos[i].off += k
+		total += c.pos[i].w
+	}
+	if total > 0 && (total < 1e-100 || total > 1e100) {
+		for i := range c.pos {
+			c.pos[i].w /= total
+		}
+	}
+	return k
 }
 
 func (c *cursor) feedByte(b byte) {
@@ -225,6 +263,19 @@ func (c *cursor) feedByte(b byte) {
 			c.pos[i].w /= total
 		}
 	}
+}
+
+// commonPrefix is the length of the longest common start of a and b.
+func commonPrefix(a []byte, b string) int {
+	n := min(len(a), len(b))
+	j := 0
+	for j+16 <= n && string(a[j:j+16]) == b[j:j+16] { // a prompt's prefix runs for kilobytes
+		j += 16
+	}
+	for j < n && a[j] == b[j] {
+		j++
+	}
+	return j
 }
 
 func advance(pos []position, b byte, out []position) []position {

@@ -333,7 +333,7 @@ func (s *Server) send(ctx *fasthttp.RequestCtx, r reply) {
 	}
 	if len(r.body) > 0 {
 		ctx.SetContentType("application/json")
-		ctx.SetBody(r.body)
+		ctx.Response.SetBodyRaw(r.body) // bodies are built per reply and never changed: no copy
 	}
 }
 
@@ -466,9 +466,11 @@ func (s *Server) run(r seqReq) (genResult, error) {
 		s.running--
 		s.mu.Unlock()
 	}()
-	cached := 0
+	cached, mark := 0, noMark
 	if !s.cfg.Cache.Disabled && len(r.prompt) > 0 {
-		cached = min(s.cache.match(r.prompt), len(r.prompt)-1)
+		var k int
+		k, mark = s.cache.match(r.prompt)
+		cached = min(k, len(r.prompt)-1)
 	}
 	var res genResult
 	if aborted == "" {
@@ -489,7 +491,7 @@ func (s *Server) run(r seqReq) (genResult, error) {
 	}
 	res.cached, res.promptLen = cached, len(r.prompt)
 	if !s.cfg.Cache.Disabled {
-		s.cache.insert(append(append(make([]uint32, 0, len(r.prompt)+len(res.ids)), r.prompt...), res.ids...))
+		s.cache.insert(r.prompt, res.ids, mark)
 	}
 	s.mu.Lock()
 	s.stats.Sequences++

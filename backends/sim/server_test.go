@@ -99,14 +99,18 @@ func TestLatencyModel(t *testing.T) {
 
 func TestPrefixCacheEviction(t *testing.T) {
 	c := newPrefixCache(10)
-	c.insert([]uint32{1, 2, 3, 4, 5, 6})
-	assert.Equal(t, 4, c.match([]uint32{1, 2, 3, 4, 9}))
-	c.insert([]uint32{7, 8, 9, 10, 11, 12})
+	c.insert([]uint32{1, 2, 3, 4, 5, 6}, nil, noMark)
+	k, _ := c.match([]uint32{1, 2, 3, 4, 9})
+	assert.Equal(t, 4, k)
+	c.insert([]uint32{7, 8, 9}, []uint32{10, 11, 12}, noMark)
 	assert.LessOrEqual(t, c.size, 10)
-	assert.Equal(t, 6, c.match([]uint32{7, 8, 9, 10, 11, 12}), "recent sequence kept")
-	assert.Less(t, c.match([]uint32{1, 2, 3, 4, 5, 6}), 6, "oldest leaves evicted")
+	k, _ = c.match([]uint32{7, 8, 9, 10, 11, 12})
+	assert.Equal(t, 6, k, "recent sequence kept")
+	k, _ = c.match([]uint32{1, 2, 3, 4, 5, 6})
+	assert.Less(t, k, 6, "oldest leaves evicted")
 	c.flush()
-	assert.Equal(t, 0, c.match([]uint32{7}))
+	k, _ = c.match([]uint32{7})
+	assert.Equal(t, 0, k)
 }
 
 func TestAbortRequest(t *testing.T) {

@@ -75,7 +75,8 @@ func (s *Server) generateHandler(body []byte, f *Fault) reply {
 	t0 := time.Now()
 	bad := func(msg string) reply { return s.errorReply(famSGLang, 400, msg, "", nil) }
 	var req generateReq
-	if err := jsonx.Unmarshal(body, &req); err != nil {
+	flat, err := decodeGenerateReq(body, &req)
+	if err != nil {
 		return validationReply("body", "JSON decode error: "+err.Error())
 	}
 	if req.Stream {
@@ -85,6 +86,13 @@ func (s *Server) generateHandler(body []byte, f *Fault) reply {
 	batch := false
 	switch {
 	case !isNull(req.InputIDs):
+		if flat == nil {
+			flat, _ = flatIDs(req.InputIDs)
+		}
+		if flat != nil {
+			prompts = append(prompts, flat)
+			break
+		}
 		lists, b, ok := tokenLists(req.InputIDs)
 		if !ok {
 			return validationReply("input_ids", "input_ids must be a list of token ids or a list of such lists")
@@ -253,10 +261,7 @@ func (s *Server) generateHandler(body []byte, f *Fault) reply {
 		}
 		items[k] = it
 	}
-	if !batch && len(items) == 1 {
-		return jsonReply(200, items[0])
-	}
-	return jsonReply(200, items)
+	return sglReply(items, !batch && len(items) == 1)
 }
 
 func (s *Server) tokenStrings(ids []uint32) []string {

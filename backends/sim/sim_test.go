@@ -562,14 +562,14 @@ func TestSamplingControls(t *testing.T) {
 		assert.Greater(t, neg, 0)
 	})
 	t.Run("logprobs are log-probabilities", func(t *testing.T) {
-		cur, _ := s.model.start(s.decode(prompt, false), toolMode{})
+		cur, _ := s.model.start([]byte(s.decode(prompt, false)), toolMode{})
 		c := cur.candidates(s.model.v, nil)
 		total := 0.0
 		for _, x := range c {
 			total += x.p
 		}
 		assert.InDelta(t, 1, total, 1e-9)
-		probs, report := distribution(c, sampling{temperature: 0.5, topP: 1}, nil, nil)
+		probs, report := distribution(c, sampling{temperature: 0.5, topP: 1}, nil, nil, &mathMemo{})
 		assert.InDelta(t, 1, sum(probs), 1e-9)
 		assert.Equal(t, probs, report)
 		if len(c) == 2 {

@@ -244,7 +244,7 @@ func TestVerboseCheckpointValues(t *testing.T) {
 						continue
 					}
 					ctx := concat(prompt, r.ids[:cut])
-					cur, _ := s.model.start(s.decode(ctx, false), toolMode{})
+					cur, _ := s.model.start([]byte(s.decode(ctx, false)), toolMode{})
 					wrong, clean := 0, 0
 					for _, pos := range cur.pos {
 						if pos.next != nil && pos.next.wrongSoFar() {

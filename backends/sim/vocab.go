@@ -23,23 +23,117 @@ type vocab struct {
 	names   map[string]uint32 // added-token content → id (special ones included)
 	maxLen  int
 	eos     uint32
+	trie    byteTrie // index as a trie: match walks it once instead of probing every length
 }
 
 // match returns the longest token that is a prefix of r and the next-longest one (-1 if
 // none): the model's canonical choice and its non-canonical alternative.
 func (v *vocab) match(r string) (int64, int64) {
+	// Every key that is a prefix of r lies on r's path through the trie; the last two
+	// met are the longest and the next-longest.
 	g, alt := int64(-1), int64(-1)
-	for l := min(v.maxLen, len(r)); l >= 1; l-- {
-		if id, ok := v.index[r[:l]]; ok {
-			if g < 0 {
-				g = int64(id)
-			} else {
-				alt = int64(id)
-				break
-			}
+	t := &v.trie
+	n := int32(0)
+	for i := 0; i < len(r); i++ {
+		if n = t.next(n, r[i]); n < 0 {
+			break
+		}
+		if id := t.nodes[n].id; id >= 0 {
+			g, alt = int64(id), g
 		}
 	}
 	return g, alt
+}
+
+// byteTrie is a read-only trie over byte strings, flattened into slices. Nodes with many
+// children (the root, a space, a newline) look them up in a table, the rest scan their
+// few edges.
+type byteTrie struct {
+	nodes []trieNode
+	keys  []byte       // edge bytes; a node's edges are keys[lo:hi], sorted
+	to    []int32      // edge targets, parallel to keys
+	dense [][256]int32 // child by byte (-1: none) of the nodes with a table
+}
+
+type trieNode struct {
+	id     int32 // the key ending here, -1: none
+	lo, hi int32
+	dense  int32 // index into dense, -1: none
+}
+
+// denseFrom is the number of children from which a node gets a table.
+const denseFrom = 8
+
+func (t *byteTrie) next(n int32, b byte) int32 {
+	nd := &t.nodes[n]
+	if nd.dense >= 0 {
+		return t.dense[nd.dense][b]
+	}
+	for i := nd.lo; i < nd.hi; i++ {
+		if t.keys[i] == b {
+			return t.to[i]
+		}
+	}
+	return -1
+}
+
+// buildTrie indexes keys (bytes → id).
+func buildTrie(keys map[string]uint32) byteTrie {
+	type building struct {
+		id   int32
+		kids map[byte]*building
+	}
+	root := &building{id: -1}
+	for k, id := range keys {
+		n := root
+		for i := 0; i < len(k); i++ {
+			c := n.kids[k[i]]
+			if c == nil {
+				if n.kids == nil {
+					n.kids = map[byte]*building{}
+				}
+				c = &building{id: -1}
+				n.kids[k[i]] = c
+			}
+			n = c
+		}
+		n.id = int32(id)
+	}
+	var t byteTrie
+	// breadth first: a node's index is known before its edges are written
+	queue := []*building{root}
+	t.nodes = append(t.nodes, trieNode{id: root.id, dense: -1})
+	for qi := 0; qi < len(queue); qi++ {
+		n := queue[qi]
+		bs := make([]int, 0, len(n.kids))
+		for b := range n.kids {
+			bs = append(bs, int(b))
+		}
+		sort.Ints(bs)
+		lo := int32(len(t.keys))
+		for _, b := range bs {
+			idx := int32(len(t.nodes))
+			c := n.kids[byte(b)]
+			t.nodes = append(t.nodes, trieNode{id: c.id, dense: -1})
+			queue = append(queue, c)
+			t.keys = append(t.keys, byte(b))
+			t.to = append(t.to, idx)
+		}
+		nd := &t.nodes[qi]
+		nd.lo, nd.hi = lo, int32(len(t.keys))
+		if len(bs) >= denseFrom {
+			var table [256]int32
+			for i := range table {
+				table[i] = -1
+			}
+			for i := nd.lo; i < nd.hi; i++ {
+				table[t.keys[i]] = t.to[i]
+			}
+			nd.dense = int32(len(t.dense))
+			t.dense = append(t.dense, table)
+		}
+	}
+	return t
 }
 
 // appendBytes appends the bytes of ids; out-of-range ids are skipped (callers validate).
@@ -489,6 +583,7 @@ func loadVocab(dir string) (*vocab, string, error) {
 			return nil, "", status.Errorf(status.InvalidArgument, "sim: %s: byte 0x%02x has no token; want a complete byte-level alphabet", path, b)
 		}
 	}
+	v.trie = buildTrie(v.index)
 	var cfg struct {
 		EOS          json.RawMessage `json:"eos_token"`
 		ChatTemplate json.RawMessage `json:"chat_template"`

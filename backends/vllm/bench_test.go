@@ -24,7 +24,8 @@ func bodyOf256() []byte {
 			tops.WriteByte(',')
 		}
 		id := 1000 + i
-		lp := fmt.Sprintf("-%d.%04d", i%3, i*37%10000)
+		// Logprobs with full round-trip precision, as servers print them.
+		lp := fmt.Sprint(-float64(i%3) - float64(i*37%10000)/10007)
 		fmt.Fprintf(&ids, "%d", id)
 		fmt.Fprintf(&toks, `"token_id:%d"`, id)
 		lps.WriteString(lp)

@@ -17,6 +17,7 @@ const tokenIDPrefix = "token_id:"
 // choice is the part of choices[0] the client reads.
 type choice struct {
 	text                 string
+	num                  transport.NumberReader // scratch for logprob numbers
 	finishReason         string
 	hasFinish            bool
 	stopReason           generate.StopMatch
@@ -242,7 +243,7 @@ func readLogprobs(iter *jsoniter.Iterator, c *choice) {
 			c.hasLogprobs = true
 			c.lpValues = make([]float64, 0, 64)
 			for iter.ReadArray() {
-				c.lpValues = append(c.lpValues, readFloatOrNaN(iter))
+				c.lpValues = append(c.lpValues, readFloatOrNaN(iter, &c.num))
 			}
 		case "top_logprobs":
 			if c.wantTop <= 0 || iter.WhatIsNext() == jsoniter.NilValue {
@@ -258,7 +259,7 @@ func readLogprobs(iter *jsoniter.Iterator, c *choice) {
 				}
 				m := make(map[uint32]float64, c.wantTop+1)
 				for k := iter.ReadObject(); k != ""; k = iter.ReadObject() {
-					lp := readFloatOrNaN(iter)
+					lp := readFloatOrNaN(iter, &c.num)
 					id, ok := parseTokenID([]byte(k))
 					if !ok {
 						if c.err == "" {
@@ -305,7 +306,7 @@ func readPromptLogprobs(iter *jsoniter.Iterator, c *choice) {
 				lp := math.NaN()
 				for g := iter.ReadObject(); g != ""; g = iter.ReadObject() {
 					if g == "logprob" {
-						lp = readFloatOrNaN(iter)
+						lp = readFloatOrNaN(iter, &c.num)
 					} else {
 						iter.Skip()
 					}
@@ -369,12 +370,12 @@ func readCount(iter *jsoniter.Iterator) int {
 	return int(iter.ReadInt64())
 }
 
-func readFloatOrNaN(iter *jsoniter.Iterator) float64 {
+func readFloatOrNaN(iter *jsoniter.Iterator, num *transport.NumberReader) float64 {
 	if iter.WhatIsNext() != jsoniter.NumberValue {
 		iter.Skip()
 		return math.NaN()
 	}
-	return iter.ReadFloat64()
+	return num.Float64(iter)
 }
 
 func readStringOrNull(iter *jsoniter.Iterator) string {

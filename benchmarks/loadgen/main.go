@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,7 +25,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: loadgen serve [-config JSON] | loadgen load URL [-c N] [-d seconds] [-tokens N] [-prompt FILE] | loadgen collect URL -model DIR -problems FILE [-trees N] [-d seconds] [-cpuprofile FILE] [-record FILE] | loadgen chain URL -prompt FILE [-n N] [-first s] [-per s]")
+		fmt.Fprintln(os.Stderr, "usage: loadgen serve [-config JSON] [-cpuprofile FILE] | loadgen load URL [-c N] [-d seconds] [-tokens N] [-prompt FILE] | loadgen collect URL -model DIR -problems FILE [-trees N] [-d seconds] [-cpuprofile FILE] [-record FILE] | loadgen chain URL -prompt FILE [-n N] [-first s] [-per s]")
 		os.Exit(2)
 	}
 	var err error
@@ -51,6 +52,7 @@ func main() {
 func serve(args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ExitOnError)
 	config := fs.String("config", "{}", "sim.Config as JSON")
+	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the server here")
 	fs.Parse(args)
 	var cfg sim.Config
 	if err := json.Unmarshal([]byte(*config), &cfg); err != nil {
@@ -61,6 +63,11 @@ func serve(args []string) error {
 		return err
 	}
 	defer s.Close()
+	stopProfile, err := startCPUProfile(*cpuprofile)
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
 	out, _ := json.Marshal(map[string]any{"url": s.URL(), "model_dir": s.ModelDir(), "problems": s.Problems()})
 	fmt.Println(string(out))
 	stop := make(chan os.Signal, 1)
@@ -161,4 +168,21 @@ func load(args []string) error {
 		"first_error": firstErr.Load()})
 	fmt.Println(string(out))
 	return nil
+}
+
+// startCPUProfile profiles this process into path until stop is called; an empty path
+// profiles nothing.
+func startCPUProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }

@@ -31,11 +31,22 @@ type Request struct {
 	Kind    string          `json:"kind"`
 	Object  int64           `json:"object"`
 	Payload json.RawMessage `json:"payload"`
+	// Tokens is a policy.generate request's prefix, carried beside the JSON payload so
+	// that the C boundary passes it as an array.
+	Tokens []uint32 `json:"-"`
+}
+
+// Reply is the answer to a call: a JSON payload and, for policy.generate, the generated
+// ids and their logprobs beside it (nil when the payload carries them).
+type Reply struct {
+	Payload  []byte
+	Tokens   []uint32
+	Logprobs []float64
 }
 
 type reply struct {
-	payload []byte
-	err     error
+	Reply
+	err error
 }
 
 type pending struct {
@@ -74,33 +85,41 @@ func (b *Bridge) signal() {
 // status.Timeout; the request is withdrawn, or a "cancel" notification is
 // queued if it was already polled) or ErrClosed.
 func (b *Bridge) Call(ctx context.Context, kind string, object int64, payload []byte) ([]byte, error) {
+	r, err := b.Send(ctx, Request{Kind: kind, Object: object, Payload: payload})
+	return r.Payload, err
+}
+
+// Send is Call for a whole request (its ID is assigned here) and a whole reply.
+func (b *Bridge) Send(ctx context.Context, req Request) (Reply, error) {
+	kind, object := req.Kind, req.Object
 	if err := ctx.Err(); err != nil {
-		return nil, status.Wrap(status.CodeOf(err), err, "bridge: %s to object %d not sent", kind, object)
+		return Reply{}, status.Wrap(status.CodeOf(err), err, "bridge: %s to object %d not sent", kind, object)
 	}
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
-		return nil, ErrClosed
+		return Reply{}, ErrClosed
 	}
 	b.nextID++
 	id := b.nextID
+	req.ID = id
 	p := &pending{kind: kind, object: object, queued: true, done: make(chan reply, 1)}
 	b.pending[id] = p
-	b.queue = append(b.queue, Request{ID: id, Kind: kind, Object: object, Payload: payload})
+	b.queue = append(b.queue, req)
 	b.signal()
 	b.mu.Unlock()
 
 	select {
 	case r := <-p.done:
-		return r.payload, r.err
+		return r.Reply, r.err
 	case <-ctx.Done():
 		b.abandon(id, p)
 		select {
 		case r := <-p.done: // resolved in the meantime: the answer wins
-			return r.payload, r.err
+			return r.Reply, r.err
 		default:
 		}
-		return nil, status.Wrap(status.CodeOf(ctx.Err()), ctx.Err(), "bridge: %s call %d to object %d abandoned", kind, id, object)
+		return Reply{}, status.Wrap(status.CodeOf(ctx.Err()), ctx.Err(), "bridge: %s call %d to object %d abandoned", kind, id, object)
 	}
 }
 
@@ -144,31 +163,45 @@ func (b *Bridge) Notify(kind string, object int64, payload []byte) {
 // returns ctx's error (status.Timeout or status.Cancelled: poll again) or
 // ErrClosed (stop polling).
 func (b *Bridge) Poll(ctx context.Context) (Request, error) {
+	rs, err := b.PollMany(ctx, 1)
+	if err != nil {
+		return Request{}, err
+	}
+	return rs[0], nil
+}
+
+// PollMany is Poll for up to limit requests (at least one), oldest first: a poller
+// that serves many concurrent calls takes every queued request in one wake-up.
+func (b *Bridge) PollMany(ctx context.Context, limit int) ([]Request, error) {
+	limit = max(limit, 1)
 	for {
 		b.mu.Lock()
 		if b.closed && len(b.queue) == 0 {
 			b.mu.Unlock()
-			return Request{}, ErrClosed
+			return nil, ErrClosed
 		}
 		if len(b.queue) > 0 {
-			r := b.queue[0]
-			b.queue[0] = Request{}
-			b.queue = b.queue[1:]
-			if p := b.pending[r.ID]; p != nil && r.Kind != KindCancel {
-				p.queued = false
+			n := min(limit, len(b.queue))
+			rs := slices.Clone(b.queue[:n])
+			clear(b.queue[:n])
+			b.queue = b.queue[n:]
+			for _, r := range rs {
+				if p := b.pending[r.ID]; p != nil && r.Kind != KindCancel {
+					p.queued = false
+				}
 			}
 			if len(b.queue) > 0 {
-				b.signal() // let another poller take the next one
+				b.signal() // let another poller take the next ones
 			}
 			b.mu.Unlock()
-			return r, nil
+			return rs, nil
 		}
 		b.mu.Unlock()
 		select {
 		case <-b.wake:
 		case <-b.done:
 		case <-ctx.Done():
-			return Request{}, status.Wrap(status.CodeOf(ctx.Err()), ctx.Err(), "bridge: poll")
+			return nil, status.Wrap(status.CodeOf(ctx.Err()), ctx.Err(), "bridge: poll")
 		}
 	}
 }
@@ -192,11 +225,16 @@ func (b *Bridge) take(id uint64, verb string) (*pending, error) {
 
 // Resolve answers call id with a JSON payload.
 func (b *Bridge) Resolve(id uint64, payload []byte) error {
+	return b.Answer(id, Reply{Payload: payload})
+}
+
+// Answer answers call id with a whole reply.
+func (b *Bridge) Answer(id uint64, r Reply) error {
 	p, err := b.take(id, "resolve")
 	if err != nil {
 		return err
 	}
-	p.done <- reply{payload: payload}
+	p.done <- reply{Reply: r}
 	return nil
 }
 

@@ -36,6 +36,40 @@ func callAsync(b *Bridge, ctx context.Context, kind string, object int64, payloa
 	return ch
 }
 
+func TestPollManyTakesEveryQueuedRequestOldestFirst(t *testing.T) {
+	b := New()
+	defer b.Close()
+	var calls []chan callResult
+	for i := range 5 {
+		calls = append(calls, callAsync(b, context.Background(), KindEnvStep, int64(i), `{}`))
+		require.Eventually(t, func() bool { return b.Queued() == i+1 }, 2*time.Second, time.Millisecond)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	first, err := b.PollMany(ctx, 3)
+	require.NoError(t, err)
+	rest, err := b.PollMany(ctx, 100)
+	require.NoError(t, err)
+	var objects []int64
+	for _, r := range append(first, rest...) {
+		objects = append(objects, r.Object)
+		require.NoError(t, b.Resolve(r.ID, []byte(`{"reward":0}`)))
+	}
+	assert.Equal(t, []int64{0, 1, 2, 3, 4}, objects)
+	assert.Len(t, first, 3)
+	for _, c := range calls {
+		assert.NoError(t, (<-c).err)
+	}
+	assert.Equal(t, 0, b.Pending())
+
+	last := callAsync(b, context.Background(), KindEnvFork, 9, `{}`)
+	one, err := b.PollMany(ctx, 0) // a limit below one means one
+	require.NoError(t, err)
+	require.Len(t, one, 1)
+	require.NoError(t, b.Resolve(one[0].ID, []byte(`{"object":10}`)))
+	assert.NoError(t, (<-last).err)
+}
+
 func TestCallResolve(t *testing.T) {
 	b := New()
 	defer b.Close()

@@ -4,16 +4,19 @@
 // Python. The engine side calls Call (or uses the Policy, Env and Critic
 // stand-ins here, which satisfy the core/collect interfaces); each call
 // becomes a Request that a Python worker thread takes with a blocking Poll
-// through the C ABI, serves, and answers with Resolve or Fail by id.
+// (PollMany: every queued request in one wake-up) through the C ABI, serves,
+// and answers with Resolve (Answer) or Fail by id.
 //
 // Wire format: a Request is {"id", "kind", "object", "payload"}; object is
 // the Python side's handle for the object the call is addressed to, and
 // payload and replies are JSON. The kinds and their payloads are:
 //
-//	"policy.generate" {"tokens": [ids], "params": SamplingParams, "id": "request id"}
+//	"policy.generate" {"params": SamplingParams, "id": "request id"} + Request.Tokens (the prefix)
 //	                  -> {"tokens", "logprobs", "text", "stop_reason",
 //	                      "matched_stop"?, "top_logprobs"?, "prompt_tokens"?,
 //	                      "cached_tokens"?, "abort_message"?}
+//	                  (or "tokens" and "logprobs" beside the JSON in Reply.Tokens and
+//	                  Reply.Logprobs: token ids and logprobs cross the C ABI as arrays)
 //	"env.reset"       {} -> {"observation": {"text", "tokens"?} | null}
 //	"env.step"        {"action": {"kind": "tokens", "tokens": [ids], "finished": bool}
 //	                           | {"kind": "text", "text": str}

@@ -41,7 +41,6 @@ type Policy struct {
 var _ collect.Policy = Policy{}
 
 type generatePayload struct {
-	Tokens []uint32                `json:"tokens"`
 	Params generate.SamplingParams `json:"params"`
 	ID     string                  `json:"id"`
 }
@@ -58,21 +57,28 @@ type resultWire struct {
 	AbortMessage string               `json:"abort_message"`
 }
 
-// Generate sends a "policy.generate" request and decodes the Result. The
-// engine validates the result against the request; this only checks that
-// it is well-formed JSON of the right shape.
+// Generate sends a "policy.generate" request (the prefix in Request.Tokens) and decodes
+// the Result, whose ids and logprobs come either beside the JSON (Reply.Tokens and
+// Reply.Logprobs) or in it. The engine validates the result against the request; this
+// only checks that the reply has the right shape.
 func (p Policy) Generate(ctx context.Context, req generate.Request) (*generate.Result, error) {
-	payload, err := encode(KindPolicyGenerate, generatePayload{Tokens: req.Tokens, Params: req.Params, ID: req.ID})
+	payload, err := encode(KindPolicyGenerate, generatePayload{Params: req.Params, ID: req.ID})
 	if err != nil {
 		return nil, err
 	}
-	data, err := p.Bridge.Call(ctx, KindPolicyGenerate, p.Object, payload)
+	rep, err := p.Bridge.Send(ctx, Request{Kind: KindPolicyGenerate, Object: p.Object, Payload: payload, Tokens: req.Tokens})
 	if err != nil {
 		return nil, err
 	}
 	var w resultWire
-	if err := decode(KindPolicyGenerate, p.Object, data, &w); err != nil {
+	if err := decode(KindPolicyGenerate, p.Object, rep.Payload, &w); err != nil {
 		return nil, err
+	}
+	if rep.Tokens != nil {
+		if len(rep.Logprobs) != len(rep.Tokens) {
+			return nil, status.Errorf(status.InvalidArgument, "bridge: policy.generate reply from object %d has %d tokens but %d logprobs", p.Object, len(rep.Tokens), len(rep.Logprobs))
+		}
+		w.Tokens, w.Logprobs = &rep.Tokens, nil
 	}
 	if w.Tokens == nil {
 		return nil, status.Errorf(status.InvalidArgument, "bridge: policy.generate reply from object %d has no \"tokens\" list", p.Object)
@@ -82,7 +88,9 @@ func (p Policy) Generate(ctx context.Context, req generate.Request) (*generate.R
 		PromptTokens: w.PromptTokens, CachedTokens: w.CachedTokens, AbortMessage: w.AbortMessage,
 		ExactGeneration: true,
 	}
-	if w.Logprobs != nil {
+	if rep.Tokens != nil {
+		res.Logprobs = rep.Logprobs
+	} else if w.Logprobs != nil {
 		res.Logprobs = make([]float64, len(w.Logprobs))
 		for i, lp := range w.Logprobs {
 			if lp == nil {

@@ -118,19 +118,20 @@ func (py *python) serve(r Request) {
 		py.cancels.Add(1)
 	case KindPolicyGenerate:
 		var p struct {
-			Tokens []uint32                `json:"tokens"`
 			Params generate.SamplingParams `json:"params"`
 		}
 		if err := json.Unmarshal(r.Payload, &p); err != nil {
 			reply(nil, err)
 			return
 		}
-		res, err := py.policy.Generate(ctx, generate.Request{Tokens: p.Tokens, Params: p.Params})
+		res, err := py.policy.Generate(ctx, generate.Request{Tokens: r.Tokens, Params: p.Params})
 		if err != nil {
 			reply(nil, err)
 			return
 		}
-		reply(map[string]any{"tokens": res.Tokens, "logprobs": res.Logprobs, "text": res.Text, "stop_reason": res.StopReason, "matched_stop": nil}, nil)
+		// As the Python driver does: ids and logprobs beside the JSON.
+		meta, _ := json.Marshal(map[string]any{"text": res.Text, "stop_reason": res.StopReason, "matched_stop": nil})
+		_ = py.b.Answer(r.ID, Reply{Payload: meta, Tokens: res.Tokens, Logprobs: res.Logprobs})
 	case KindEnvReset:
 		obs, err := py.env(r.Object).Reset(ctx)
 		reply(map[string]any{"observation": map[string]any{"text": obs.Text, "tokens": obs.Tokens}}, err)
@@ -417,4 +418,43 @@ func TestActionPayloads(t *testing.T) {
 	}
 	_, err := Env{New(), 1}.Step(context.Background(), parse.Action{Kind: "image"})
 	assert.Equal(t, status.InvalidArgument, status.CodeOf(err))
+}
+
+func TestGenerateCarriesTokensBesideTheJSON(t *testing.T) {
+	tests := []struct {
+		name     string
+		tokens   []uint32
+		logprobs []float64
+		wantErr  string
+	}{
+		{"ids and logprobs as arrays", []uint32{5, 6}, []float64{-0.5, -1}, ""},
+		{"empty generation", []uint32{}, []float64{}, ""},
+		{"logprob count differs", []uint32{5, 6}, []float64{-0.5}, "has 2 tokens but 1 logprobs"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := New()
+			defer b.Close()
+			go func() {
+				r, err := b.Poll(context.Background())
+				if err != nil {
+					return
+				}
+				assert.Equal(t, []uint32{1, 2, 3}, r.Tokens, "the prefix travels beside the payload")
+				assert.NotContains(t, string(r.Payload), `"tokens"`)
+				_ = b.Answer(r.ID, Reply{Payload: []byte(`{"text":"ab","stop_reason":"length"}`), Tokens: tt.tokens, Logprobs: tt.logprobs})
+			}()
+			res, err := Policy{b, 1}.Generate(context.Background(), generate.Request{Tokens: []uint32{1, 2, 3}, Params: generate.SamplingParams{MaxTokens: generate.Int(4)}})
+			if tt.wantErr != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.tokens, res.Tokens)
+			assert.Equal(t, tt.logprobs, res.Logprobs)
+			assert.Equal(t, "ab", res.Text)
+			assert.NoError(t, res.Validate("policy", 4))
+		})
+	}
 }

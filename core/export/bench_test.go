@@ -57,6 +57,36 @@ func BenchmarkPrepareExport(b *testing.B) {
 	}
 }
 
+// BenchmarkPrepareExportShared is the path to Python: prepare, then encode
+// every actor record against earlier ones (what crosses the C boundary).
+// ns/token is per token of the records' full contexts, as above.
+func BenchmarkPrepareExportShared(b *testing.B) {
+	for _, n := range benchRollouts {
+		tr := treetest.Search(n, 8, 256, 1)
+		b.Run(fmt.Sprintf("rollouts=%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			tokens := 0
+			for b.Loop() {
+				batch, err := prepare.Prepare(tr, prepare.DefaultRewardConfig(), prepare.DirectBranchTd{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				f, _, err := export.EncodeShared(batch, 0, export.Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				tokens = 0
+				for i := range f.NumActor() {
+					tokens += int(f.Actor.SpanStart[i] + f.Actor.SpanOffsets[i+1] - f.Actor.SpanOffsets[i])
+				}
+			}
+			b.ReportMetric(float64(tr.Len()), "nodes")
+			b.ReportMetric(float64(tokens), "tokens")
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(tokens), "ns/token")
+		})
+	}
+}
+
 func BenchmarkWriteJSONL(b *testing.B) {
 	tr := treetest.Search(256, 8, 256, 1)
 	batch, err := prepare.Prepare(tr, prepare.DefaultRewardConfig(), prepare.DirectBranchTd{})

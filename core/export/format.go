@@ -180,13 +180,14 @@ func Describe(b *prepare.Batch) string {
 		c := &b.Critic[i]
 		fmt.Fprintf(&sb, "critic node=%d target=%s", c.NodeID, num(c.Target))
 		writeDiagnostics(&sb, c.Diagnostics)
-		sb.WriteString(" context=" + tail(c.Context) + "\n")
+		sb.WriteString(" context=" + tail(c.Context()) + "\n")
 	}
 	return sb.String()
 }
 
 func writeDiagnostics(sb *strings.Builder, d prepare.Diagnostics) {
-	for _, x := range d {
+	for i := range d.Len() {
+		x := d.At(i)
 		sb.WriteString(" " + x.Name + "=" + num(x.Value))
 	}
 }

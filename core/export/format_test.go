@@ -99,7 +99,7 @@ critic node=2 target=0 v_hat=0.5 v_star=0.25 n_s=1 context="sb"
 `, export.Describe(b))
 
 	explicit := &prepare.Batch{Actor: []prepare.ActorSample{prepare.NewActorSample(4, 1, "Custom", -0.5, nil)},
-		Critic: []prepare.CriticSample{{NodeID: 1, Context: strings.Repeat("ab", 30), Target: 0.25}}}
+		Critic: []prepare.CriticSample{prepare.NewCriticSample(1, strings.Repeat("ab", 30), 0.25, prepare.Diagnostics{})}}
 	assert.Equal(t, "actor node=4 group=1 estimator=Custom advantage=-0.5 edge_tokens=0\n"+
 		`critic node=1 target=0.25 context=…"abababababababababababababababababababab"`+"\n", export.Describe(explicit))
 }

@@ -2,9 +2,11 @@ package export
 
 import (
 	"math"
+	"slices"
 
 	"github.com/focus-go/focus-go/core/prepare"
 	"github.com/focus-go/focus-go/core/status"
+	"github.com/focus-go/focus-go/core/tree"
 )
 
 // Record keys and lanes (binding; the Python names are ESTIMATOR_KEY, LANE_KEY
@@ -80,6 +82,37 @@ func (f *Flat) Len() int { return f.NumActor() + f.NumCritic() }
 // Batch.to_records). Cost is linear in samples plus exported tokens; token
 // arrays are allocated once at their final size.
 func Encode(b *prepare.Batch, groupIndex int, opts Options) (*Flat, error) {
+	return encode(b, groupIndex, opts, nil)
+}
+
+// SharedTokens holds the actor records' tokens with shared prefixes stored
+// once: record i's tokens are record Base[i]'s tokens (none when Base[i] is
+// -1) followed by Tokens[Offsets[i]:Offsets[i+1]]. Along a tree path every
+// record's context is the record before it (the parent edge's last span, or
+// the sample's previous span), so the tree's tokens are stored about once
+// instead of once per descendant, and a reader builds each token list by
+// extending one it already holds.
+type SharedTokens struct {
+	Base    []int64
+	Offsets []int64 // NumActor+1 entries
+	Tokens  []uint32
+}
+
+// EncodeShared is Encode with the actor tokens as SharedTokens: the returned
+// Flat's Actor.Tokens and Actor.Offsets are nil. Full contexts are never
+// materialised. A record's base is the sample's previous span, else the last
+// record of the node its edge leaves from; for samples that read a tree the
+// prefix holds by construction, for explicit samples it is checked, and a
+// record without a valid base stores all its tokens.
+func EncodeShared(b *prepare.Batch, groupIndex int, opts Options) (*Flat, *SharedTokens, error) {
+	st := &SharedTokens{}
+	f, err := encode(b, groupIndex, opts, st)
+	return f, st, err
+}
+
+// encode builds f; with st non-nil the actor tokens go to st instead of
+// f.Actor.Tokens.
+func encode(b *prepare.Batch, groupIndex int, opts Options, st *SharedTokens) (*Flat, error) {
 	if math.IsNaN(opts.MinAbsAdvantage) || opts.MinAbsAdvantage < 0 {
 		return nil, status.Errorf(status.InvalidArgument, "export: min_abs_advantage is %g, must be >= 0", opts.MinAbsAdvantage)
 	}
@@ -98,8 +131,13 @@ func Encode(b *prepare.Batch, groupIndex int, opts Options) (*Flat, error) {
 	}
 	f := &Flat{ProblemID: b.ProblemID, GroupIndex: groupIndex}
 	ac := &f.Actor
-	ac.Offsets = make([]int64, 1, records+1)
-	ac.Tokens = make([]uint32, 0, tokens)
+	var sh *sharer
+	if st == nil {
+		ac.Offsets = make([]int64, 1, records+1)
+		ac.Tokens = make([]uint32, 0, tokens)
+	} else {
+		sh = newSharer(b, st, records, own)
+	}
 	ac.SpanStart = make([]int64, 0, records)
 	ac.SpanOffsets = make([]int64, 1, records+1)
 	ac.SpanMask = make([]bool, 0, own)
@@ -118,22 +156,28 @@ func Encode(b *prepare.Batch, groupIndex int, opts Options) (*Flat, error) {
 		est := f.estimatorIndex(a.Estimator)
 		for k := range a.NumSpans() {
 			sp := a.Split(k)
-			start := len(ac.Tokens)
-			if sp.ContextNode >= 0 {
-				ac.Tokens = a.Tree().AppendContextTokens(ac.Tokens, sp.ContextNode)
-			}
-			for _, l := range sp.Lead {
-				ac.Tokens = append(ac.Tokens, l.Tokens...)
-			}
-			ac.SpanStart = append(ac.SpanStart, int64(len(ac.Tokens)-start))
-			ac.Tokens = append(ac.Tokens, sp.Own.Tokens...)
-			ac.Offsets = append(ac.Offsets, int64(len(ac.Tokens)))
-			ac.SpanMask = append(ac.SpanMask, sp.Own.Trainable...)
-			for j, lp := range sp.Own.Logprobs {
-				if !sp.Own.Trainable[j] {
-					lp = 0
+			if sh != nil {
+				ac.SpanStart = append(ac.SpanStart, int64(sh.add(a, i, k, sp)))
+			} else {
+				start := len(ac.Tokens)
+				if sp.ContextNode >= 0 {
+					ac.Tokens = a.Tree().AppendContextTokens(ac.Tokens, sp.ContextNode)
 				}
-				ac.SpanLogprobs = append(ac.SpanLogprobs, lp)
+				for _, l := range sp.Lead {
+					ac.Tokens = append(ac.Tokens, l.Tokens...)
+				}
+				ac.SpanStart = append(ac.SpanStart, int64(len(ac.Tokens)-start))
+				ac.Tokens = append(ac.Tokens, sp.Own.Tokens...)
+				ac.Offsets = append(ac.Offsets, int64(len(ac.Tokens)))
+			}
+			ac.SpanMask = append(ac.SpanMask, sp.Own.Trainable...)
+			// One copy, then zero the few conditioning positions.
+			lp := len(ac.SpanLogprobs)
+			ac.SpanLogprobs = append(ac.SpanLogprobs, sp.Own.Logprobs...)
+			for j, trainable := range sp.Own.Trainable {
+				if !trainable {
+					ac.SpanLogprobs[lp+j] = 0
+				}
 			}
 			ac.SpanOffsets = append(ac.SpanOffsets, int64(len(ac.SpanMask)))
 			ac.Advantage = append(ac.Advantage, a.Weight)
@@ -148,7 +192,7 @@ func Encode(b *prepare.Batch, groupIndex int, opts Options) (*Flat, error) {
 	cc := &f.Critic
 	n, bytes := len(b.Critic), 0
 	for i := range b.Critic {
-		bytes += len(b.Critic[i].Context)
+		bytes += b.Critic[i].ContextLen()
 	}
 	cc.Offsets = make([]int64, 1, n+1)
 	cc.Context = make([]byte, 0, bytes)
@@ -156,12 +200,141 @@ func Encode(b *prepare.Batch, groupIndex int, opts Options) (*Flat, error) {
 	cc.NodeID = make([]int64, 0, n)
 	for i := range b.Critic {
 		c := &b.Critic[i]
-		cc.Context = append(cc.Context, c.Context...)
+		cc.Context = c.AppendContext(cc.Context)
 		cc.Offsets = append(cc.Offsets, int64(len(cc.Context)))
 		cc.Target = append(cc.Target, c.Target)
 		cc.NodeID = append(cc.NodeID, int64(c.NodeID))
 	}
 	return f, nil
+}
+
+// sharer appends records to a SharedTokens, choosing each record's base.
+type sharer struct {
+	st     *SharedTokens
+	b      *prepare.Batch
+	length []int // record -> its full token length
+	sample []int // record -> its sample
+	// The last record of each node so far: by node id for samples that read
+	// the batch's first tree, in a map for explicit samples.
+	tree     *tree.Tree
+	lastTree []int32
+	lastOwn  map[int]int
+}
+
+// newSharer prepares st for records holding own tokens in their own spans.
+func newSharer(b *prepare.Batch, st *SharedTokens, records, own int) *sharer {
+	st.Base = make([]int64, 0, records)
+	st.Offsets = make([]int64, 1, records+1)
+	sh := &sharer{st: st, b: b, length: make([]int, 0, records), sample: make([]int, 0, records), lastOwn: map[int]int{}}
+	size := own
+	for i := range b.Actor {
+		if t := b.Actor[i].Tree(); t != nil {
+			sh.tree = t
+			sh.lastTree = make([]int32, len(t.Nodes))
+			for id := range sh.lastTree {
+				sh.lastTree[id] = -1
+			}
+			// About every token of the tree is stored once, and the prompt
+			// once per child of the root.
+			size = (len(t.Nodes[0].Children) - 1) * t.Nodes[0].EdgeLen()
+			for id := range t.Nodes {
+				size += t.Nodes[id].EdgeLen()
+			}
+			size = max(size, own)
+			break
+		}
+	}
+	st.Tokens = make([]uint32, 0, size)
+	return sh
+}
+
+// add appends span k of sample i (split sp) as the next record and returns
+// its span start (the length of its conditioning part).
+func (sh *sharer) add(a *prepare.ActorSample, i, k int, sp prepare.SpanSplit) int {
+	t := a.Tree()
+	lead := sp.LeadLen(t)
+	full := lead + sp.Own.Len()
+	r := len(sh.length)
+	base, skip := -1, 0
+	if t != nil {
+		// Prefixes hold by construction: the sample's previous span record is
+		// this record's context up to that span, and the last record of the
+		// context node (the parent) is a prefix of that node's context.
+		switch {
+		case k > 0:
+			base = r - 1
+		case t == sh.tree && sp.ContextNode >= 0 && sh.lastTree[sp.ContextNode] >= 0:
+			base = int(sh.lastTree[sp.ContextNode])
+		}
+		if base >= 0 {
+			skip = sh.length[base]
+		}
+		sh.st.Tokens = appendRecordTokens(sh.st.Tokens, t, sp, skip)
+		if t == sh.tree {
+			sh.lastTree[a.NodeID] = int32(r)
+		}
+	} else {
+		// Explicit spans are full sequences already: use a base only if its
+		// tokens really are this record's prefix.
+		own := sp.Own.Tokens
+		cand, ok := r-1, k > 0
+		if !ok {
+			cand, ok = sh.lastOwn[a.GroupID]
+		}
+		if ok && sh.b.Actor[sh.sample[cand]].Tree() == nil {
+			prev := sh.recordTokens(cand)
+			if len(prev) <= len(own) && slices.Equal(prev, own[:len(prev)]) {
+				base, skip = cand, len(prev)
+			}
+		}
+		sh.st.Tokens = append(sh.st.Tokens, own[skip:]...)
+		sh.lastOwn[a.NodeID] = r
+	}
+	sh.st.Base = append(sh.st.Base, int64(base))
+	sh.st.Offsets = append(sh.st.Offsets, int64(len(sh.st.Tokens)))
+	sh.length = append(sh.length, full)
+	sh.sample = append(sh.sample, i)
+	return lead
+}
+
+// recordTokens is the full token list of explicit-span record r.
+func (sh *sharer) recordTokens(r int) []uint32 {
+	a := &sh.b.Actor[sh.sample[r]]
+	k := r
+	for k > 0 && sh.sample[k-1] == sh.sample[r] {
+		k--
+	}
+	return a.Split(r - k).Own.Tokens
+}
+
+// appendRecordTokens appends the tokens of the record split sp describes
+// (context of sp.ContextNode, lead spans, own span), leaving out the first
+// skip, without materialising the skipped part.
+func appendRecordTokens(dst []uint32, t *tree.Tree, sp prepare.SpanSplit, skip int) []uint32 {
+	add := func(s []uint32) {
+		if skip >= len(s) {
+			skip -= len(s)
+			return
+		}
+		dst = append(dst, s[skip:]...)
+		skip = 0
+	}
+	var path func(id int)
+	path = func(id int) {
+		if id < 0 {
+			return
+		}
+		path(t.Nodes[id].Parent)
+		for _, s := range t.Nodes[id].Spans {
+			add(s.Tokens)
+		}
+	}
+	path(sp.ContextNode)
+	for _, l := range sp.Lead {
+		add(l.Tokens)
+	}
+	add(sp.Own.Tokens)
+	return dst
 }
 
 func keep(a *prepare.ActorSample, opts Options) bool {

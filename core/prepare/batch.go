@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
+	"strings"
+	"unsafe"
 
 	jsoniter "github.com/json-iterator/go"
 
@@ -17,15 +20,56 @@ type Diagnostic struct {
 }
 
 // Diagnostics is an ordered list of named numbers (a Python Mapping[str,
-// float]). A slice rather than a map keeps rendering order fixed and lets a
-// batch share one backing array across all its samples.
-type Diagnostics []Diagnostic
+// float]). The samples an estimator makes share one list of names and take
+// their values as rows of one dense matrix: a batch's diagnostics cost two
+// allocations, hold no pointers per sample, and cross the C boundary as the
+// matrix itself. The zero value is empty.
+type Diagnostics struct {
+	names  []string
+	values []float64
+}
+
+// DiagnosticsOf builds diagnostics from pairs, in order.
+func DiagnosticsOf(pairs ...Diagnostic) Diagnostics {
+	d := Diagnostics{names: make([]string, len(pairs)), values: make([]float64, len(pairs))}
+	for i, p := range pairs {
+		d.names[i], d.values[i] = p.Name, p.Value
+	}
+	return d
+}
+
+// Len is the number of diagnostics.
+func (d Diagnostics) Len() int { return len(d.values) }
+
+// At returns diagnostic i.
+func (d Diagnostics) At(i int) Diagnostic { return Diagnostic{d.names[i], d.values[i]} }
+
+// Names returns the names in order, as a new slice.
+func (d Diagnostics) Names() []string { return slices.Clone(d.names) }
+
+// Values returns the values in Names order, as a new slice.
+func (d Diagnostics) Values() []float64 { return slices.Clone(d.values) }
+
+// SameNames reports whether d and e name the same diagnostics in the same
+// order (without comparing strings when both share one list of names).
+func (d Diagnostics) SameNames(e Diagnostics) bool {
+	if len(d.names) != len(e.names) {
+		return false
+	}
+	if len(d.names) == 0 || &d.names[0] == &e.names[0] {
+		return true
+	}
+	return slices.Equal(d.names, e.names)
+}
+
+// AppendValues appends the values in Names order to dst.
+func (d Diagnostics) AppendValues(dst []float64) []float64 { return append(dst, d.values...) }
 
 // Get returns the value named name.
 func (d Diagnostics) Get(name string) (float64, bool) {
-	for _, x := range d {
-		if x.Name == name {
-			return x.Value, true
+	for i, n := range d.names {
+		if n == name {
+			return d.values[i], true
 		}
 	}
 	return 0, false
@@ -33,11 +77,23 @@ func (d Diagnostics) Get(name string) (float64, bool) {
 
 // Map returns the diagnostics as a new map.
 func (d Diagnostics) Map() map[string]float64 {
-	m := make(map[string]float64, len(d))
-	for _, x := range d {
-		m[x.Name] = x.Value
+	m := make(map[string]float64, len(d.names))
+	for i, n := range d.names {
+		m[n] = d.values[i]
 	}
 	return m
+}
+
+// String renders the diagnostics as name=value pairs in order.
+func (d Diagnostics) String() string {
+	var sb strings.Builder
+	for i, n := range d.names {
+		if i > 0 {
+			sb.WriteByte(' ')
+		}
+		fmt.Fprintf(&sb, "%s=%v", n, d.values[i])
+	}
+	return sb.String()
 }
 
 // MarshalJSON encodes the diagnostics as one JSON object, keys in order.
@@ -45,12 +101,12 @@ func (d Diagnostics) MarshalJSON() ([]byte, error) {
 	s := jsoniter.ConfigCompatibleWithStandardLibrary.BorrowStream(nil)
 	defer jsoniter.ConfigCompatibleWithStandardLibrary.ReturnStream(s)
 	s.WriteObjectStart()
-	for i, x := range d {
+	for i, n := range d.names {
 		if i > 0 {
 			s.WriteMore()
 		}
-		s.WriteObjectField(x.Name)
-		s.WriteFloat64(x.Value)
+		s.WriteObjectField(n)
+		s.WriteFloat64(d.values[i])
 	}
 	s.WriteObjectEnd()
 	if s.Error != nil {
@@ -63,9 +119,10 @@ func (d Diagnostics) MarshalJSON() ([]byte, error) {
 func (d *Diagnostics) UnmarshalJSON(data []byte) error {
 	it := jsoniter.ConfigCompatibleWithStandardLibrary.BorrowIterator(data)
 	defer jsoniter.ConfigCompatibleWithStandardLibrary.ReturnIterator(it)
-	out := Diagnostics{}
+	var out Diagnostics
 	it.ReadObjectCB(func(it *jsoniter.Iterator, key string) bool {
-		out = append(out, Diagnostic{key, it.ReadFloat64()})
+		out.names = append(out.names, key)
+		out.values = append(out.values, it.ReadFloat64())
 		return true
 	})
 	if it.Error != nil && it.Error != io.EOF {
@@ -73,6 +130,26 @@ func (d *Diagnostics) UnmarshalJSON(data []byte) error {
 	}
 	*d = out
 	return nil
+}
+
+// diagMatrix hands out Diagnostics rows of one dense matrix under one list of
+// names.
+type diagMatrix struct {
+	names  []string
+	values []float64
+}
+
+func newDiagMatrix(names []string, rows int) *diagMatrix {
+	return &diagMatrix{names: names, values: make([]float64, 0, rows*len(names))}
+}
+
+// row appends one sample's values (in names order) and returns them as
+// Diagnostics. The full slice expression keeps an append to one row from
+// overwriting the next.
+func (m *diagMatrix) row(v ...float64) Diagnostics {
+	start := len(m.values)
+	m.values = append(m.values, v...)
+	return Diagnostics{names: m.names, values: m.values[start:len(m.values):len(m.values)]}
 }
 
 // NoSearchPass marks an ActorSample whose search pass is unknown (Python None).
@@ -100,6 +177,10 @@ type ActorSample struct {
 
 	src   *tree.Tree // prepared samples: spans come from src.Nodes[NodeID]
 	spans []tree.PackedSequence
+	// Set by Prepare, which counts every edge's generated tokens once anyway:
+	// NumSpans and EdgeTokens then need not re-read the edge's masks.
+	counted              bool
+	numSpans, edgeTokens int
 }
 
 // NewActorSample builds a sample from explicit spans, each already a full
@@ -119,6 +200,9 @@ func EdgeSample(t *tree.Tree, id int, estimator string, weight float64, diag Dia
 
 // NumSpans is the number of generated spans (actor records) of the edge.
 func (a *ActorSample) NumSpans() int {
+	if a.counted {
+		return a.numSpans
+	}
 	if a.src == nil {
 		return len(a.spans)
 	}
@@ -216,6 +300,9 @@ func (a *ActorSample) Spans() []tree.PackedSequence {
 // EdgeTokens counts the trainable tokens across the whole edge, for callers
 // that normalise by edge when a template splits it into several spans.
 func (a *ActorSample) EdgeTokens() int {
+	if a.counted {
+		return a.edgeTokens
+	}
 	if a.src == nil {
 		n := 0
 		for _, s := range a.spans {
@@ -227,11 +314,83 @@ func (a *ActorSample) EdgeTokens() int {
 }
 
 // CriticSample pairs a checkpoint's context text with its target return.
+//
+// Samples made by Prepare or CriticTargets store only the tree and node id and
+// build the context text when it is read: a context is O(depth x text), so
+// writing every one at preparation time would cost more than the whole
+// backup. Samples made with NewCriticSample carry their context.
 type CriticSample struct {
+	NodeID      int
+	Target      float64
+	Diagnostics Diagnostics
+
+	src     *tree.Tree // prepared samples: the context is src's path to NodeID
+	context string
+}
+
+// NewCriticSample builds a sample with an explicit context (what a Python
+// caller passes as CriticSample(context=...)).
+func NewCriticSample(nodeID int, context string, target float64, diag Diagnostics) CriticSample {
+	return CriticSample{NodeID: nodeID, Target: target, Diagnostics: diag, context: context}
+}
+
+// Context is the checkpoint's context text: the edge texts from the root
+// prompt to the node, as the critic read it.
+func (c *CriticSample) Context() string {
+	if c.src == nil {
+		return c.context
+	}
+	return c.src.ContextText(c.NodeID)
+}
+
+// ContextLen is the byte length of Context.
+func (c *CriticSample) ContextLen() int {
+	if c.src == nil {
+		return len(c.context)
+	}
+	n := 0
+	for id := c.NodeID; id >= 0; id = c.src.Nodes[id].Parent {
+		n += len(c.src.Nodes[id].Text)
+	}
+	return n
+}
+
+// AppendContext appends Context to dst without an intermediate string.
+func (c *CriticSample) AppendContext(dst []byte) []byte {
+	if c.src == nil {
+		return append(dst, c.context...)
+	}
+	return appendText(dst, c.src, c.NodeID)
+}
+
+func appendText(dst []byte, t *tree.Tree, id int) []byte {
+	if id < 0 {
+		return dst
+	}
+	return append(appendText(dst, t, t.Nodes[id].Parent), t.Nodes[id].Text...)
+}
+
+// criticJSON is the JSON form of a CriticSample, context included.
+type criticJSON struct {
 	NodeID      int         `json:"node_id"`
 	Context     string      `json:"context"`
 	Target      float64     `json:"target"`
 	Diagnostics Diagnostics `json:"diagnostics"`
+}
+
+// MarshalJSON encodes the sample with its context text.
+func (c CriticSample) MarshalJSON() ([]byte, error) {
+	return jsoniter.ConfigCompatibleWithStandardLibrary.Marshal(criticJSON{c.NodeID, c.Context(), c.Target, c.Diagnostics})
+}
+
+// UnmarshalJSON decodes a sample with an explicit context.
+func (c *CriticSample) UnmarshalJSON(data []byte) error {
+	var w criticJSON
+	if err := jsoniter.ConfigCompatibleWithStandardLibrary.Unmarshal(data, &w); err != nil {
+		return err
+	}
+	*c = NewCriticSample(w.NodeID, w.Context, w.Target, w.Diagnostics)
+	return nil
 }
 
 // Failure is a failed branch: the node marked failed and its message.
@@ -284,6 +443,10 @@ func Prepare(t *tree.Tree, cfg RewardConfig, est Estimator) (*Batch, error) {
 			return nil, fmt.Errorf("prepare: %s: %w", est.Name(), err)
 		}
 	}
+	// One pass over the nodes: failures, leaves, and every edge's generated
+	// tokens and spans, which the actor samples keep.
+	n := len(t.Nodes)
+	gen := make([]int32, 2*n) // gen[2*id]: generated tokens, gen[2*id+1]: generated spans
 	leaves, trainable := 0, 0
 	for id := range t.Nodes {
 		nd := &t.Nodes[id]
@@ -293,7 +456,21 @@ func Prepare(t *tree.Tree, cfg RewardConfig, est Estimator) (*Batch, error) {
 		if id > 0 && len(nd.Children) == 0 {
 			leaves++
 		}
-		trainable += nd.GeneratedTokens()
+		edge, spans := 0, 0
+		for k := range nd.Spans {
+			if c := countTrue(nd.Spans[k].Trainable); c > 0 {
+				edge += c
+				spans++
+			}
+		}
+		gen[2*id], gen[2*id+1] = int32(edge), int32(spans)
+		trainable += edge
+	}
+	for i := range b.Actor {
+		a := &b.Actor[i]
+		if a.src == t {
+			a.counted, a.edgeTokens, a.numSpans = true, int(gen[2*a.NodeID]), int(gen[2*a.NodeID+1])
+		}
 	}
 	// A tree assembled outside the engine carries no stats; its leaves (one per
 	// rollout) and trainable tokens are lower bounds the engine's counts meet.
@@ -326,4 +503,45 @@ func weightMoments(actor []ActorSample) (mean, std float64) {
 		std += d * d
 	}
 	return mean, math.Sqrt(std / float64(len(actor)))
+}
+
+// countTrue counts the true values of m eight at a time: a Go bool is one byte
+// holding 0 or 1, and trainable masks are most of a tree's bytes, so reading
+// them a word at a time keeps Prepare's token pass well below its node pass.
+func countTrue(m []bool) int {
+	n, i := 0, 0
+	for ; i < len(m) && uintptr(unsafe.Pointer(&m[i]))%8 != 0; i++ {
+		if m[i] {
+			n++
+		}
+	}
+	m = m[i:]
+	words := len(m) / 8
+	if words > 0 {
+		w := unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(m))), words)
+		for len(w) > 0 {
+			// Each byte lane of acc counts the true values at its position;
+			// 255 words keep every lane below overflow.
+			chunk := w[:min(len(w), 255)]
+			w = w[len(chunk):]
+			var acc uint64
+			for _, x := range chunk {
+				// Fold each byte onto its lowest bit: any nonzero byte counts
+				// as true, even one not written by Go.
+				x |= x >> 4
+				x |= x >> 2
+				x |= x >> 1
+				acc += x & 0x0101010101010101
+			}
+			// Add the eight lanes: pairs into 16-bit lanes, then those four.
+			acc = (acc & 0x00ff00ff00ff00ff) + (acc >> 8 & 0x00ff00ff00ff00ff)
+			n += int((acc * 0x0001000100010001) >> 48)
+		}
+	}
+	for _, b := range m[words*8:] {
+		if b {
+			n++
+		}
+	}
+	return n
 }

@@ -8,7 +8,8 @@
 // give the same numbers bit for bit, because all sums run in a fixed order
 // (node ids, children in launch order). TreeValues, Batch and the samples are
 // immutable after construction and safe for concurrent reads. Prepared
-// ActorSamples reference the tree instead of copying token contexts, so the
+// ActorSamples and CriticSamples reference the tree instead of copying token
+// contexts or context texts, so the
 // tree's existing nodes must not be modified while the batch is in use
 // (appending new nodes is harmless); Go's garbage collector keeps the tree
 // alive as long as a sample refers to it.

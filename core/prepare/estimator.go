@@ -27,19 +27,16 @@ func (DirectBranchTd) Name() string { return DirectBranchTdName }
 // v_star_child, n_s (of the parent).
 func (DirectBranchTd) Estimate(v *TreeValues) ([]ActorSample, error) {
 	t := v.Tree
-	diag := newDiagPool(edgeCount(v), 4)
-	out := make([]ActorSample, 0, edgeCount(v))
+	edges := edgeCount(v)
+	diag := newDiagMatrix(directBranchTdDiagnostics, edges)
+	out := make([]ActorSample, 0, edges)
 	for id := 1; id < len(t.Nodes); id++ {
 		if v.Excluded[id] {
 			continue
 		}
 		p := t.Nodes[id].Parent
-		out = append(out, EdgeSample(t, id, DirectBranchTdName, v.Advantage(id), diag.take(
-			Diagnostic{"reward", v.Reward[id]},
-			Diagnostic{"v_star_parent", v.Refined[p]},
-			Diagnostic{"v_star_child", v.Refined[id]},
-			Diagnostic{"n_s", float64(v.Count[p])},
-		)))
+		out = append(out, EdgeSample(t, id, DirectBranchTdName, v.Advantage(id),
+			diag.row(v.Reward[id], v.Refined[p], v.Refined[id], float64(v.Count[p]))))
 	}
 	return out, nil
 }
@@ -83,8 +80,9 @@ func (GroupBaseline) Estimate(v *TreeValues) ([]ActorSample, error) {
 	if leaves[0] > 0 {
 		groupMean = sum[0] / float64(leaves[0])
 	}
-	diag := newDiagPool(edgeCount(v), 3)
-	out := make([]ActorSample, 0, edgeCount(v))
+	edges := edgeCount(v)
+	diag := newDiagMatrix(groupBaselineDiagnostics, edges)
+	out := make([]ActorSample, 0, edges)
 	for id := 1; id < n; id++ {
 		if v.Excluded[id] {
 			continue
@@ -94,11 +92,7 @@ func (GroupBaseline) Estimate(v *TreeValues) ([]ActorSample, error) {
 			leafMean = sum[id] / float64(leaves[id])
 			adv = leafMean - groupMean
 		}
-		out = append(out, EdgeSample(t, id, GroupBaselineName, adv, diag.take(
-			Diagnostic{"leaf_mean", leafMean},
-			Diagnostic{"group_mean", groupMean},
-			Diagnostic{"leaves", float64(leaves[id])},
-		)))
+		out = append(out, EdgeSample(t, id, GroupBaselineName, adv, diag.row(leafMean, groupMean, float64(leaves[id]))))
 	}
 	return out, nil
 }
@@ -114,21 +108,13 @@ func edgeCount(v *TreeValues) int {
 	return n
 }
 
-// diagPool hands out fixed-size Diagnostics from one backing array, so a batch
-// costs one allocation for all its diagnostics instead of one per sample.
-type diagPool struct{ buf []Diagnostic }
-
-func newDiagPool(samples, per int) *diagPool {
-	return &diagPool{buf: make([]Diagnostic, 0, samples*per)}
-}
-
-func (p *diagPool) take(d ...Diagnostic) Diagnostics {
-	start := len(p.buf)
-	p.buf = append(p.buf, d...)
-	// Full slice expression: appending to one sample's diagnostics must never
-	// overwrite the next sample's.
-	return Diagnostics(p.buf[start:len(p.buf):len(p.buf)])
-}
+// Diagnostic names per estimator and for critic samples, shared by every
+// sample (never modified).
+var (
+	directBranchTdDiagnostics = []string{"reward", "v_star_parent", "v_star_child", "n_s"}
+	groupBaselineDiagnostics  = []string{"leaf_mean", "group_mean", "leaves"}
+	criticDiagnostics         = []string{"v_hat", "v_star", "n_s"}
+)
 
 var (
 	_ Estimator = DirectBranchTd{}

@@ -32,7 +32,7 @@ func Example() {
 		fmt.Printf("A(%d->%d) = %+.6f\n", s.GroupID, s.NodeID, s.Weight)
 	}
 	for _, c := range batch.Critic {
-		fmt.Printf("target %q = %.6f\n", c.Context, c.Target)
+		fmt.Printf("target %q = %.6f\n", c.Context(), c.Target)
 	}
 	// Output:
 	// A(0->1) = +0.333333

@@ -251,14 +251,24 @@ func TestDiagnostics(t *testing.T) {
 	assert.Equal(t, 0.875, v)
 	_, ok = d.Get("nope")
 	assert.False(t, ok)
-	assert.Equal(t, map[string]float64{"reward": 0, "v_star_parent": b.Actor[0].Diagnostics[1].Value, "v_star_child": 0.875, "n_s": 2}, d.Map())
+	assert.Equal(t, map[string]float64{"reward": 0, "v_star_parent": d.At(1).Value, "v_star_child": 0.875, "n_s": 2}, d.Map())
+	assert.Equal(t, []string{"reward", "v_star_parent", "v_star_child", "n_s"}, d.Names())
+	assert.Equal(t, 4, d.Len())
 	data, err := d.MarshalJSON()
 	require.NoError(t, err)
 	assert.Equal(t, `{"reward":0,"v_star_parent":0.5416666666666666,"v_star_child":0.875,"n_s":2}`, string(data))
-	// Diagnostics of neighbouring samples share a backing array but never alias.
-	grown := append(d, prepare.Diagnostic{Name: "x", Value: 1})
-	assert.Len(t, grown, 5)
-	assert.Equal(t, "reward", b.Actor[1].Diagnostics[0].Name)
+	// Samples share one list of names and one matrix of values, but a caller
+	// can change neither through the accessors.
+	next := b.Actor[1].Diagnostics
+	assert.True(t, d.SameNames(next))
+	d.Names()[0] = "changed"
+	d.Values()[0] = 99
+	assert.Equal(t, prepare.Diagnostic{Name: "reward", Value: 0}, d.At(0))
+	assert.Equal(t, append(d.Values(), next.Values()...), next.AppendValues(d.AppendValues(nil)))
+	assert.False(t, d.SameNames(prepare.DiagnosticsOf(prepare.Diagnostic{Name: "reward", Value: 0})))
+	assert.True(t, d.SameNames(prepare.DiagnosticsOf(d.At(0), d.At(1), d.At(2), d.At(3))))
+	assert.Equal(t, "reward=0 v_star_parent=0.5416666666666666 v_star_child=0.875 n_s=2", d.String())
+	assert.Equal(t, 0, prepare.Diagnostics{}.Len())
 }
 
 func TestBatchJSON(t *testing.T) {
@@ -277,8 +287,42 @@ func TestBatchJSON(t *testing.T) {
 		Critic []prepare.CriticSample `json:"critic"`
 	}
 	require.NoError(t, jsoniter.Unmarshal(data, &back))
-	assert.Equal(t, b.Critic, back.Critic, "diagnostics keep their order through JSON")
+	again, err := jsoniter.ConfigCompatibleWithStandardLibrary.Marshal(back.Critic)
+	require.NoError(t, err)
+	first, err := jsoniter.ConfigCompatibleWithStandardLibrary.Marshal(b.Critic)
+	require.NoError(t, err)
+	assert.JSONEq(t, string(first), string(again), "contexts and diagnostics keep their order through JSON")
+	assert.Equal(t, b.Critic[0].Diagnostics, back.Critic[0].Diagnostics)
 
 	var d prepare.Diagnostics
 	assert.Error(t, jsoniter.Unmarshal([]byte(`{"a":"x"}`), &d))
+}
+
+func TestPreparedSamplesMatchTheirTree(t *testing.T) {
+	tr := treetest.Search(32, 4, 16, 5)
+	b, err := prepare.Prepare(tr, prepare.DefaultRewardConfig(), prepare.DirectBranchTd{})
+	require.NoError(t, err)
+	require.NotEmpty(t, b.Critic)
+	for _, c := range b.Critic {
+		want := tr.ContextText(c.NodeID)
+		assert.Equal(t, want, c.Context(), "node %d", c.NodeID)
+		assert.Equal(t, len(want), c.ContextLen())
+		assert.Equal(t, "x"+want, string(c.AppendContext([]byte("x"))))
+	}
+	explicit := prepare.NewCriticSample(3, "ctx", 0.5, prepare.Diagnostics{})
+	assert.Equal(t, "ctx", explicit.Context())
+	assert.Equal(t, 3, explicit.ContextLen())
+	assert.Equal(t, "> ctx", string(explicit.AppendContext([]byte("> "))))
+
+	// Prepare counts each edge's generated tokens and spans once; the counts
+	// match a sample that reads them from the tree.
+	generated := 0
+	for _, a := range b.Actor {
+		fresh := prepare.EdgeSample(tr, a.NodeID, a.Estimator, a.Weight, a.Diagnostics)
+		assert.Equal(t, fresh.NumSpans(), a.NumSpans(), "node %d", a.NodeID)
+		assert.Equal(t, fresh.EdgeTokens(), a.EdgeTokens(), "node %d", a.NodeID)
+		assert.Equal(t, tr.Nodes[a.NodeID].GeneratedTokens(), a.EdgeTokens())
+		generated += a.EdgeTokens()
+	}
+	assert.Equal(t, max(tr.Stats.GeneratedTokens, generated), b.Stats.GeneratedTokens)
 }

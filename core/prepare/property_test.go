@@ -243,7 +243,8 @@ func TestFiniteAndBitwiseDeterministic(t *testing.T) {
 			require.Equal(t, fingerprint(b1), fingerprint(b2), "tree %d", i)
 			for _, a := range b1.Actor {
 				require.True(t, isFinite(a.Weight))
-				for _, d := range a.Diagnostics {
+				for k := range a.Diagnostics.Len() {
+					d := a.Diagnostics.At(k)
 					require.True(t, isFinite(d.Value), d.Name)
 				}
 			}
@@ -286,7 +287,7 @@ func fingerprint(b *prepare.Batch) string {
 		fmt.Fprintf(&sb, "a%d:%d:%x:%v|", a.NodeID, a.GroupID, a.Weight, a.Diagnostics)
 	}
 	for _, c := range b.Critic {
-		fmt.Fprintf(&sb, "c%d:%x:%q|", c.NodeID, c.Target, c.Context)
+		fmt.Fprintf(&sb, "c%d:%x:%q|", c.NodeID, c.Target, c.Context())
 	}
 	return sb.String()
 }

@@ -2,7 +2,6 @@ package prepare
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/focus-go/focus-go/core/status"
 	"github.com/focus-go/focus-go/core/tree"
@@ -128,47 +127,32 @@ func (v *TreeValues) Advantage(id int) float64 {
 }
 
 // CriticTargets pairs every scored, completed nonterminal node with n_s >= 1
-// with its unshrunk backup G_bar (ALGORITHM.md §5.5), in node-id order.
+// with its unshrunk backup G_bar (ALGORITHM.md §5.5), in node-id order. The
+// samples read their context text from the tree when asked.
 func CriticTargets(v *TreeValues) []CriticSample {
 	t := v.Tree
-	var ids []int
-	size := 0
+	n := 0
 	for id := range t.Nodes {
 		if t.Nodes[id].Critic != nil && v.HasBackup(id) {
-			ids = append(ids, id)
-			for c := id; c >= 0; c = t.Nodes[c].Parent {
-				size += len(t.Nodes[c].Text)
-			}
+			n++
 		}
 	}
-	if len(ids) == 0 {
+	if n == 0 {
 		return nil
 	}
-	// All contexts are written into one string and each sample holds a
-	// substring of it: one allocation instead of one per target.
-	var arena strings.Builder
-	arena.Grow(size)
-	ends := make([]int, len(ids))
-	for i, id := range ids {
-		t.AppendContextText(&arena, id)
-		ends[i] = arena.Len()
-	}
-	all := arena.String()
-	diag := newDiagPool(len(ids), 3)
-	out := make([]CriticSample, len(ids))
-	start := 0
-	for i, id := range ids {
-		out[i] = CriticSample{
-			NodeID:  id,
-			Context: all[start:ends[i]],
-			Target:  v.Backup[id],
-			Diagnostics: diag.take(
-				Diagnostic{"v_hat", *t.Nodes[id].Critic},
-				Diagnostic{"v_star", v.Refined[id]},
-				Diagnostic{"n_s", float64(v.Count[id])},
-			),
+	diag := newDiagMatrix(criticDiagnostics, n)
+	out := make([]CriticSample, 0, n)
+	for id := range t.Nodes {
+		nd := &t.Nodes[id]
+		if nd.Critic == nil || !v.HasBackup(id) {
+			continue
 		}
-		start = ends[i]
+		out = append(out, CriticSample{
+			NodeID:      id,
+			Target:      v.Backup[id],
+			Diagnostics: diag.row(*nd.Critic, v.Refined[id], float64(v.Count[id])),
+			src:         t,
+		})
 	}
 	return out
 }

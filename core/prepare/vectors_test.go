@@ -67,8 +67,8 @@ func TestFigure61Vectors(t *testing.T) {
 				targets[c.NodeID] = c.Target
 			}
 			assert.Equal(t, map[int]float64{a: 1, b: 0, s: v.Backup[s]}, targets)
-			assert.Equal(t, "s", batch.Critic[0].Context)
-			assert.Equal(t, "sa", batch.Critic[1].Context)
+			assert.Equal(t, "s", batch.Critic[0].Context())
+			assert.Equal(t, "sa", batch.Critic[1].Context())
 
 			// U1 on the example path s -> a -> leaf, U2 at the root.
 			assert.InDelta(t, 1-v.Refined[s], adv[a]+adv[aLeaf], 1e-9)

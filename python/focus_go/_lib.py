@@ -20,7 +20,7 @@ from typing import Any, Callable, Sequence
 
 from .errors import ConfigError, LibraryError, error_for
 
-ABI_VERSION = 1
+ABI_VERSION = 2
 LIBRARY_NAME = "libfocus.so"
 ENV_LIBRARY = "FOCUS_GO_LIBRARY"
 
@@ -31,6 +31,8 @@ _lock = threading.Lock()
 c_handle = ctypes.c_uint64
 _err_p = ctypes.POINTER(ctypes.c_void_p)
 _str_out = ctypes.POINTER(ctypes.c_void_p)
+# A generation result: JSON, then the generated ids, their logprobs and their count.
+_result_out = (_str_out, ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_size_t))
 _ids_out = ctypes.POINTER(ctypes.POINTER(ctypes.c_uint32))
 _ids_in = ctypes.POINTER(ctypes.c_uint32)
 _size_out = ctypes.POINTER(ctypes.c_size_t)
@@ -63,8 +65,15 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     # math grading and collection
     "focus_math_grade": (ctypes.c_int32, [ctypes.c_char_p, ctypes.c_size_t, _str_out, _err_p]),
     "focus_collect_start": (ctypes.c_int32, [ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(c_handle), _err_p]),
-    "focus_collection_poll": (ctypes.c_int32, [c_handle, ctypes.c_int64, _str_out, _err_p]),
+    "focus_collection_poll": (
+        ctypes.c_int32,
+        [c_handle, ctypes.c_int64, ctypes.c_int32, _str_out, ctypes.POINTER(ctypes.POINTER(ctypes.c_uint32)), ctypes.POINTER(ctypes.c_size_t), _err_p],
+    ),
     "focus_collection_resolve": (ctypes.c_int32, [c_handle, ctypes.c_uint64, ctypes.c_char_p, ctypes.c_size_t, _err_p]),
+    "focus_collection_resolve_generate": (
+        ctypes.c_int32,
+        [c_handle, ctypes.c_uint64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t, _err_p],
+    ),
     "focus_collection_fail": (ctypes.c_int32, [c_handle, ctypes.c_uint64, ctypes.c_int32, ctypes.c_char_p, _err_p]),
     "focus_collection_cancel": (ctypes.c_int32, [c_handle, _err_p]),
     "focus_collection_wait": (ctypes.c_int32, [c_handle, ctypes.c_int64, ctypes.POINTER(ctypes.c_int32), _err_p]),
@@ -93,7 +102,7 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "focus_policy_open": (ctypes.c_int32, [ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(c_handle), _err_p]),
     "focus_policy_generate": (
         ctypes.c_int32,
-        [c_handle, c_handle, _ids_in, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t, _str_out, _err_p],
+        [c_handle, c_handle, _ids_in, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t, *_result_out, _err_p],
     ),
     "focus_policy_startup_check": (ctypes.c_int32, [c_handle, c_handle, _str_out, _err_p]),
     # trees, preparation, export
@@ -104,6 +113,11 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "focus_prepare": (
         ctypes.c_int32,
         [c_handle, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.POINTER(c_handle), _str_out, _err_p],
+    ),
+    "focus_batch_columns": (ctypes.c_int32, [c_handle, _str_out, ctypes.POINTER(ctypes.c_void_p), _size_out, _err_p]),
+    "focus_batch_critic_contexts": (
+        ctypes.c_int32,
+        [c_handle, _str_out, ctypes.POINTER(ctypes.c_void_p), _size_out, _err_p],
     ),
     "focus_batch_from_json": (ctypes.c_int32, [ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(c_handle), _err_p]),
     "focus_batch_spans": (ctypes.c_int32, [c_handle, ctypes.c_int64, _str_out, _err_p]),
@@ -133,7 +147,7 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     ),
     "focus_sglang_parse": (
         ctypes.c_int32,
-        [ctypes.c_char_p, ctypes.c_size_t, _ids_in, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t, _str_out, _err_p],
+        [ctypes.c_char_p, ctypes.c_size_t, _ids_in, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t, *_result_out, _err_p],
     ),
     "focus_result_validate": (
         ctypes.c_int32,
@@ -256,6 +270,21 @@ def call_ids(name: str, *args: Any) -> list[int]:
         return out[: count.value]
     finally:
         lib().focus_buffer_free(out)
+
+
+def call_result(name: str, *args: Any) -> tuple[str, list[int], list[float]]:
+    """Call a function whose last outputs are a generation result (see focus.h): its JSON,
+    generated ids and logprobs."""
+    out, tokens, logprobs, count = ctypes.c_void_p(), ctypes.c_void_p(), ctypes.c_void_p(), ctypes.c_size_t()
+    try:
+        call(name, *args, ctypes.byref(out), ctypes.byref(tokens), ctypes.byref(logprobs), ctypes.byref(count))
+        meta, n = take_string(out), count.value
+        ids = memoryview((ctypes.c_uint32 * n).from_address(tokens.value)).cast("B").cast("I").tolist() if n else []
+        lps = memoryview((ctypes.c_double * n).from_address(logprobs.value)).cast("B").cast("d").tolist() if n else []
+        return meta, ids, lps
+    finally:
+        lib().focus_buffer_free(tokens)
+        lib().focus_buffer_free(logprobs)
 
 
 def ids_arg(ids: Sequence[int]) -> tuple[Any, int]:

@@ -20,13 +20,14 @@ listed in ``Batch.failures``. Cancelling the awaiting task cancels the Go collec
 
 from __future__ import annotations
 
+import array
 import asyncio
 import ctypes
 import inspect
 import json
 import math
 import threading
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _lib
 from ._handle import GoObject
@@ -54,7 +55,7 @@ from .errors import (
 )
 from .generation.format import HFTokenizer
 from .generation.policy import Policy
-from .generation.servers import _TokenServerPolicy, params_json, result_from_json
+from .generation.servers import _TokenServerPolicy, params_json
 from .generation.types import GenerateResult, SamplingParams, TokenChunk, ToolCall, ToolTurn
 from .integrations import Problem
 from .preparation import Batch, DirectBranchTd, Estimator, RewardConfig, prepare_samples
@@ -67,6 +68,17 @@ _SAMPLING_FIELDS = {f for f in SamplingParams.__dataclass_fields__}
 
 async def _resolve(value: Any) -> Any:
     return await value if inspect.isawaitable(value) else value
+
+
+def _then(value: Any, fn: Callable[[Any], Any]) -> Any:
+    """fn(value), or a coroutine giving fn(await value) when value is awaitable."""
+    if not inspect.isawaitable(value):
+        return fn(value)
+
+    async def later() -> Any:
+        return fn(await value)
+
+    return later()
 
 
 def _native_tokenizer(obj: Any) -> Optional[HFTokenizer]:
@@ -94,41 +106,44 @@ class _Remote:
         self.objects[oid] = obj
         return oid
 
-    async def serve(self, req: Dict[str, Any]) -> Any:
+    def serve(self, req: Dict[str, Any]) -> Any:
+        """The reply to ``req``, or an awaitable of it when the Python object's method is
+        asynchronous (synchronous env methods are answered without an asyncio task)."""
         kind, payload = req["kind"], req.get("payload") or {}
         obj = self.objects.get(req["object"])
         if obj is None:
             raise ConfigError(f"{kind}: no Python object {req['object']} (already closed?)")
         if kind == "policy.generate":
-            return await self._generate(obj, payload)
+            return self._generate(obj, payload)
         if kind == "env.reset":
             if req["object"] == self.root_env:
                 # The collector already called reset() to build the first user message.
                 return {"observation": None}
-            return {"observation": _observation(await _resolve(obj.reset()))}
+            return _then(obj.reset(), lambda obs: {"observation": _observation(obs)})
         if kind == "env.step":
-            return _step_reply(await _resolve(obj.step(_action(payload["action"]))))
+            return _then(obj.step(_action(payload["action"])), _step_reply)
         if kind == "env.fork":
-            return {"object": self.register(await _resolve(obj.fork()))}
+            return _then(obj.fork(), lambda env: {"object": self.register(env)})
         if kind == "critic.score":
-            return await self._score(obj, payload["contexts"])
+            return self._score(obj, payload["contexts"])
         raise ConfigError(f"unknown bridge request kind {kind!r}")
 
-    async def _generate(self, policy: Policy[Any], payload: Dict[str, Any]) -> Dict[str, Any]:
+    async def _generate(self, policy: Policy[Any], payload: Dict[str, Any]) -> "_Generated":
         params = SamplingParams(**{k: v for k, v in (payload.get("params") or {}).items() if k in _SAMPLING_FIELDS})
         result = await policy.agenerate_tokens(payload["tokens"], params)
         if not isinstance(result, GenerateResult):
             raise ConfigError(f"policy returned {type(result).__name__}, expected GenerateResult")
-        for i, lp in enumerate(result.logprobs):
-            if not math.isfinite(lp):
-                raise ConfigError(f"policy returned logprob {lp} for generated token {i}; logprobs must be finite")
-        return {
-            "tokens": list(result.tokens),
-            "logprobs": list(result.logprobs),
-            "text": result.text,
-            "stop_reason": result.stop_reason,
-            "matched_stop": result.matched_stop,
-        }
+        if not all(map(math.isfinite, result.logprobs)):
+            i, lp = next((i, lp) for i, lp in enumerate(result.logprobs) if not math.isfinite(lp))
+            raise ConfigError(f"policy returned logprob {lp} for generated token {i}; logprobs must be finite")
+        if len(result.logprobs) != len(result.tokens):
+            raise ConfigError(f"policy returned {len(result.tokens)} tokens but {len(result.logprobs)} logprobs")
+        try:
+            tokens = array.array("I", result.tokens)
+        except (OverflowError, TypeError):
+            raise ConfigError("policy returned token ids that are not integers in [0, 2**32)") from None
+        meta = {"text": result.text, "stop_reason": result.stop_reason, "matched_stop": result.matched_stop}
+        return _Generated(tokens, array.array("d", result.logprobs), json.dumps(meta).encode())
 
     async def _score(self, critic: Critic, contexts: List[str]) -> Dict[str, Any]:
         values = [float(v) for v in await _resolve(critic.fn(list(contexts)))]  # type: ignore[misc]
@@ -136,6 +151,15 @@ class _Remote:
             if not math.isfinite(v):
                 raise ConfigError(f"critic function returned {v} for context {i}; values must be finite")
         return {"values": values}
+
+
+class _Generated:
+    """A policy.generate reply: ids and logprobs cross the C boundary as arrays."""
+
+    __slots__ = ("tokens", "logprobs", "meta")
+
+    def __init__(self, tokens: "array.array[int]", logprobs: "array.array[float]", meta: bytes) -> None:
+        self.tokens, self.logprobs, self.meta = tokens, logprobs, meta
 
 
 def _observation(obs: Any) -> Optional[Dict[str, Any]]:
@@ -399,6 +423,31 @@ class Collector:
         return await _Run(config, remote).run()
 
 
+_POLL_BATCH = 256
+
+
+def _poll(handle: Any) -> List[Dict[str, Any]]:
+    """The queued bridge requests (waiting up to _POLL_MS for one), each policy.generate
+    prefix put back into its payload as a list."""
+    out, tokens, count = ctypes.c_void_p(), ctypes.POINTER(ctypes.c_uint32)(), ctypes.c_size_t()
+    _lib.call("focus_collection_poll", handle, _POLL_MS, _POLL_BATCH, ctypes.byref(out), ctypes.byref(tokens), ctypes.byref(count))
+    try:
+        requests = json.loads(_lib.take_string(out))
+        if tokens:
+            ids = memoryview((ctypes.c_uint32 * count.value).from_address(ctypes.addressof(tokens.contents))).cast("B").cast("I")
+            for req in requests:
+                span = req.pop("tokens", None)
+                if span is not None:
+                    req["payload"]["tokens"] = ids[span[0] : span[1]].tolist()
+    finally:
+        if tokens:
+            _lib.lib().focus_buffer_free(tokens)
+    for req in requests:
+        if req["kind"] == "policy.generate":
+            req["payload"].setdefault("tokens", [])
+    return requests
+
+
 def _settle(future: "asyncio.Future[None]") -> None:
     if not future.done():
         future.set_result(None)
@@ -410,7 +459,7 @@ class _Run:
     def __init__(self, config: Dict[str, Any], remote: _Remote) -> None:
         self.config = config
         self.remote = remote
-        self.tasks: Dict[int, asyncio.Task[None]] = {}
+        self.tasks: Dict[int, asyncio.Future[Any]] = {}
 
     async def run(self) -> SchedulerState[Any]:
         data = json.dumps(self.config).encode()
@@ -443,12 +492,13 @@ class _Run:
             serving = bool(self.remote.objects)
             while serving:
                 try:
-                    raw = _lib.call_string("focus_collection_poll", handle, _POLL_MS)
+                    requests = _poll(handle)
                 except FocusTimeoutError:
                     continue
                 except OperationCancelled:
                     break  # the collection finished and closed its bridge
-                loop.call_soon_threadsafe(self._dispatch, json.loads(raw), handle)
+                # One wake-up of the event loop for every request queued since the last poll.
+                loop.call_soon_threadsafe(self._dispatch_all, requests, handle)
             done = ctypes.c_int32()
             _lib.call("focus_collection_wait", handle, -1, ctypes.byref(done))
         finally:
@@ -456,6 +506,10 @@ class _Run:
                 loop.call_soon_threadsafe(_settle, finished)
             except RuntimeError:
                 pass  # the event loop is already closed
+
+    def _dispatch_all(self, requests: List[Dict[str, Any]], handle: Any) -> None:
+        for req in requests:
+            self._dispatch(req, handle)
 
     def _dispatch(self, req: Dict[str, Any], handle: Any) -> None:
         kind = req["kind"]
@@ -467,24 +521,50 @@ class _Run:
         if kind == "env.close":
             self.remote.objects.pop(req["object"], None)
             return
-        self.tasks[req["id"]] = asyncio.get_running_loop().create_task(self._serve(req, handle))
-
-    async def _serve(self, req: Dict[str, Any], handle: Any) -> None:
         rid = req["id"]
         try:
-            reply = await self.remote.serve(req)
-            payload = json.dumps(reply, allow_nan=False).encode()
-        except asyncio.CancelledError:
+            reply = self.remote.serve(req)
+        except Exception as exc:
+            self._fail(handle, rid, exc)
             return
-        except Exception as exc:  # the engine records it as a failed rollout or critic call
-            code = exc.code if isinstance(exc, FocusError) and exc.code > 0 else BackendError.code
-            if isinstance(exc, (TimeoutError, asyncio.TimeoutError)):
-                code = FocusTimeoutError.code
-            self._answer("focus_collection_fail", handle, rid, code, f"{type(exc).__name__}: {exc}".encode())
+        if inspect.isawaitable(reply):
+            # The awaitable itself becomes the task: cancelled before its first step, it is
+            # still closed properly.
+            task = asyncio.ensure_future(reply)
+            self.tasks[rid] = task
+            task.add_done_callback(lambda done: self._finish(handle, rid, done))
         else:
-            self._answer("focus_collection_resolve", handle, rid, payload, len(payload))
-        finally:
-            self.tasks.pop(rid, None)
+            self._reply(handle, rid, reply)
+
+    def _finish(self, handle: Any, rid: int, task: "asyncio.Future[Any]") -> None:
+        self.tasks.pop(rid, None)
+        if task.cancelled():
+            return
+        exc = task.exception()
+        if exc is None:
+            self._reply(handle, rid, task.result())
+        elif isinstance(exc, Exception):
+            self._fail(handle, rid, exc)
+
+    def _reply(self, handle: Any, rid: int, reply: Any) -> None:
+        if isinstance(reply, _Generated):
+            n = len(reply.tokens)
+            tokens, logprobs = (reply.tokens.buffer_info()[0], reply.logprobs.buffer_info()[0]) if n else (None, None)
+            self._answer("focus_collection_resolve_generate", handle, rid, tokens, logprobs, n, reply.meta, len(reply.meta))
+            return
+        try:
+            payload = json.dumps(reply, allow_nan=False).encode()
+        except Exception as exc:
+            self._fail(handle, rid, exc)
+            return
+        self._answer("focus_collection_resolve", handle, rid, payload, len(payload))
+
+    def _fail(self, handle: Any, rid: int, exc: Exception) -> None:
+        """The engine records the failure as a failed rollout or critic call."""
+        code = exc.code if isinstance(exc, FocusError) and exc.code > 0 else BackendError.code
+        if isinstance(exc, (TimeoutError, asyncio.TimeoutError)):
+            code = FocusTimeoutError.code
+        self._answer("focus_collection_fail", handle, rid, code, f"{type(exc).__name__}: {exc}".encode())
 
     @staticmethod
     def _answer(name: str, handle: Any, rid: int, *args: Any) -> None:

@@ -126,10 +126,16 @@ def _build_records(view, layout, group_index, sample_factory, critic_sample_fact
             b = base[i]
             tokens = token_lists[b] + own if b >= 0 else own
             token_lists.append(tokens)
+            # Filled in place: the context part is one repeated object, and the span part
+            # is written into it, without the temporary lists a concatenation makes.
+            loss_mask = [False] * len(tokens)
+            loss_mask[k:] = span_mask[m0:m1].tolist()
+            logprobs = [0.0] * len(tokens)
+            logprobs[k:] = span_logprobs[m0:m1].tolist()
             record = {
                 "tokens": tokens,
-                "loss_mask": [False] * k + span_mask[m0:m1].tolist(),
-                "behavior_logprobs": [0.0] * k + span_logprobs[m0:m1].tolist(),
+                "loss_mask": loss_mask,
+                "behavior_logprobs": logprobs,
                 "advantage": advantage[i],
                 "lane": "actor",
                 "group_index": group_index,
@@ -152,7 +158,7 @@ def _build_records(view, layout, group_index, sample_factory, critic_sample_fact
         target = _section(view, layout, "critic_target", "d", 8).tolist()
         c_node = _section(view, layout, "critic_node_id", "q", 8).tolist()
         for i in range(n_critic):
-            text = bytes(context[c_offsets[i] : c_offsets[i + 1]]).decode("utf-8")
+            text = str(context[c_offsets[i] : c_offsets[i + 1]], "utf-8")
             if critic_sample_factory is None:
                 out.append(
                     {"context": text, "target": target[i], "lane": "critic", "group_index": group_index, "node_id": c_node[i], "problem_id": problem_id}

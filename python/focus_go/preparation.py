@@ -43,7 +43,8 @@ class RewardConfig:
     truncation: str = "terminal"
 
     def _json(self) -> bytes:
-        return json.dumps(dataclasses.asdict(self)).encode()
+        # Not dataclasses.asdict, which deep-copies every value: this runs on every prepare.
+        return json.dumps({f.name: getattr(self, f.name) for f in dataclasses.fields(self)}).encode()
 
 
 class Estimator:
@@ -103,61 +104,159 @@ class CriticSample:
     diagnostics: Mapping[str, float] = field(default_factory=dict)
 
 
-class _PreparedActors(Sequence[ActorSample]):
-    """The actor samples of a Go-prepared batch, materialised on first access (their
-    spans are full contexts, which Go keeps shared until asked)."""
+def _take_blob(name: str, handle: int) -> Tuple[Dict[str, Any], bytes]:
+    """Call a function returning (layout JSON, C buffer); copy the buffer into bytes and free it."""
+    layout_ptr, blob, size = ctypes.c_void_p(), ctypes.c_void_p(), ctypes.c_size_t()
+    _lib.call(name, _lib.c_handle(handle), ctypes.byref(layout_ptr), ctypes.byref(blob), ctypes.byref(size))
+    try:
+        data = ctypes.string_at(blob.value, size.value) if size.value else b""
+    finally:
+        _lib.lib().focus_buffer_free(blob)
+    return json.loads(_lib.take_string(layout_ptr)), data
 
-    def __init__(self, batch: GoObject, summaries: List[Dict[str, Any]]) -> None:
+
+def _column(data: memoryview, layout: Mapping[str, Any], name: str, fmt: str) -> memoryview:
+    sec = layout["sections"][name]
+    size = 4 if fmt in "iI" else 8
+    return data[sec["offset"] : sec["offset"] + sec["count"] * size].cast(fmt)
+
+
+class _PreparedSamples(Sequence[Any]):
+    """Samples of a Go-prepared batch, built from flat columns on first access and cached.
+    Equal to any sequence with equal samples (a tuple included)."""
+
+    _what = "samples"
+
+    def __init__(self, batch: GoObject, n: int) -> None:
         self._batch = batch
-        self._summaries = summaries
-        self._cache: Dict[int, ActorSample] = {}
+        self._n = n
+        self._cache: List[Any] = [None] * n
+        self._loaded = False
+
+    def _load(self) -> None:
+        """Convert the columns to lists, once: indexing a list is cheaper than a memoryview."""
+
+    def _make(self, i: int) -> Any:
+        raise NotImplementedError
 
     def __len__(self) -> int:
-        return len(self._summaries)
+        return self._n
 
-    def _get(self, i: int) -> ActorSample:
-        sample = self._cache.get(i)
+    def _get(self, i: int) -> Any:
+        sample = self._cache[i]
         if sample is None:
-            s = self._summaries[i]
-            raw = json.loads(_lib.call_string("focus_batch_spans", _lib.c_handle(self._batch.handle), i))
-            spans = tuple(PackedSequence(tuple(x["tokens"]), tuple(x["trainable"]), tuple(x["logprobs"])) for x in raw)
-            sample = ActorSample(
-                node_id=s["node_id"],
-                spans=spans,
-                group_id=s["group_id"],
-                estimator=s["estimator"],
-                weight=s["weight"],
-                diagnostics=MappingProxyType(dict(s.get("diagnostics") or {})),
-                search_pass=None if s["search_pass"] < 0 else s["search_pass"],
-            )
-            self._cache[i] = sample
+            if not self._loaded:
+                self._load()
+                self._loaded = True
+            sample = self._cache[i] = self._make(i)
         return sample
 
     @overload
-    def __getitem__(self, i: int) -> ActorSample: ...
+    def __getitem__(self, i: int) -> Any: ...
 
     @overload
-    def __getitem__(self, i: slice) -> Tuple[ActorSample, ...]: ...
+    def __getitem__(self, i: slice) -> Tuple[Any, ...]: ...
 
-    def __getitem__(self, i: Union[int, slice]) -> Union[ActorSample, Tuple[ActorSample, ...]]:
+    def __getitem__(self, i: Union[int, slice]) -> Any:
         if isinstance(i, slice):
             return tuple(self._get(k) for k in range(*i.indices(len(self))))
         if i < 0:
             i += len(self)
         if not 0 <= i < len(self):
-            raise IndexError("actor sample index out of range")
+            raise IndexError(f"{self._what} index out of range")
         return self._get(i)
 
-    def __iter__(self) -> Iterator[ActorSample]:
-        return (self._get(i) for i in range(len(self)))
+    def __iter__(self) -> Iterator[Any]:
+        get = self._get
+        return (get(i) for i in range(self._n))
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Sequence):
-            return tuple(self) == tuple(other)
+            return len(self) == len(other) and tuple(self) == tuple(other)
         return NotImplemented
 
+    __hash__ = None  # type: ignore[assignment]
+
     def __repr__(self) -> str:
-        return f"<{len(self)} prepared actor samples>"
+        return f"<{len(self)} prepared {self._what}>"
+
+
+def _diagnostic_rows(names: Sequence[str], values: memoryview, n: int) -> List[Dict[str, float]]:
+    """One lane's diagnostics as one dict per sample, from the names (once) and the values
+    (a dense row-major matrix)."""
+    k = len(names)
+    if not k:
+        return [{} for _ in range(n)]
+    flat = values.tolist()
+    return [dict(zip(names, row)) for row in zip(*(flat[j::k] for j in range(k)))]
+
+
+class _PreparedActors(_PreparedSamples, Sequence[ActorSample]):
+    """The actor samples of a Go-prepared batch. Their numbers come from flat columns; their
+    spans (full contexts, which Go keeps shared until asked) are fetched when a sample is
+    first read."""
+
+    _what = "actor samples"
+
+    def __init__(self, batch: GoObject, data: memoryview, layout: Mapping[str, Any]) -> None:
+        super().__init__(batch, layout["n_actor"])
+        self._node_id: Sequence[int] = _column(data, layout, "actor_node_id", "q")
+        self._group_id: Sequence[int] = _column(data, layout, "actor_group_id", "q")
+        self._weight: Sequence[float] = _column(data, layout, "actor_weight", "d")
+        self._search_pass: Sequence[int] = _column(data, layout, "actor_search_pass", "q")
+        self._estimator: Sequence[int] = _column(data, layout, "actor_estimator", "i")
+        self._estimators = layout["estimators"] or []
+        self._names = layout["actor_diagnostics"] or ()
+        self._values = _column(data, layout, "actor_diagnostics", "d")
+        self._diagnostics: List[Dict[str, float]] = []
+
+    def _load(self) -> None:
+        self._node_id, self._group_id, self._weight, self._search_pass, self._estimator = (
+            c.tolist() for c in (self._node_id, self._group_id, self._weight, self._search_pass, self._estimator)  # type: ignore[attr-defined]
+        )
+        self._diagnostics = _diagnostic_rows(self._names, self._values, self._n)
+
+    def _make(self, i: int) -> ActorSample:
+        raw = json.loads(_lib.call_string("focus_batch_spans", _lib.c_handle(self._batch.handle), i))
+        spans = tuple(PackedSequence(tuple(x["tokens"]), tuple(x["trainable"]), tuple(x["logprobs"])) for x in raw)
+        search_pass = self._search_pass[i]
+        return ActorSample(
+            node_id=self._node_id[i],
+            spans=spans,
+            group_id=self._group_id[i],
+            estimator=self._estimators[self._estimator[i]],
+            weight=self._weight[i],
+            diagnostics=MappingProxyType(self._diagnostics[i]),
+            search_pass=None if search_pass < 0 else search_pass,
+        )
+
+
+class _PreparedCritics(_PreparedSamples, Sequence[CriticSample]):
+    """The critic samples of a Go-prepared batch. Their numbers come from flat columns; the
+    context texts (O(depth x text) each, which Go builds only when asked) are fetched for all
+    samples at once, the first time a sample is read."""
+
+    _what = "critic samples"
+
+    def __init__(self, batch: GoObject, data: memoryview, layout: Mapping[str, Any]) -> None:
+        super().__init__(batch, layout["n_critic"])
+        self._node_id: Sequence[int] = _column(data, layout, "critic_node_id", "q")
+        self._target: Sequence[float] = _column(data, layout, "critic_target", "d")
+        self._names = layout["critic_diagnostics"] or ()
+        self._values = _column(data, layout, "critic_diagnostics", "d")
+
+    def _load(self) -> None:
+        # Every context is fetched anyway, so every sample is built now, in one pass.
+        layout, data = _take_blob("focus_batch_critic_contexts", self._batch.handle)
+        offsets = _column(memoryview(data), layout, "offsets", "q").tolist()
+        base = layout["sections"]["context"]["offset"]
+        text = data[base : base + offsets[-1]]
+        contexts = [text[offsets[k] : offsets[k + 1]].decode("utf-8") for k in range(self._n)]
+        diagnostics = _diagnostic_rows(self._names, self._values, self._n)
+        self._cache = list(map(CriticSample, self._node_id.tolist(), contexts, self._target.tolist(), diagnostics))  # type: ignore[attr-defined]
+
+    def _make(self, i: int) -> CriticSample:
+        return self._cache[i]
 
 
 @dataclass(frozen=True)
@@ -166,10 +265,11 @@ class Batch:
     failures (``(node_id, message)`` pairs). ``to_records()`` converts it for a trainer.
 
     A batch returned by ``prepare_samples`` is a read-only view of samples held by the Go
-    core; its records are produced there directly."""
+    core: ``actor`` and ``critic`` are sequences (equal to tuples of the same samples) that
+    build each sample on first access; its records are produced in Go directly."""
 
     actor: Sequence[ActorSample] = ()
-    critic: Tuple[CriticSample, ...] = ()
+    critic: Sequence[CriticSample] = ()
     reward_config: Optional[RewardConfig] = None
     stats: Mapping[str, float] = field(default_factory=lambda: _NO_STATS)
     failures: Tuple[Tuple[int, str], ...] = ()
@@ -314,9 +414,11 @@ def prepare_samples(
     )
     go = GoObject(out.value)
     raw = json.loads(summary)
+    layout, data = _take_blob("focus_batch_columns", go.handle)
+    columns = memoryview(data)
     return Batch(
-        actor=_PreparedActors(go, raw["actor"] or []),
-        critic=_critic_samples(raw["critic"]),
+        actor=_PreparedActors(go, columns, layout),
+        critic=_PreparedCritics(go, columns, layout),
         reward_config=reward_config,
         stats=MappingProxyType(dict(raw["stats"])),
         failures=_merge_failures(tuple((f["node_id"], f["message"]) for f in raw["failures"] or ()), state.failures),

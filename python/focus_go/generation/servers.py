@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Any, Dict, Mapping, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from .. import _async, _lib
 from .._handle import GoObject
@@ -20,22 +20,36 @@ from .policy import Policy
 from .types import GenerateResult, PreparedPrompt, SamplingParams, TokenId
 
 
+_PARAM_FIELDS = tuple(f.name for f in dataclasses.fields(SamplingParams))
+
+
 def params_json(params: SamplingParams) -> bytes:
     """SamplingParams as the Go core reads them: unset (None) fields are left out."""
-    return json.dumps({k: v for k, v in dataclasses.asdict(params).items() if v is not None}).encode()
+    # Not dataclasses.asdict: it deep-copies every field, on every request.
+    fields = ((k, getattr(params, k)) for k in _PARAM_FIELDS)
+    return json.dumps({k: v for k, v in fields if v is not None}).encode()
 
 
-def result_from_json(data: Mapping[str, Any]) -> GenerateResult:
+def call_result(name: str, prefix: Sequence[TokenId], *args: Any) -> GenerateResult:
+    """Call a Go function that returns a generation result (ids and logprobs as arrays,
+    the rest as JSON) for ``prefix``."""
+    meta, tokens, logprobs = _lib.call_result(name, *args)
+    return result_from_json(json.loads(meta), tokens, logprobs, prefix)
+
+
+def result_from_json(
+    data: Mapping[str, Any], tokens: Sequence[TokenId], logprobs: List[float], prefix: Sequence[TokenId]
+) -> GenerateResult:
     def keyed(maps):
         return None if maps is None else [None if m is None else {str(k): v for k, v in m.items()} for m in maps]
 
     return GenerateResult(
-        tokens=tuple(data.get("tokens") or ()),
-        prefix_tokens=tuple(data.get("prefix_tokens") or ()),
+        tokens=tuple(tokens),
+        prefix_tokens=tuple(prefix),
         text=data.get("text", ""),
         stop_reason=data.get("stop_reason", "stop"),
         matched_stop=data.get("matched_stop"),
-        logprobs=list(data.get("logprobs") or ()),
+        logprobs=logprobs,
         top_logprobs=keyed(data.get("top_logprobs")),
         prompt_logprobs=list(data.get("prompt_logprobs") or ()),
         prompt_top_logprobs=keyed(data.get("prompt_top_logprobs")),
@@ -54,10 +68,7 @@ class _GoClient(GoObject):
     def generate(self, token: Any, prefix: Sequence[TokenId], params: SamplingParams) -> GenerateResult:
         ids, count = _lib.ids_arg(prefix)
         body = params_json(params)
-        out = _lib.call_string(
-            "focus_policy_generate", _lib.c_handle(self.handle), token, ids, count, body, len(body)
-        )
-        return result_from_json(json.loads(out))
+        return call_result("focus_policy_generate", prefix, _lib.c_handle(self.handle), token, ids, count, body, len(body))
 
     def startup_check(self, token: Any) -> Dict[str, Any]:
         return json.loads(_lib.call_string("focus_policy_startup_check", _lib.c_handle(self.handle), token))

@@ -21,7 +21,7 @@ from .. import _lib
 from ..errors import BackendError, ConfigError
 from .format import PolicyFormat
 from .policy import Policy
-from .servers import params_json, result_from_json
+from .servers import call_result, params_json
 from .types import GenerateResult, SamplingParams, TokenId
 
 PostFn = Callable[..., Awaitable[Mapping[str, Any]]]
@@ -88,8 +88,7 @@ class SlimePolicy(Policy[Any]):
         else:
             raise BackendError(f"slime: post returned a {type(output).__name__}, expected the decoded JSON reply")
         ids, count = _lib.ids_arg(prefix)
-        out = _lib.call_string("focus_sglang_parse", body, len(body), ids, count, params, len(params))
-        return result_from_json(json.loads(out))
+        return call_result("focus_sglang_parse", prefix, body, len(body), ids, count, params, len(params))
 
     def close(self) -> None:
         """Release the tokenizer this policy loaded; ``post`` belongs to Slime."""
