@@ -317,10 +317,8 @@ async def _collect_trees(sim: SimProcess, seconds: float, bridged: bool, paralle
         agent = Agent(policy=policy, env=env, system_prompt="Solve the problem.", context=Segments(256))
         async with Collector(agent, critic=Critic.constant(0.5), search=Selective(32, 16, seed=i)) as collector:
             state = await collector.collect(problem, allow_partial=True)
-        # Counting reads the whole tree (the reference counts its own nodes for free): count
-        # after the run, then close.
         def count() -> int:
-            n = state.to_json().count('"parent":') - 1
+            n = len(state) - 1  # segments: every node but the root
             state.close()
             return n
 

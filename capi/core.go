@@ -87,6 +87,19 @@ func focus_tree_to_json(h C.focus_handle, out **C.char, errOut **C.char) C.focus
 	})
 }
 
+// focus_tree_summary describes a tree without its nodes: {"problem_id", "nodes", "stats"}.
+//
+//export focus_tree_summary
+func focus_tree_summary(h C.focus_handle, out **C.char, errOut **C.char) C.focus_status {
+	return guard(errOut, func() error {
+		t, err := treeOf(h)
+		if err != nil {
+			return err
+		}
+		return returnJSON(out, map[string]any{"problem_id": t.ProblemID, "nodes": len(t.Nodes), "stats": t.Stats})
+	})
+}
+
 type wireValues struct {
 	Backup  map[int]float64 `json:"backup"`
 	Refined map[int]float64 `json:"refined"`

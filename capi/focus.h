@@ -156,6 +156,8 @@ focus_status focus_policy_startup_check(focus_handle policy, focus_handle cancel
 /* A tree from its JSON form (validated); the handle owns it. */
 focus_status focus_tree_from_json(char *json, size_t len, focus_handle *out, char **err);
 focus_status focus_tree_to_json(focus_handle tree, char **out, char **err);
+/* *out = {"problem_id", "nodes" (count), "stats"}: what a caller reads without the nodes. */
+focus_status focus_tree_summary(focus_handle tree, char **out, char **err);
 
 /* *out = {"backup": {id: G_bar}, "refined": {id: V*}, "count": {id: n_s}}. */
 focus_status focus_tree_values(focus_handle tree, char *reward, size_t len, char **out, char **err);

@@ -83,6 +83,11 @@ def test_quick_start_shape_all_go(server, policy):
     assert actor and all(len(r["tokens"]) == len(r["loss_mask"]) == len(r["behavior_logprobs"]) for r in actor)
     assert all(r["problem_id"] == problem.id for r in records)
     assert batch.failures == ()
+    # What the state reports without its nodes agrees with the full view.
+    assert len(state) == len(view) == batch.stats["nodes"]
+    assert state.stats == view.stats and state.stats["rollouts"] == 32
+    assert state.problem_id == view.problem_id == problem.id
+    state.close()
 
 
 def test_collect_is_deterministic(server, policy):

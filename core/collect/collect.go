@@ -275,7 +275,8 @@ func (e *engine) prepareLaunch(l *launch) error {
 	l.snap = snap
 	l.depth = nd.Depth
 	for id := l.start; id >= 0; id = e.t.Nodes[id].Parent {
-		l.generated += e.t.Nodes[id].GeneratedTokens()
+		n, _ := e.t.EdgeTrainable(id)
+		l.generated += n
 	}
 	// Room for a few segments more, so most rollouts never copy the prefix.
 	room := min(e.cfg.MaxTotalTokens-l.generated, 4*e.cfg.Segments)

@@ -6,7 +6,6 @@ import (
 	"math"
 	"slices"
 	"strings"
-	"unsafe"
 
 	jsoniter "github.com/json-iterator/go"
 
@@ -310,7 +309,8 @@ func (a *ActorSample) EdgeTokens() int {
 		}
 		return n
 	}
-	return a.src.Nodes[a.NodeID].GeneratedTokens()
+	n, _ := a.src.EdgeTrainable(a.NodeID)
+	return n
 }
 
 // CriticSample pairs a checkpoint's context text with its target return.
@@ -456,13 +456,7 @@ func Prepare(t *tree.Tree, cfg RewardConfig, est Estimator) (*Batch, error) {
 		if id > 0 && len(nd.Children) == 0 {
 			leaves++
 		}
-		edge, spans := 0, 0
-		for k := range nd.Spans {
-			if c := countTrue(nd.Spans[k].Trainable); c > 0 {
-				edge += c
-				spans++
-			}
-		}
+		edge, spans := t.EdgeTrainable(id)
 		gen[2*id], gen[2*id+1] = int32(edge), int32(spans)
 		trainable += edge
 	}
@@ -503,45 +497,4 @@ func weightMoments(actor []ActorSample) (mean, std float64) {
 		std += d * d
 	}
 	return mean, math.Sqrt(std / float64(len(actor)))
-}
-
-// countTrue counts the true values of m eight at a time: a Go bool is one byte
-// holding 0 or 1, and trainable masks are most of a tree's bytes, so reading
-// them a word at a time keeps Prepare's token pass well below its node pass.
-func countTrue(m []bool) int {
-	n, i := 0, 0
-	for ; i < len(m) && uintptr(unsafe.Pointer(&m[i]))%8 != 0; i++ {
-		if m[i] {
-			n++
-		}
-	}
-	m = m[i:]
-	words := len(m) / 8
-	if words > 0 {
-		w := unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(m))), words)
-		for len(w) > 0 {
-			// Each byte lane of acc counts the true values at its position;
-			// 255 words keep every lane below overflow.
-			chunk := w[:min(len(w), 255)]
-			w = w[len(chunk):]
-			var acc uint64
-			for _, x := range chunk {
-				// Fold each byte onto its lowest bit: any nonzero byte counts
-				// as true, even one not written by Go.
-				x |= x >> 4
-				x |= x >> 2
-				x |= x >> 1
-				acc += x & 0x0101010101010101
-			}
-			// Add the eight lanes: pairs into 16-bit lanes, then those four.
-			acc = (acc & 0x00ff00ff00ff00ff) + (acc >> 8 & 0x00ff00ff00ff00ff)
-			n += int((acc * 0x0001000100010001) >> 48)
-		}
-	}
-	for _, b := range m[words*8:] {
-		if b {
-			n++
-		}
-	}
-	return n
 }

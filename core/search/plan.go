@@ -32,7 +32,7 @@ func scanTree(t *tree.Tree) *scan {
 		nd := &t.Nodes[id]
 		s.reached[id] = true
 		s.excluded[id] = nd.Failed != ""
-		s.tokens[id] = nd.GeneratedTokens()
+		s.tokens[id], _ = t.EdgeTrainable(id)
 		// Bounds checks keep an invalid tree from panicking here; Plan
 		// reports it through validation.
 		if p := nd.Parent; id != 0 && p >= 0 && p < n {

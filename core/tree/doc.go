@@ -9,7 +9,8 @@
 // log-probability slices as long as the tokens, finite log-probabilities, no
 // generated token in the prompt) are made once, as a node enters the tree
 // through AddChild or Unmarshal/Decode, which record the span arrays they
-// checked. The structural and scalar checks (ids, parents and children,
+// checked and how many of their tokens are trainable (EdgeTrainable reports
+// those counts without reading the masks again). The structural and scalar checks (ids, parents and children,
 // cycles, depths, finite rewards and critic predictions, terminal flags,
 // UTF-8 strings, statistics) cost O(nodes) and are repeated by Revalidate,
 // which preparation and search call on every use. Revalidate re-reads the

@@ -158,3 +158,34 @@ func TestRevalidateMatchesValidate(t *testing.T) {
 		require.Equal(t, tr.Validate(), tr.Revalidate(), "case %d", i)
 	}
 }
+
+// TestEdgeTrainable checks the counts taken at entry against the masks, on
+// grown, decoded and literal trees, and after a span slice is replaced.
+func TestEdgeTrainable(t *testing.T) {
+	grown := treetest.Search(16, 4, 8, 3)
+	data, err := tree.Marshal(grown)
+	require.NoError(t, err)
+	decoded, err := tree.Unmarshal(data)
+	require.NoError(t, err)
+	replaced := treetest.Search(16, 4, 8, 3)
+	replaced.Nodes[5].Spans = []tree.PackedSequence{seq([]uint32{1, 2, 3}, true, true, true), seq([]uint32{4}, false)}
+	for name, tr := range map[string]*tree.Tree{"grown": grown, "decoded": decoded, "literal": literal(grown), "replaced span": replaced} {
+		t.Run(name, func(t *testing.T) {
+			for id := range tr.Nodes {
+				wantTokens, wantSpans := 0, 0
+				for _, s := range tr.Nodes[id].Spans {
+					if c := s.TrainableCount(); c > 0 {
+						wantTokens += c
+						wantSpans++
+					}
+				}
+				tokens, spans := tr.EdgeTrainable(id)
+				assert.Equal(t, wantTokens, tokens, "node %d tokens", id)
+				assert.Equal(t, wantSpans, spans, "node %d spans", id)
+				assert.Equal(t, tr.Nodes[id].GeneratedTokens(), tokens, "node %d", id)
+			}
+		})
+	}
+	tokens, _ := replaced.EdgeTrainable(5)
+	assert.Equal(t, 3, tokens, "a replaced span is counted again")
+}

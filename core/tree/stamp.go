@@ -11,6 +11,7 @@ type spanStamp struct {
 	trainable *bool
 	logprobs  *float64
 	n         int
+	generated int // trainable tokens, counted once at the check
 }
 
 // nodeStamp locates a node's span stamps in Tree.spanStamps; n < 0 marks a
@@ -30,7 +31,8 @@ func stampOf(s *PackedSequence) spanStamp {
 	if n == 0 {
 		return spanStamp{}
 	}
-	return spanStamp{tokens: &s.Tokens[0], trainable: &s.Trainable[0], logprobs: &s.Logprobs[0], n: n}
+	return spanStamp{tokens: &s.Tokens[0], trainable: &s.Trainable[0], logprobs: &s.Logprobs[0], n: n,
+		generated: s.TrainableCount()}
 }
 
 // matches reports whether s is exactly the span st was taken from.
@@ -76,4 +78,27 @@ func (t *Tree) stamped(id int) bool {
 		}
 	}
 	return true
+}
+
+// EdgeTrainable is the number of trainable tokens on node id's incoming edge and the
+// number of its spans that hold any. For a node whose spans are the ones checked as it
+// entered the tree, both come from the counts taken then; otherwise the masks are read.
+func (t *Tree) EdgeTrainable(id int) (tokens, spans int) {
+	if t.stamped(id) {
+		ns := t.nodeStamps[id]
+		for _, st := range t.spanStamps[ns.first : ns.first+ns.n] {
+			if st.generated > 0 {
+				tokens += st.generated
+				spans++
+			}
+		}
+		return tokens, spans
+	}
+	for k := range t.Nodes[id].Spans {
+		if c := t.Nodes[id].Spans[k].TrainableCount(); c > 0 {
+			tokens += c
+			spans++
+		}
+	}
+	return tokens, spans
 }

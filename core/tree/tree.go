@@ -21,15 +21,7 @@ type PackedSequence struct {
 func (p PackedSequence) Len() int { return len(p.Tokens) }
 
 // TrainableCount is the number of generated (trainable) tokens.
-func (p PackedSequence) TrainableCount() int {
-	n := 0
-	for _, t := range p.Trainable {
-		if t {
-			n++
-		}
-	}
-	return n
-}
+func (p PackedSequence) TrainableCount() int { return countTrue(p.Trainable) }
 
 // HasTrainable reports whether at least one token is generated.
 func (p PackedSequence) HasTrainable() bool {

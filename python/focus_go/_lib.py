@@ -108,6 +108,7 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     # trees, preparation, export
     "focus_tree_from_json": (ctypes.c_int32, [ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(c_handle), _err_p]),
     "focus_tree_to_json": (ctypes.c_int32, [c_handle, _str_out, _err_p]),
+    "focus_tree_summary": (ctypes.c_int32, [c_handle, _str_out, _err_p]),
     "focus_tree_values": (ctypes.c_int32, [c_handle, ctypes.c_char_p, ctypes.c_size_t, _str_out, _err_p]),
     "focus_critic_targets": (ctypes.c_int32, [c_handle, ctypes.c_char_p, ctypes.c_size_t, _str_out, _err_p]),
     "focus_prepare": (

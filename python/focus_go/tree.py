@@ -84,9 +84,25 @@ class SchedulerState(GoObject, Generic[R]):
         with open(path, "w", encoding="utf-8") as f:
             f.write(self.to_json())
 
+    def _summary(self) -> Dict[str, Any]:
+        return json.loads(_lib.call_string("focus_tree_summary", _lib.c_handle(self.handle)))
+
     @property
     def problem_id(self) -> str:
-        return SchedulerView(self).problem_id
+        return self._summary()["problem_id"]
+
+    @property
+    def stats(self) -> Dict[str, Any]:
+        """The collection statistics (rollouts, generated tokens, wall seconds...), read
+        without the nodes."""
+        return dict(self._summary()["stats"] or {})
+
+    def __len__(self) -> int:
+        """The number of nodes (the root included), read without the nodes."""
+        return int(self._summary()["nodes"])
+
+    def __bool__(self) -> bool:
+        return True  # a tree always has its root; truth must not call into Go
 
     def __repr__(self) -> str:
         return f"SchedulerState(handle={self.handle})"

@@ -1,4 +1,4 @@
-package prepare
+package tree
 
 import (
 	"math/rand/v2"
