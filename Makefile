@@ -83,7 +83,8 @@ clean:
 FUZZTIME ?= 10s
 FUZZ_TARGETS := \
 	backends/parse:FuzzHermes backends/parse:FuzzQwenXML \
-	backends/sglang:FuzzParseResponse backends/vllm:FuzzParseResponse \
+	backends/sglang:FuzzParseResponse backends/sglang:FuzzScanTriples backends/sglang:FuzzReadFast \
+	backends/vllm:FuzzParseResponse \
 	backends/openai:FuzzParseChat backends/openai:FuzzParseResponses \
 	backends/transport:FuzzErrorMessage backends/transport:FuzzParseRetryAfter \
 	core/tree:FuzzUnmarshal core/mathenv:FuzzNormalize capi:FuzzABIJSONInputs \

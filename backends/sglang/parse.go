@@ -40,29 +40,45 @@ type metaInfo struct {
 // endpoints return) and turns it into a Result for prompt. It checks the id sources against
 // each other; Result.Validate does the rest.
 func parseResponse(body []byte, prompt []uint32, p generate.Resolved) (*generate.Result, error) {
+	var r response
+	if !readFast(body, &r, p) {
+		r = response{}
+		if err := readGeneral(body, &r, p); err != nil {
+			return nil, err
+		}
+	}
+	return resultOf(&r, prompt, p)
+}
+
+// readGeneral reads a reply of any accepted shape with json-iterator, naming what is wrong.
+func readGeneral(body []byte, r *response, p generate.Resolved) error {
 	iter := transport.JSON.BorrowIterator(body)
 	defer transport.JSON.ReturnIterator(iter)
-	var r response
 	switch iter.WhatIsNext() {
 	case jsoniter.ObjectValue:
-		readResponse(iter, &r, p)
+		readResponse(iter, r, p)
 	case jsoniter.ArrayValue:
 		n := 0
 		for iter.ReadArray() {
 			if n++; n > 1 {
-				return nil, status.Errorf(status.Backend, "%s: response is an array of several results; one request expects one", Name)
+				return status.Errorf(status.Backend, "%s: response is an array of several results; one request expects one", Name)
 			}
-			readResponse(iter, &r, p)
+			readResponse(iter, r, p)
 		}
 		if n == 0 && iter.Error == nil {
-			return nil, status.Errorf(status.Backend, "%s: response is an empty array; expected one result", Name)
+			return status.Errorf(status.Backend, "%s: response is an empty array; expected one result", Name)
 		}
 	default:
-		return nil, status.Errorf(status.Backend, "%s: response is not a JSON object: %s", Name, snippet(body))
+		return status.Errorf(status.Backend, "%s: response is not a JSON object: %s", Name, snippet(body))
 	}
 	if iter.Error != nil {
-		return nil, status.Errorf(status.Backend, "%s: malformed or truncated JSON response (%d bytes): %v", Name, len(body), iter.Error)
+		return status.Errorf(status.Backend, "%s: malformed or truncated JSON response (%d bytes): %v", Name, len(body), iter.Error)
 	}
+	return nil
+}
+
+// resultOf checks a decoded reply and turns it into a Result for prompt.
+func resultOf(r *response, prompt []uint32, p generate.Resolved) (*generate.Result, error) {
 	m := &r.meta
 	if !r.hasMeta {
 		return nil, status.Errorf(status.Backend, "%s: response has no meta_info", Name)
