@@ -40,7 +40,7 @@ func comparable(r response) any {
 		"text": r.text, "outputIDs": r.outputIDs, "hasOutputIDs": r.hasOutputIDs, "hasMeta": r.hasMeta,
 		"finish": [3]any{m.finishType, m.abortMessage, m.hasFinish}, "matched": m.matched,
 		"counts": [3]int{m.promptTokens, m.completionTokens, m.cachedTokens},
-		"out": [2]any{bits(m.outLogprobs), m.outIDs}, "hasOut": m.hasOut, "outTop": fmt.Sprint(m.outTop),
+		"out":    [2]any{bits(m.outLogprobs), m.outIDs}, "hasOut": m.hasOut, "outTop": fmt.Sprint(m.outTop),
 		"in": bits(m.inLogprobs), "inTop": fmt.Sprint(m.inTop),
 	}
 	return out
