@@ -32,10 +32,11 @@ import gc
 import json
 import os
 import re
-import tempfile
 import subprocess
 import sys
+import tempfile
 import time
+import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -198,6 +199,24 @@ class SimProcess:
     def close(self) -> None:
         self.proc.stdin.close()
         self.proc.wait(timeout=30)
+
+    def usage(self) -> tuple:
+        """(server CPU seconds, tokens generated so far): the server's cost per token
+        differs between request mixes, so each measurement reports it."""
+        with open(f"/proc/{self.proc.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        with urllib.request.urlopen(self.url + "/get_server_info", timeout=10) as r:
+            tokens = json.load(r)["internal_states"][0]["generated_tokens"]
+        return cpu, tokens
+
+    def measure(self, fn) -> dict:
+        """fn()'s result with "server_us_per_segment": server CPU per 256 generated tokens."""
+        cpu0, tok0 = self.usage()
+        result = fn()
+        cpu1, tok1 = self.usage()
+        result["server_us_per_segment"] = (cpu1 - cpu0) / max(tok1 - tok0, 1) * 256 * 1e6
+        return result
 
 
 def _loadgen(*args: str) -> dict:
@@ -380,7 +399,7 @@ def throughput_sections(seconds: float, reps: int) -> list[str]:
             ]
             for _ in range(reps):
                 for name, fn in variants:
-                    rows.setdefault(name, []).append(fn())
+                    rows.setdefault(name, []).append(sim.measure(fn))
     finally:
         sim.close()
 
@@ -397,7 +416,8 @@ def throughput_sections(seconds: float, reps: int) -> list[str]:
 
     def med(name: str) -> dict:
         rs = rows[name]
-        return {"rate": _median([rate(r) for r in rs]), "cpu": cpu(sorted(rs, key=rate)[len(rs) // 2])}
+        mid = sorted(rs, key=rate)[len(rs) // 2]
+        return {"rate": _median([rate(r) for r in rs]), "cpu": cpu(mid), "server": f"{mid['server_us_per_segment']:.0f}"}
 
     labels = [
         ("ceiling", "1. ceiling: Go load generator replaying the engine's recorded requests, no tree logic"),
@@ -413,12 +433,12 @@ def throughput_sections(seconds: float, reps: int) -> list[str]:
         f"{TREES} concurrent Selective(32, 16) trees with Segments(256) for every collector; {seconds:g} s per measurement, "
         f"{reps} interleaved repetitions, medians (ratios taken within a repetition).",
         "",
-        "| client | requests or segments /s | x ceiling | x reference (2c) | CPU µs / request or segment (client process) |",
-        "|---|---|---|---|---|",
+        "| client | requests or segments /s | x ceiling | x reference (2c) | CPU µs / request or segment (client process) | server CPU µs / 256 tokens |",
+        "|---|---|---|---|---|---|",
     ]
     for name, label in labels:
         m = med(name)
-        out.append(f"| {label} | {m['rate']:,.0f} | {ratio(name, 'ceiling'):.2f} | {ratio(name, 'reference'):.2f} | {m['cpu']} |")
+        out.append(f"| {label} | {m['rate']:,.0f} | {ratio(name, 'ceiling'):.2f} | {ratio(name, 'reference'):.2f} | {m['cpu']} | {m['server']} |")
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "throughput.json").write_text(json.dumps(rows, indent=1))
     return out
