@@ -13,6 +13,7 @@ from __future__ import annotations
 import ctypes
 import dataclasses
 import json
+from abc import abstractmethod
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, ClassVar, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union, overload
@@ -136,8 +137,9 @@ class _PreparedSamples(Sequence[Any]):
     def _load(self) -> None:
         """Convert the columns to lists, once: indexing a list is cheaper than a memoryview."""
 
+    @abstractmethod
     def _make(self, i: int) -> Any:
-        raise NotImplementedError
+        """Sample i, built from the loaded columns."""
 
     def __len__(self) -> int:
         return self._n
