@@ -17,8 +17,8 @@ func scanTriples(raw []byte, lps []float64, ids []uint32) ([]float64, []uint32, 
 
 // triples reads a logprob list at the scanner's position: one tight loop instead of a
 // json-iterator call per element, for the largest part of a reply. It declines (false)
-// anything it does not expect (a fourth element, an escaped text, numbers JSON does not
-// allow, a malformed list); the caller then reads the reply with json-iterator, which
+// anything it does not expect (a fourth element, numbers JSON does not allow, a malformed
+// list); the caller then reads the reply with json-iterator, which
 // accepts or names the problem exactly as before.
 func (s *scanner) triples(lps []float64, ids []uint32) ([]float64, []uint32, bool) {
 	if !s.next('[') {
@@ -176,24 +176,8 @@ func (s *scanner) id() (uint32, bool) {
 	return uint32(v), true
 }
 
-// text skips a logprob entry's third element: null, or a string without escapes (anything
-// else is left to json-iterator).
+// text skips a logprob entry's third element: null or a string.
 func (s *scanner) text() bool {
 	s.skipSpace()
-	if s.null() {
-		return true
-	}
-	if s.peek() != '"' {
-		return false
-	}
-	for s.i++; s.i < len(s.b); s.i++ {
-		switch c := s.b[s.i]; {
-		case c == '"':
-			s.i++
-			return true
-		case c == '\\' || c < 0x20:
-			return false
-		}
-	}
-	return false
+	return s.null() || s.skipString()
 }

@@ -41,7 +41,7 @@ func TestScanTriplesMatchesTheIterator(t *testing.T) {
 		{"text element", `[[-1.25,4,"tok"],[-2e-3,5,""]]`, true},
 		{"full precision", `[[-0.030459207484708574,349,null],[-3.506557897319982,220,null]]`, true},
 		{"largest id", `[[-1,4294967295,null]]`, true},
-		{"escaped text", `[[-1,4,"a\"b"]]`, false},
+		{"escaped text", `[[-1,4,"a\"b\u00e9"]]`, true},
 		{"fourth element", `[[-1,4,null,0]]`, false},
 		{"two elements", `[[-1,4]]`, false},
 		{"no id", `[[-0.5]]`, false},
