@@ -161,27 +161,38 @@ func (s *scanner) reread(start int, read func(iter *jsoniter.Iterator)) bool {
 
 // ids reads [id, ...] with the strictness of scanner.id.
 func (s *scanner) ids(out []uint32) ([]uint32, bool) {
+	ok := s.array(func() bool {
+		id, ok := s.id()
+		if ok {
+			out = append(out, id)
+		}
+		return ok
+	})
+	return out, ok
+}
+
+// array reads [elem, ...], calling elem with the scanner at each element; elem must
+// consume it.
+func (s *scanner) array(elem func() bool) bool {
 	if !s.next('[') {
-		return out, false
+		return false
 	}
 	if s.skipSpace(); s.peek() == ']' {
 		s.i++
-		return out, true
+		return true
 	}
 	for {
-		id, ok := s.id()
-		if !ok {
-			return out, false
+		if !elem() {
+			return false
 		}
-		out = append(out, id)
 		switch s.skipSpace(); s.peek() {
 		case ',':
 			s.i++
 		case ']':
 			s.i++
-			return out, true
+			return true
 		default:
-			return out, false
+			return false
 		}
 	}
 }
@@ -232,40 +243,13 @@ func (s *scanner) skip(depth int) bool {
 	case c == '{':
 		return depth < 32 && s.object(func(string) bool { return s.skip(depth + 1) })
 	case c == '[':
-		s.i++
-		if s.skipSpace(); s.peek() == ']' {
-			s.i++
-			return true
-		}
-		for {
-			if depth >= 32 || !s.skip(depth+1) {
-				return false
-			}
-			switch s.skipSpace(); s.peek() {
-			case ',':
-				s.i++
-			case ']':
-				s.i++
-				return true
-			default:
-				return false
-			}
-		}
+		return s.array(func() bool { return depth < 32 && s.skip(depth+1) })
 	case c == 'n':
 		return s.null()
 	case c == 't' || c == 'f':
-		for _, lit := range [...]string{"true", "false"} {
-			if len(s.b)-s.i >= len(lit) && string(s.b[s.i:s.i+len(lit)]) == lit {
-				s.i += len(lit)
-				return true
-			}
-		}
-		return false
+		return s.literal("true") || s.literal("false")
 	default:
-		start := s.i
-		for s.i < len(s.b) && (s.b[s.i] == '-' || s.b[s.i] == '+' || s.b[s.i] == '.' || s.b[s.i] == 'e' || s.b[s.i] == 'E' || (s.b[s.i] >= '0' && s.b[s.i] <= '9')) {
-			s.i++
-		}
-		return jsonNumber(s.b[start:s.i])
+		_, ok := s.number()
+		return ok
 	}
 }

@@ -21,36 +21,22 @@ func scanTriples(raw []byte, lps []float64, ids []uint32) ([]float64, []uint32, 
 // list); the caller then reads the reply with json-iterator, which
 // accepts or names the problem exactly as before.
 func (s *scanner) triples(lps []float64, ids []uint32) ([]float64, []uint32, bool) {
-	if !s.next('[') {
-		return lps, ids, false
-	}
-	if s.skipSpace(); s.peek() == ']' {
-		s.i++
-		return lps, ids, true
-	}
-	for {
+	ok := s.array(func() bool {
 		if !s.next('[') {
-			return lps, ids, false
+			return false
 		}
 		lp, ok := s.logprob()
 		if !ok || !s.next(',') {
-			return lps, ids, false
+			return false
 		}
 		id, ok := s.id()
 		if !ok || !s.next(',') || !s.text() || !s.next(']') {
-			return lps, ids, false
+			return false
 		}
 		lps, ids = append(lps, lp), append(ids, id)
-		switch s.skipSpace(); s.peek() {
-		case ',':
-			s.i++
-		case ']':
-			s.i++
-			return lps, ids, true
-		default:
-			return lps, ids, false
-		}
-	}
+		return true
+	})
+	return lps, ids, ok
 }
 
 // scanner walks JSON bytes for the fast paths of this package.
@@ -88,9 +74,12 @@ func (s *scanner) end() bool {
 	return s.i == len(s.b)
 }
 
-func (s *scanner) null() bool {
-	if len(s.b)-s.i >= 4 && string(s.b[s.i:s.i+4]) == "null" {
-		s.i += 4
+func (s *scanner) null() bool { return s.literal("null") }
+
+// literal consumes lit if it comes next.
+func (s *scanner) literal(lit string) bool {
+	if len(s.b)-s.i >= len(lit) && string(s.b[s.i:s.i+len(lit)]) == lit {
+		s.i += len(lit)
 		return true
 	}
 	return false
@@ -102,6 +91,17 @@ func (s *scanner) logprob() (float64, bool) {
 	if s.null() {
 		return math.NaN(), true
 	}
+	num, ok := s.number()
+	if !ok {
+		return 0, false
+	}
+	v, err := strconv.ParseFloat(unsafe.String(unsafe.SliceData(num), len(num)), 64)
+	return v, err == nil
+}
+
+// number passes a number at the scanner and returns its bytes; ok only if JSON allows
+// it.
+func (s *scanner) number() (num []byte, ok bool) {
 	start := s.i
 	for s.i < len(s.b) {
 		c := s.b[s.i]
@@ -110,12 +110,8 @@ func (s *scanner) logprob() (float64, bool) {
 		}
 		s.i++
 	}
-	num := s.b[start:s.i]
-	if !jsonNumber(num) {
-		return 0, false
-	}
-	v, err := strconv.ParseFloat(unsafe.String(unsafe.SliceData(num), len(num)), 64)
-	return v, err == nil
+	num = s.b[start:s.i]
+	return num, jsonNumber(num)
 }
 
 // jsonNumber reports whether b is a number as JSON writes it:
