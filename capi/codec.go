@@ -17,26 +17,22 @@ import (
 // cIDs copies token ids into a C buffer the caller frees with focus_buffer_free.
 func cIDs(ids []uint32, out **C.uint32_t, n *C.size_t) {
 	*n = C.size_t(len(ids))
-	if len(ids) == 0 {
-		*out = nil
-		return
-	}
-	size := C.size_t(len(ids)) * 4
-	buf := C.malloc(size)
-	C.memcpy(buf, unsafe.Pointer(&ids[0]), size)
-	*out = (*C.uint32_t)(buf)
+	*out = (*C.uint32_t)(cCopy(ids))
 }
 
 // cFloats copies values into a C buffer the caller frees with focus_buffer_free (NULL
 // when empty).
-func cFloats(values []float64) *C.double {
+func cFloats(values []float64) *C.double { return (*C.double)(cCopy(values)) }
+
+// cCopy copies values into a malloc'd buffer (NULL when empty).
+func cCopy[T uint32 | float64](values []T) unsafe.Pointer {
 	if len(values) == 0 {
 		return nil
 	}
-	size := C.size_t(len(values)) * 8
+	size := C.size_t(len(values)) * C.size_t(unsafe.Sizeof(values[0]))
 	buf := C.malloc(size)
 	C.memcpy(buf, unsafe.Pointer(&values[0]), size)
-	return (*C.double)(buf)
+	return buf
 }
 
 // goIDs views caller-owned token ids without copying; it must not outlive the call.

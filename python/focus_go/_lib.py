@@ -14,9 +14,10 @@ from __future__ import annotations
 import array
 import ctypes
 import os
+import struct
 import threading
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Optional, Sequence
 
 from .errors import ConfigError, LibraryError, error_for
 
@@ -273,6 +274,25 @@ def call_ids(name: str, *args: Any) -> list[int]:
         lib().focus_buffer_free(out)
 
 
+_VIEW_TYPES = {"B": ctypes.c_uint8, "I": ctypes.c_uint32, "d": ctypes.c_double}
+
+
+def view(address: Optional[int], n: int, fmt: str) -> memoryview:
+    """n values of struct format fmt ("B", "I" or "d") in a buffer the library allocated,
+    without copying: valid until the buffer is freed."""
+    if not n:
+        return memoryview(b"").cast(fmt)
+    return memoryview((_VIEW_TYPES[fmt] * n).from_address(address)).cast("B").cast(fmt)
+
+
+def section(data: memoryview, layout: Mapping[str, Any], name: str, fmt: str) -> memoryview:
+    """Section ``name`` of a buffer the library described in ``layout["sections"]``
+    ({"offset", "count"} each), as values of struct format fmt."""
+    sec = layout["sections"][name]
+    start = sec["offset"]
+    return data[start : start + sec["count"] * struct.calcsize(fmt)].cast(fmt)
+
+
 def call_result(name: str, *args: Any) -> tuple[str, list[int], list[float]]:
     """Call a function whose last outputs are a generation result (see focus.h): its JSON,
     generated ids and logprobs."""
@@ -280,9 +300,7 @@ def call_result(name: str, *args: Any) -> tuple[str, list[int], list[float]]:
     try:
         call(name, *args, ctypes.byref(out), ctypes.byref(tokens), ctypes.byref(logprobs), ctypes.byref(count))
         meta, n = take_string(out), count.value
-        ids = memoryview((ctypes.c_uint32 * n).from_address(tokens.value)).cast("B").cast("I").tolist() if n else []
-        lps = memoryview((ctypes.c_double * n).from_address(logprobs.value)).cast("B").cast("d").tolist() if n else []
-        return meta, ids, lps
+        return meta, view(tokens.value, n, "I").tolist(), view(logprobs.value, n, "d").tolist()
     finally:
         lib().focus_buffer_free(tokens)
         lib().focus_buffer_free(logprobs)

@@ -434,7 +434,7 @@ def _poll(handle: Any) -> List[Dict[str, Any]]:
     try:
         requests = json.loads(_lib.take_string(out))
         if tokens:
-            ids = memoryview((ctypes.c_uint32 * count.value).from_address(ctypes.addressof(tokens.contents))).cast("B").cast("I")
+            ids = _lib.view(ctypes.addressof(tokens.contents), count.value, "I")
             for req in requests:
                 span = req.pop("tokens", None)
                 if span is not None:

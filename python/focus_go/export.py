@@ -49,12 +49,6 @@ class CriticSampleFactory(Protocol[T]):
     def __call__(self, *, context: str, target: float, group_index: int, **extra: Any) -> T: ...
 
 
-def _section(view: memoryview, layout: dict, name: str, fmt: str, size: int) -> memoryview:
-    sec = layout["sections"][name]
-    start = sec["offset"]
-    return view[start : start + sec["count"] * size].cast(fmt)
-
-
 def to_samples(
     result: Batch,
     group_index: int,
@@ -81,7 +75,7 @@ def to_samples(
         )
     layout = json.loads(_lib.take_string(layout_ptr))
     try:
-        view = memoryview((ctypes.c_char * size.value).from_address(blob.value)).cast("B") if size.value else memoryview(b"")
+        view = _lib.view(blob.value, size.value, "B")
         return _records(view, layout, group_index, sample_factory, critic_sample_factory)
     finally:
         _lib.lib().focus_buffer_free(blob)
@@ -107,17 +101,17 @@ def _build_records(view, layout, group_index, sample_factory, critic_sample_fact
     if n_actor:
         # Record i's tokens are record base[i]'s list extended by its own delta: the int
         # objects of a shared context are made once, not once per descendant.
-        base = _section(view, layout, "base", "q", 8).tolist()
-        delta_offsets = _section(view, layout, "delta_offsets", "q", 8).tolist()
-        delta = _section(view, layout, "delta_tokens", "I", 4)
-        span_start = _section(view, layout, "span_start", "q", 8).tolist()
-        span_offsets = _section(view, layout, "span_offsets", "q", 8).tolist()
-        span_mask = _section(view, layout, "span_mask", "?", 1)
-        span_logprobs = _section(view, layout, "span_logprobs", "d", 8)
-        advantage = _section(view, layout, "advantage", "d", 8).tolist()
-        node_id = _section(view, layout, "node_id", "q", 8).tolist()
-        search_pass = _section(view, layout, "search_pass", "q", 8).tolist()
-        estimator = _section(view, layout, "estimator", "i", 4).tolist()
+        base = _lib.section(view, layout, "base", "q").tolist()
+        delta_offsets = _lib.section(view, layout, "delta_offsets", "q").tolist()
+        delta = _lib.section(view, layout, "delta_tokens", "I")
+        span_start = _lib.section(view, layout, "span_start", "q").tolist()
+        span_offsets = _lib.section(view, layout, "span_offsets", "q").tolist()
+        span_mask = _lib.section(view, layout, "span_mask", "?")
+        span_logprobs = _lib.section(view, layout, "span_logprobs", "d")
+        advantage = _lib.section(view, layout, "advantage", "d").tolist()
+        node_id = _lib.section(view, layout, "node_id", "q").tolist()
+        search_pass = _lib.section(view, layout, "search_pass", "q").tolist()
+        estimator = _lib.section(view, layout, "estimator", "i").tolist()
         token_lists: List[List[int]] = []
         for i in range(n_actor):
             k = span_start[i]
@@ -153,10 +147,10 @@ def _build_records(view, layout, group_index, sample_factory, critic_sample_fact
                 sample_factory(span=span, logprobs=span.logprobs, reward=record["advantage"], lane="actor", group_index=group_index, **extra)
             )
     if n_critic:
-        c_offsets = _section(view, layout, "critic_offsets", "q", 8).tolist()
-        context = _section(view, layout, "critic_context", "B", 1)
-        target = _section(view, layout, "critic_target", "d", 8).tolist()
-        c_node = _section(view, layout, "critic_node_id", "q", 8).tolist()
+        c_offsets = _lib.section(view, layout, "critic_offsets", "q").tolist()
+        context = _lib.section(view, layout, "critic_context", "B")
+        target = _lib.section(view, layout, "critic_target", "d").tolist()
+        c_node = _lib.section(view, layout, "critic_node_id", "q").tolist()
         for i in range(n_critic):
             text = str(context[c_offsets[i] : c_offsets[i + 1]], "utf-8")
             if critic_sample_factory is None:

@@ -116,12 +116,6 @@ def _take_blob(name: str, handle: int) -> Tuple[Dict[str, Any], bytes]:
     return json.loads(_lib.take_string(layout_ptr)), data
 
 
-def _column(data: memoryview, layout: Mapping[str, Any], name: str, fmt: str) -> memoryview:
-    sec = layout["sections"][name]
-    size = 4 if fmt in "iI" else 8
-    return data[sec["offset"] : sec["offset"] + sec["count"] * size].cast(fmt)
-
-
 class _PreparedSamples(Sequence[Any]):
     """Samples of a Go-prepared batch, built from flat columns on first access and cached.
     Equal to any sequence with equal samples (a tuple included)."""
@@ -202,14 +196,14 @@ class _PreparedActors(_PreparedSamples, Sequence[ActorSample]):
 
     def __init__(self, batch: GoObject, data: memoryview, layout: Mapping[str, Any]) -> None:
         super().__init__(batch, layout["n_actor"])
-        self._node_id: Sequence[int] = _column(data, layout, "actor_node_id", "q")
-        self._group_id: Sequence[int] = _column(data, layout, "actor_group_id", "q")
-        self._weight: Sequence[float] = _column(data, layout, "actor_weight", "d")
-        self._search_pass: Sequence[int] = _column(data, layout, "actor_search_pass", "q")
-        self._estimator: Sequence[int] = _column(data, layout, "actor_estimator", "i")
+        self._node_id: Sequence[int] = _lib.section(data, layout, "actor_node_id", "q")
+        self._group_id: Sequence[int] = _lib.section(data, layout, "actor_group_id", "q")
+        self._weight: Sequence[float] = _lib.section(data, layout, "actor_weight", "d")
+        self._search_pass: Sequence[int] = _lib.section(data, layout, "actor_search_pass", "q")
+        self._estimator: Sequence[int] = _lib.section(data, layout, "actor_estimator", "i")
         self._estimators = layout["estimators"] or []
         self._names = layout["actor_diagnostics"] or ()
-        self._values = _column(data, layout, "actor_diagnostics", "d")
+        self._values = _lib.section(data, layout, "actor_diagnostics", "d")
         self._diagnostics: List[Dict[str, float]] = []
 
     def _load(self) -> None:
@@ -242,15 +236,15 @@ class _PreparedCritics(_PreparedSamples, Sequence[CriticSample]):
 
     def __init__(self, batch: GoObject, data: memoryview, layout: Mapping[str, Any]) -> None:
         super().__init__(batch, layout["n_critic"])
-        self._node_id: Sequence[int] = _column(data, layout, "critic_node_id", "q")
-        self._target: Sequence[float] = _column(data, layout, "critic_target", "d")
+        self._node_id: Sequence[int] = _lib.section(data, layout, "critic_node_id", "q")
+        self._target: Sequence[float] = _lib.section(data, layout, "critic_target", "d")
         self._names = layout["critic_diagnostics"] or ()
-        self._values = _column(data, layout, "critic_diagnostics", "d")
+        self._values = _lib.section(data, layout, "critic_diagnostics", "d")
 
     def _load(self) -> None:
         # Every context is fetched anyway, so every sample is built now, in one pass.
         layout, data = _take_blob("focus_batch_critic_contexts", self._batch.handle)
-        offsets = _column(memoryview(data), layout, "offsets", "q").tolist()
+        offsets = _lib.section(memoryview(data), layout, "offsets", "q").tolist()
         base = layout["sections"]["context"]["offset"]
         text = data[base : base + offsets[-1]]
         contexts = [text[offsets[k] : offsets[k + 1]].decode("utf-8") for k in range(self._n)]
