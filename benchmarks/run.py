@@ -140,14 +140,15 @@ def python_prepare_export() -> list[str]:
     return rows
 
 
-def _take_blob_size(name: str, handle: int) -> int:
-    """Bytes of the (layout JSON, buffer) pair that function `name` returns for a handle."""
+def _take_blob_size(name: str, handle: int, *args) -> int:
+    """Bytes of the (layout JSON, buffer) pair that function `name` returns for a handle
+    (and its other arguments)."""
     import ctypes
 
     from focus_go import _lib
 
     layout_ptr, blob, size = ctypes.c_void_p(), ctypes.c_void_p(), ctypes.c_size_t()
-    _lib.call(name, _lib.c_handle(handle), ctypes.byref(layout_ptr), ctypes.byref(blob), ctypes.byref(size))
+    _lib.call(name, _lib.c_handle(handle), *args, ctypes.byref(layout_ptr), ctypes.byref(blob), ctypes.byref(size))
     layout = _lib.take_string(layout_ptr)
     _lib.lib().focus_buffer_free(blob)
     return size.value + len(layout)
@@ -170,16 +171,8 @@ def _prepare_bytes(state) -> int:
 
 def _boundary_bytes(batch) -> int:
     """Bytes of the buffer and layout focus_batch_export hands to Python for this batch."""
-    import ctypes
-
-    from focus_go import _lib
-
-    layout_ptr, blob, size = ctypes.c_void_p(), ctypes.c_void_p(), ctypes.c_size_t()
     with batch._go_batch() as go:
-        _lib.call("focus_batch_export", _lib.c_handle(go.handle), 0, 0.0, ctypes.byref(layout_ptr), ctypes.byref(blob), ctypes.byref(size))
-    layout = _lib.take_string(layout_ptr)
-    _lib.lib().focus_buffer_free(blob)
-    return size.value + len(layout)
+        return _take_blob_size("focus_batch_export", go.handle, 0, 0.0)
 
 
 LOADGEN = Path(os.environ.get("FOCUS_BENCH_LOADGEN", ROOT / "build" / "loadgen"))
