@@ -65,12 +65,6 @@ func focus_version(out **C.char, errOut **C.char) C.focus_status {
 	})
 }
 
-//export focus_string_free
-func focus_string_free(s *C.char) { C.free(unsafe.Pointer(s)) }
-
-//export focus_buffer_free
-func focus_buffer_free(p unsafe.Pointer) { C.free(p) }
-
 //export focus_handle_release
 func focus_handle_release(h C.focus_handle, errOut **C.char) C.focus_status {
 	return guard(errOut, func() error { return handles.release(uint64(h)) })

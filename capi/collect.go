@@ -249,35 +249,40 @@ type polledRequest struct {
 // the kinds), with the policy.generate prefixes concatenated in one array.
 //
 //export focus_collection_poll
-func focus_collection_poll(h C.focus_handle, timeoutMs C.int64_t, limit C.int32_t, out **C.char, tokens **C.uint32_t, nTokens *C.size_t, errOut **C.char) C.focus_status {
-	return guard(errOut, func() error {
+func focus_collection_poll(h C.focus_handle, ticket C.uint64_t, timeoutMs C.int64_t, limit C.int32_t, out **C.char, tokens **C.uint32_t, nTokens *C.size_t, errOut **C.char) C.focus_status {
+	return run(ticket, errOut, func() (func(context.Context) error, error) {
 		c, err := collectionOf(h)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Duration(timeoutMs)*time.Millisecond)
-		defer cancel()
-		reqs, err := c.bridge.PollMany(ctx, int(limit))
-		if err != nil {
-			if bridge.IsClosed(err) {
-				return status.Wrap(status.Cancelled, err, "collection finished")
+		return func(ctx context.Context) error {
+			if timeoutMs >= 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, time.Duration(timeoutMs)*time.Millisecond)
+				defer cancel()
 			}
-			return err
-		}
-		polled := make([]polledRequest, len(reqs))
-		var ids []uint32
-		for i, r := range reqs {
-			polled[i].Request = r
-			if r.Tokens != nil {
-				polled[i].Tokens = &[2]int{len(ids), len(ids) + len(r.Tokens)}
-				ids = append(ids, r.Tokens...)
+			reqs, err := c.bridge.PollMany(ctx, int(limit))
+			if err != nil {
+				if bridge.IsClosed(err) {
+					return status.Wrap(status.Cancelled, err, "collection finished")
+				}
+				return err
 			}
-		}
-		if err := returnJSON(out, polled); err != nil {
-			return err
-		}
-		cIDs(ids, tokens, nTokens)
-		return nil
+			polled := make([]polledRequest, len(reqs))
+			var ids []uint32
+			for i, r := range reqs {
+				polled[i].Request = r
+				if r.Tokens != nil {
+					polled[i].Tokens = &[2]int{len(ids), len(ids) + len(r.Tokens)}
+					ids = append(ids, r.Tokens...)
+				}
+			}
+			if err := returnJSON(out, polled); err != nil {
+				return err
+			}
+			cIDs(ids, tokens, nTokens)
+			return nil
+		}, nil
 	})
 }
 
@@ -337,29 +342,33 @@ func focus_collection_cancel(h C.focus_handle, errOut **C.char) C.focus_status {
 	})
 }
 
-// focus_collection_wait blocks until the collection ends or timeout_ms passes (negative:
-// no limit); *done says which.
+// focus_collection_wait waits until the collection ends or timeout_ms passes (negative: no
+// limit); *done says which.
 //
 //export focus_collection_wait
-func focus_collection_wait(h C.focus_handle, timeoutMs C.int64_t, done *C.int32_t, errOut **C.char) C.focus_status {
-	return guard(errOut, func() error {
+func focus_collection_wait(h C.focus_handle, ticket C.uint64_t, timeoutMs C.int64_t, done *C.int32_t, errOut **C.char) C.focus_status {
+	return run(ticket, errOut, func() (func(context.Context) error, error) {
 		c, err := collectionOf(h)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		var timer <-chan time.Time
-		if timeoutMs >= 0 {
-			t := time.NewTimer(time.Duration(timeoutMs) * time.Millisecond)
-			defer t.Stop()
-			timer = t.C
-		}
-		select {
-		case <-c.done:
-			*done = 1
-		case <-timer:
-			*done = 0
-		}
-		return nil
+		return func(ctx context.Context) error {
+			var timer <-chan time.Time
+			if timeoutMs >= 0 {
+				t := time.NewTimer(time.Duration(timeoutMs) * time.Millisecond)
+				defer t.Stop()
+				timer = t.C
+			}
+			select {
+			case <-c.done:
+				*done = 1
+			case <-timer:
+				*done = 0
+			case <-ctx.Done():
+				return status.Wrap(status.Cancelled, ctx.Err(), "collection wait")
+			}
+			return nil
+		}, nil
 	})
 }
 

@@ -28,7 +28,7 @@ extern "C" {
 #endif
 
 /* Bumped on every incompatible change; the Python loader refuses a mismatch. */
-#define FOCUS_ABI_VERSION 2
+#define FOCUS_ABI_VERSION 3
 
 typedef int32_t focus_status;
 typedef uint64_t focus_handle;
@@ -120,13 +120,25 @@ focus_status focus_codec_decode(focus_handle codec, uint32_t *ids, size_t count,
 focus_status focus_codec_render(focus_handle codec, char *request, size_t len, char **out,
                                 char **err);
 
-/* --- cancellation ------------------------------------------------------------------ */
+/* --- calls that wait ------------------------------------------------------------ */
 
-/* A cancel token for blocking calls that take one (0 there means "not cancellable").
- * focus_cancel makes the calls running under it return FOCUS_ERR_CANCELLED promptly;
- * release the token with focus_handle_release. */
-focus_status focus_cancel_new(focus_handle *out, char **err);
-focus_status focus_cancel(focus_handle token, char **err);
+/* The calls that wait (focus_policy_generate, focus_policy_startup_check,
+ * focus_openai_generate, focus_collection_poll, focus_collection_wait) take a `ticket`.
+ * With ticket 0 the call blocks until it is done. With any other ticket (the caller's id
+ * for the call, unique among its calls in flight) the call starts and
+ * returns FOCUS_OK at once, or an error if it could not start (then nothing more happens).
+ * When a started call ends, its outputs and *err are written, so the memory they point to
+ * must stay valid until then, and (ticket, status) joins the process's completion queue.
+ *
+ * focus_async_wait takes up to `max` finished calls from the queue into tickets[] and
+ * codes[] (*n of them), waiting up to timeout_ms for the first (forever if negative); *n is
+ * 0 when the time passes. The queue is process-wide: one consumer should drain it.
+ * focus_async_cancel makes a call in flight end promptly with FOCUS_ERR_CANCELLED; it is
+ * still posted, so its outputs are freed in one place. An unknown or finished ticket is
+ * ignored. */
+focus_status focus_async_wait(int64_t timeout_ms, size_t max, uint64_t *tickets,
+                              focus_status *codes, size_t *n, char **err);
+focus_status focus_async_cancel(uint64_t ticket, char **err);
 
 /* --- Go-native token policies (backends/sglang, backends/vllm) ---------------------- */
 
@@ -139,14 +151,14 @@ focus_status focus_policy_open(char *config, size_t len, focus_handle *out, char
  * repetition_penalty, seed; absent = default). The result: *generated ids in *tokens and
  * their logprobs in *logprobs (free each with focus_buffer_free; NULL when none), the rest
  * of the GenerateResult as JSON in *out (its "tokens", "logprobs" and "prefix_tokens" are
- * null: the prefix is the caller's). Blocks. */
-focus_status focus_policy_generate(focus_handle policy, focus_handle cancel, uint32_t *prefix,
+ * null: the prefix is the caller's). See "calls that wait" for ticket. */
+focus_status focus_policy_generate(focus_handle policy, uint64_t ticket, uint32_t *prefix,
                                    size_t count, char *params, size_t len, char **out,
                                    uint32_t **tokens, double **logprobs, size_t *generated,
                                    char **err);
 
-/* Contacts the server (health, model info); *out describes it as JSON. Blocks. */
-focus_status focus_policy_startup_check(focus_handle policy, focus_handle cancel, char **out,
+/* Contacts the server (health, model info); *out describes it as JSON. Ticket as above. */
+focus_status focus_policy_startup_check(focus_handle policy, uint64_t ticket, char **out,
                                         char **err);
 
 /* --- trees, preparation, export (core/tree, core/prepare, core/export) ------------- */
@@ -262,10 +274,12 @@ focus_status focus_collect_start(char *config, size_t len, focus_handle *out, ch
  * *out = [{"id", "kind", "object", "payload", "tokens"?}]. A policy.generate request's
  * prefix is not in its payload: "tokens": [start, end) indexes *tokens (*n_tokens ids, all
  * the polled prefixes; free with focus_buffer_free; NULL when empty). Returns
- * FOCUS_ERR_TIMEOUT when none came within timeout_ms (poll again) and
- * FOCUS_ERR_CANCELLED once the collection has finished (stop polling). */
-focus_status focus_collection_poll(focus_handle collection, int64_t timeout_ms, int32_t max,
-                                   char **out, uint32_t **tokens, size_t *n_tokens, char **err);
+ * FOCUS_ERR_TIMEOUT when none came within timeout_ms (negative: without limit; poll again)
+ * and FOCUS_ERR_CANCELLED once the collection has finished (stop polling). ticket: see
+ * "calls that wait". */
+focus_status focus_collection_poll(focus_handle collection, uint64_t ticket, int64_t timeout_ms,
+                                   int32_t max, char **out, uint32_t **tokens, size_t *n_tokens,
+                                   char **err);
 
 /* Answers request `id` with a JSON payload, or fails it with a status code and message. */
 focus_status focus_collection_resolve(focus_handle collection, uint64_t id, char *payload,
@@ -282,9 +296,9 @@ focus_status focus_collection_fail(focus_handle collection, uint64_t id, int32_t
 focus_status focus_collection_cancel(focus_handle collection, char **err);
 
 /* Waits up to timeout_ms (negative: without limit) for the collection to end; *done = 1 if
- * it has. */
-focus_status focus_collection_wait(focus_handle collection, int64_t timeout_ms, int32_t *done,
-                                   char **err);
+ * it has. ticket: see "calls that wait". */
+focus_status focus_collection_wait(focus_handle collection, uint64_t ticket, int64_t timeout_ms,
+                                   int32_t *done, char **err);
 
 /* The finished collection's tree (*tree = a new tree handle, 0 if none) and outcome:
  * *out = {"code", "message", "failures": [{"node_id", "message"}]}. */
@@ -303,8 +317,8 @@ focus_status focus_openai_open(char *config, size_t len, focus_handle *out, char
  * "text", "reasoning", "tool_calls": [{"name", "arguments", "call_id"}], "stop_reason",
  * "finish_reason", "tokens" (estimated), "logprobs", "top_logprobs", "entropy",
  * "native_output", "prompt_tokens", "completion_tokens", "cached_tokens",
- * "reasoning_tokens"}. cancel is a cancel token or 0. */
-focus_status focus_openai_generate(focus_handle policy, focus_handle cancel, char *request,
+ * "reasoning_tokens"}. See "calls that wait" for ticket. */
+focus_status focus_openai_generate(focus_handle policy, uint64_t ticket, char *request,
                                    size_t len, char **out, char **err);
 
 /* Checks a conversation's roles and tool-call / tool-reply ordering (no request). */

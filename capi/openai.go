@@ -6,6 +6,7 @@ package main
 import "C"
 
 import (
+	"context"
 	"github.com/focus-go/focus-go/backends/generate"
 	"github.com/focus-go/focus-go/backends/openai"
 	"github.com/focus-go/focus-go/backends/sglang"
@@ -67,25 +68,23 @@ type wireOpenAIRequest struct {
 }
 
 //export focus_openai_generate
-func focus_openai_generate(h C.focus_handle, cancel C.focus_handle, request *C.char, n C.size_t, out **C.char, errOut **C.char) C.focus_status {
-	return guard(errOut, func() error {
+func focus_openai_generate(h C.focus_handle, ticket C.uint64_t, request *C.char, n C.size_t, out **C.char, errOut **C.char) C.focus_status {
+	return run(ticket, errOut, func() (func(context.Context) error, error) {
 		p, err := handleAs[openaiPolicy](uint64(h), "openai policy")
 		if err != nil {
-			return err
-		}
-		ctx, err := callContext(cancel)
-		if err != nil {
-			return err
+			return nil, err
 		}
 		var req wireOpenAIRequest
 		if err := decodeJSON(request, n, "openai request", &req); err != nil {
-			return err
+			return nil, err
 		}
-		res, err := p.Generate(ctx, openai.Request{Messages: req.Messages, Tools: req.Tools, ToolChoice: req.ToolChoice, Params: req.Params})
-		if err != nil {
-			return err
-		}
-		return returnJSON(out, res)
+		return func(ctx context.Context) error {
+			res, err := p.Generate(ctx, openai.Request{Messages: req.Messages, Tools: req.Tools, ToolChoice: req.ToolChoice, Params: req.Params})
+			if err != nil {
+				return err
+			}
+			return returnJSON(out, res)
+		}, nil
 	})
 }
 

@@ -111,49 +111,43 @@ func returnResult(r *generate.Result, out **C.char, tokens **C.uint32_t, logprob
 	return nil
 }
 
-// policyCall resolves a policy handle and the context of one blocking call on it.
-func policyCall(h, cancel C.focus_handle) (closingPolicy, context.Context, error) {
-	p, err := handleAs[closingPolicy](uint64(h), "policy")
-	if err != nil {
-		return p, nil, err
-	}
-	ctx, err := callContext(cancel)
-	return p, ctx, err
-}
-
 //export focus_policy_generate
-func focus_policy_generate(h C.focus_handle, cancel C.focus_handle, prefix *C.uint32_t, count C.size_t,
+func focus_policy_generate(h C.focus_handle, ticket C.uint64_t, prefix *C.uint32_t, count C.size_t,
 	params *C.char, n C.size_t, out **C.char, tokens **C.uint32_t, logprobs **C.double, generated *C.size_t,
 	errOut **C.char) C.focus_status {
-	return guard(errOut, func() error {
-		p, ctx, err := policyCall(h, cancel)
+	return run(ticket, errOut, func() (func(context.Context) error, error) {
+		p, err := handleAs[closingPolicy](uint64(h), "policy")
 		if err != nil {
-			return err
+			return nil, err
 		}
 		var sp generate.SamplingParams
 		if err := decodeJSON(params, n, "sampling params", &sp); err != nil {
-			return err
+			return nil, err
 		}
 		req := generate.Request{Tokens: append([]uint32(nil), goIDs(prefix, count)...), Params: sp}
-		res, err := p.Generate(ctx, req)
-		if err != nil {
-			return err
-		}
-		return returnResult(res, out, tokens, logprobs, generated)
+		return func(ctx context.Context) error {
+			res, err := p.Generate(ctx, req)
+			if err != nil {
+				return err
+			}
+			return returnResult(res, out, tokens, logprobs, generated)
+		}, nil
 	})
 }
 
 //export focus_policy_startup_check
-func focus_policy_startup_check(h C.focus_handle, cancel C.focus_handle, out **C.char, errOut **C.char) C.focus_status {
-	return guard(errOut, func() error {
-		p, ctx, err := policyCall(h, cancel)
+func focus_policy_startup_check(h C.focus_handle, ticket C.uint64_t, out **C.char, errOut **C.char) C.focus_status {
+	return run(ticket, errOut, func() (func(context.Context) error, error) {
+		p, err := handleAs[closingPolicy](uint64(h), "policy")
 		if err != nil {
-			return err
+			return nil, err
 		}
-		info, err := p.startup(ctx)
-		if err != nil {
-			return err
-		}
-		return returnJSON(out, info)
+		return func(ctx context.Context) error {
+			info, err := p.startup(ctx)
+			if err != nil {
+				return err
+			}
+			return returnJSON(out, info)
+		}, nil
 	})
 }

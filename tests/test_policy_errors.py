@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import threading
 
 import pytest
 
+from focus_go import _async
 from focus_go.backends import SamplingParams, SGLangPolicy, VLLMPolicy
 from focus_go.errors import BackendError, ConfigError, FocusError
 from focus_go.sim import SimServer
@@ -79,12 +81,45 @@ def test_cancelling_agenerate_cancels_the_request(server, policy):
     async def run():
         task = asyncio.create_task(policy.agenerate_tokens(PROMPT, SamplingParams(max_tokens=4)))
         await asyncio.sleep(0.2)
+        assert len(_async._pending) == 1
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
+        # The Go call ends and is posted although the server still hangs.
+        while _async._pending:
+            await asyncio.sleep(0.01)
 
     asyncio.run(asyncio.wait_for(run(), 10))
     server.set_faults([])
+
+
+def test_concurrent_agenerate_calls_take_no_thread_each(server, policy):
+    params = [SamplingParams(max_tokens=6, temperature=1.0, seed=i) for i in range(200)]
+
+    async def run():
+        before = threading.active_count()
+        calls = [asyncio.ensure_future(policy.agenerate_tokens(PROMPT, p)) for p in params]
+        await asyncio.sleep(0)
+        during = threading.active_count()
+        return await asyncio.gather(*calls), during - before
+
+    results, new_threads = asyncio.run(asyncio.wait_for(run(), 60))
+    assert new_threads <= 1  # at most the process's one completion waiter, started once
+    for i in (0, 57, 199):  # each result is its own request's, as a blocking call gives it
+        assert results[i] == policy.generate_tokens(PROMPT, params[i])
+    assert all(len(r.logprobs) == len(r.tokens) <= 6 for r in results)
+
+
+async def _agenerate_closed(server):
+    p = SGLangPolicy(model=server.model, base_url=server.url, profile="token_chunk")
+    p.close()
+    await p.agenerate_tokens(PROMPT, SamplingParams(max_tokens=4))
+
+
+def test_agenerate_on_a_closed_policy_fails_at_once(server):
+    with pytest.raises(FocusError, match="handle"):
+        asyncio.run(asyncio.wait_for(_agenerate_closed(server), 10))
+    assert not _async._pending
 
 
 def test_closed_policy_is_rejected(server):

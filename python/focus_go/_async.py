@@ -1,39 +1,105 @@
-"""Blocking Go calls from asyncio: run in a worker thread, cancellable from the event loop.
+"""Go calls that wait (on a server or a collection), awaited from asyncio without a thread
+per call.
 
-ctypes releases the GIL during the call, so many calls proceed in parallel. Cancelling the
-awaiting task cancels the Go context of the call (through a cancel token), so the Go side
-stops promptly instead of finishing work nobody waits for.
+Such a call starts in Go and returns at once (focus.h, "calls that wait"). One process-wide
+thread waits on the library's completion queue and hands each finished call to
+the event loop awaiting it: one wake-up per loop for every batch of finished calls, however
+many are in flight. Cancelling the awaiting task cancels the call's Go context.
 """
 
 from __future__ import annotations
 
 import asyncio
 import ctypes
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, TypeVar
+import itertools
+import threading
+from typing import Any, Callable, Dict, List, Sequence, Tuple, TypeVar
 
 from . import _lib
+from .errors import error_for
 
 T = TypeVar("T")
 
-# Sized for many concurrent requests: each one occupies a thread while Go works.
-_EXECUTOR = ThreadPoolExecutor(max_workers=64, thread_name_prefix="focus-go")
+_BATCH = 256
+
+# ticket -> (loop, future, convert, err slot, output slots): the slots stay referenced until
+# Go has written them. Single dict operations are atomic under the GIL, so the starting
+# thread and the waiter share the dict without a lock.
+_pending: Dict[int, Tuple[asyncio.AbstractEventLoop, "asyncio.Future[Any]", Callable[[], Any], ctypes.c_void_p, Sequence[Any]]] = {}
+_tickets = itertools.count(1)
+_waiter_lock = threading.Lock()
+_waiter: threading.Thread | None = None
 
 
-async def cancellable(call: Callable[[ctypes.c_uint64], T]) -> T:
-    """Run ``call(token)`` in a worker thread; ``token`` is a fresh cancel handle that is
-    cancelled if the awaiting task is cancelled, and released afterwards either way."""
-    token = _lib.call_handle("focus_cancel_new")
+async def call(name: str, handle: int, *args: Any, slots: Sequence[Any], convert: Callable[[], T]) -> T:
+    """Run ``name(handle, ticket, *args, *slots, err)`` and return ``convert()``, which reads
+    (and frees) the output ``slots`` once the call has succeeded."""
+    _ensure_waiter()
     loop = asyncio.get_running_loop()
+    future: asyncio.Future[T] = loop.create_future()
+    err = ctypes.c_void_p()
+    ticket = next(_tickets)
+    # Registered before the start, so the waiter always finds a call that ends at once.
+    _pending[ticket] = (loop, future, convert, err, slots)
+    fn = getattr(_lib.lib(), name)
+    code = fn(_lib.c_handle(handle), ticket, *args, *[ctypes.byref(s) for s in slots], ctypes.byref(err))
+    if code:
+        del _pending[ticket]
+        raise error_for(code, _lib.take_string(err) or f"{name} failed with status {code}")
     try:
-        return await loop.run_in_executor(_EXECUTOR, call, _lib.c_handle(token))
+        return await future
     except asyncio.CancelledError:
-        _lib.call("focus_cancel", _lib.c_handle(token))
+        _lib.call("focus_async_cancel", ctypes.c_uint64(ticket))
         raise
-    finally:
-        # Releasing cancels too, so a call still running in its thread stops promptly.
-        _lib.release(token)
 
 
-def executor() -> Any:
-    return _EXECUTOR
+def _ensure_waiter() -> None:
+    global _waiter
+    if _waiter is not None:
+        return
+    with _waiter_lock:
+        if _waiter is None:
+            _waiter = threading.Thread(target=_wait, name="focus-go-completions", daemon=True)
+            _waiter.start()
+
+
+def _wait() -> None:
+    """The waiter thread: take finished calls, read their outputs here, and hand the values
+    (or errors) to their loops."""
+    tickets = (ctypes.c_uint64 * _BATCH)()
+    codes = (ctypes.c_int32 * _BATCH)()
+    n = ctypes.c_size_t()
+    while True:
+        _lib.call("focus_async_wait", -1, _BATCH, tickets, codes, ctypes.byref(n))
+        ready: Dict[asyncio.AbstractEventLoop, List[Tuple[asyncio.Future[Any], Any, BaseException | None]]] = {}
+        for i in range(n.value):
+            entry = _pending.pop(tickets[i], None)
+            if entry is None:
+                continue
+            loop, future, convert, err, _slots = entry
+            value, exc = _finish(codes[i], convert, err)
+            ready.setdefault(loop, []).append((future, value, exc))
+        for loop, items in ready.items():
+            try:
+                loop.call_soon_threadsafe(_deliver, items)
+            except RuntimeError:
+                pass  # the loop is closed: nobody awaits these calls any more
+
+
+def _finish(code: int, convert: Callable[[], Any], err: ctypes.c_void_p) -> Tuple[Any, BaseException | None]:
+    if code:  # a failed call writes no outputs, only its message
+        return None, error_for(code, _lib.take_string(err) or f"call failed with status {code}")
+    try:
+        return convert(), None
+    except Exception as exc:
+        return None, exc
+
+
+def _deliver(items: List[Tuple["asyncio.Future[Any]", Any, BaseException | None]]) -> None:
+    for future, value, exc in items:
+        if future.cancelled():
+            continue
+        if exc is None:
+            future.set_result(value)
+        else:
+            future.set_exception(exc)

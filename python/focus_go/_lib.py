@@ -21,7 +21,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 
 from .errors import ConfigError, LibraryError, error_for
 
-ABI_VERSION = 2
+ABI_VERSION = 3
 LIBRARY_NAME = "libfocus.so"
 ENV_LIBRARY = "FOCUS_GO_LIBRARY"
 
@@ -68,7 +68,7 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "focus_collect_start": (ctypes.c_int32, [ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(c_handle), _err_p]),
     "focus_collection_poll": (
         ctypes.c_int32,
-        [c_handle, ctypes.c_int64, ctypes.c_int32, _str_out, ctypes.POINTER(ctypes.POINTER(ctypes.c_uint32)), ctypes.POINTER(ctypes.c_size_t), _err_p],
+        [c_handle, ctypes.c_uint64, ctypes.c_int64, ctypes.c_int32, _str_out, ctypes.POINTER(ctypes.POINTER(ctypes.c_uint32)), ctypes.POINTER(ctypes.c_size_t), _err_p],
     ),
     "focus_collection_resolve": (ctypes.c_int32, [c_handle, ctypes.c_uint64, ctypes.c_char_p, ctypes.c_size_t, _err_p]),
     "focus_collection_resolve_generate": (
@@ -77,7 +77,7 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     ),
     "focus_collection_fail": (ctypes.c_int32, [c_handle, ctypes.c_uint64, ctypes.c_int32, ctypes.c_char_p, _err_p]),
     "focus_collection_cancel": (ctypes.c_int32, [c_handle, _err_p]),
-    "focus_collection_wait": (ctypes.c_int32, [c_handle, ctypes.c_int64, ctypes.POINTER(ctypes.c_int32), _err_p]),
+    "focus_collection_wait": (ctypes.c_int32, [c_handle, ctypes.c_uint64, ctypes.c_int64, ctypes.POINTER(ctypes.c_int32), _err_p]),
     "focus_collection_result": (ctypes.c_int32, [c_handle, ctypes.POINTER(c_handle), _str_out, _err_p]),
     # action parsing
     "focus_parse": (
@@ -97,15 +97,18 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
         ctypes.c_int32,
         [c_handle, _ids_in, ctypes.c_size_t, ctypes.c_int32, _str_out, _err_p],
     ),
-    # cancellation and Go-native token policies
-    "focus_cancel_new": (ctypes.c_int32, [ctypes.POINTER(c_handle), _err_p]),
-    "focus_cancel": (ctypes.c_int32, [c_handle, _err_p]),
+    # calls that wait (ticket 0 blocks; see _async) and Go-native token policies
+    "focus_async_wait": (
+        ctypes.c_int32,
+        [ctypes.c_int64, ctypes.c_size_t, ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_int32), _size_out, _err_p],
+    ),
+    "focus_async_cancel": (ctypes.c_int32, [ctypes.c_uint64, _err_p]),
     "focus_policy_open": (ctypes.c_int32, [ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(c_handle), _err_p]),
     "focus_policy_generate": (
         ctypes.c_int32,
-        [c_handle, c_handle, _ids_in, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t, *_result_out, _err_p],
+        [c_handle, ctypes.c_uint64, _ids_in, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t, *_result_out, _err_p],
     ),
-    "focus_policy_startup_check": (ctypes.c_int32, [c_handle, c_handle, _str_out, _err_p]),
+    "focus_policy_startup_check": (ctypes.c_int32, [c_handle, ctypes.c_uint64, _str_out, _err_p]),
     # trees, preparation, export
     "focus_tree_from_json": (ctypes.c_int32, [ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(c_handle), _err_p]),
     "focus_tree_to_json": (ctypes.c_int32, [c_handle, _str_out, _err_p]),
@@ -138,7 +141,7 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "focus_openai_open": (ctypes.c_int32, [ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(c_handle), _err_p]),
     "focus_openai_generate": (
         ctypes.c_int32,
-        [c_handle, c_handle, ctypes.c_char_p, ctypes.c_size_t, _str_out, _err_p],
+        [c_handle, ctypes.c_uint64, ctypes.c_char_p, ctypes.c_size_t, _str_out, _err_p],
     ),
     "focus_openai_validate": (ctypes.c_int32, [ctypes.c_char_p, ctypes.c_size_t, _err_p]),
     "focus_native_estimate": (ctypes.c_int32, [ctypes.c_char_p, ctypes.c_size_t, _str_out, _err_p]),
@@ -293,17 +296,29 @@ def section(data: memoryview, layout: Mapping[str, Any], name: str, fmt: str) ->
     return data[start : start + sec["count"] * struct.calcsize(fmt)].cast(fmt)
 
 
-def call_result(name: str, *args: Any) -> tuple[str, list[int], list[float]]:
-    """Call a function whose last outputs are a generation result (see focus.h): its JSON,
-    generated ids and logprobs."""
-    out, tokens, logprobs, count = ctypes.c_void_p(), ctypes.c_void_p(), ctypes.c_void_p(), ctypes.c_size_t()
+def result_slots() -> tuple[Any, ...]:
+    """Output slots for a generation result (see focus.h): its JSON, generated ids, their
+    logprobs and their count."""
+    return ctypes.c_void_p(), ctypes.c_void_p(), ctypes.c_void_p(), ctypes.c_size_t()
+
+
+def take_result(slots: Sequence[Any]) -> tuple[str, list[int], list[float]]:
+    """Read result_slots() a call filled (JSON, ids, logprobs) and free them."""
+    out, tokens, logprobs, count = slots
     try:
-        call(name, *args, ctypes.byref(out), ctypes.byref(tokens), ctypes.byref(logprobs), ctypes.byref(count))
         meta, n = take_string(out), count.value
         return meta, view(tokens.value, n, "I").tolist(), view(logprobs.value, n, "d").tolist()
     finally:
         lib().focus_buffer_free(tokens)
         lib().focus_buffer_free(logprobs)
+
+
+def call_result(name: str, *args: Any) -> tuple[str, list[int], list[float]]:
+    """Call a function whose last outputs are a generation result: its JSON, generated ids
+    and logprobs."""
+    slots = result_slots()
+    call(name, *args, *[ctypes.byref(s) for s in slots])  # a failed call writes no outputs
+    return take_result(slots)
 
 
 def ids_arg(ids: Sequence[int]) -> tuple[Any, int]:

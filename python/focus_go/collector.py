@@ -6,8 +6,9 @@ by the search rule, critic predictions recorded on nodes. Parts with a Go implem
 (SGLangPolicy / VLLMPolicy, MathEnv with a focus-go tokenizer's decode, Critic.constant /
 Critic.http) run entirely in Go; any other part (a custom Completion policy, a Python Env
 subclass, Critic.from_function) is served from Python through the remote bridge: the
-engine queues a request, a worker thread polls it, and an asyncio task on your event loop
-serves it. Go never calls into Python.
+engine queues a request, the collection's poll (a Go call awaited through the process's
+one completion thread, ``_async``) takes it, and your event loop serves it. Go never calls
+into Python.
 
     async with Collector(agent, critic=Critic.constant(0.5), search=Selective(32, 16)) as collector:
         state = await collector.collect(problem)
@@ -26,10 +27,9 @@ import ctypes
 import inspect
 import json
 import math
-import threading
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
-from . import _lib
+from . import _async, _lib
 from ._handle import GoObject
 from .agent import Agent, Segments
 from .critic import Critic
@@ -62,7 +62,6 @@ from .preparation import Batch, DirectBranchTd, Estimator, RewardConfig, prepare
 from .search import Independent, Selective
 from .tree import Failure, SchedulerState
 
-_POLL_MS = 200
 _SAMPLING_FIELDS = {f for f in SamplingParams.__dataclass_fields__}
 
 
@@ -426,31 +425,29 @@ class Collector:
 _POLL_BATCH = 256
 
 
-def _poll(handle: Any) -> List[Dict[str, Any]]:
-    """The queued bridge requests (waiting up to _POLL_MS for one), each policy.generate
-    prefix put back into its payload as a list."""
+async def _poll(handle: Any) -> List[Dict[str, Any]]:
+    """The queued bridge requests (waiting for at least one), each policy.generate prefix put
+    back into its payload as a list."""
     out, tokens, count = ctypes.c_void_p(), ctypes.POINTER(ctypes.c_uint32)(), ctypes.c_size_t()
-    _lib.call("focus_collection_poll", handle, _POLL_MS, _POLL_BATCH, ctypes.byref(out), ctypes.byref(tokens), ctypes.byref(count))
-    try:
-        requests = json.loads(_lib.take_string(out))
-        if tokens:
-            ids = _lib.view(ctypes.addressof(tokens.contents), count.value, "I")
-            for req in requests:
-                span = req.pop("tokens", None)
-                if span is not None:
-                    req["payload"]["tokens"] = ids[span[0] : span[1]].tolist()
-    finally:
-        if tokens:
-            _lib.lib().focus_buffer_free(tokens)
-    for req in requests:
-        if req["kind"] == "policy.generate":
-            req["payload"].setdefault("tokens", [])
-    return requests
 
+    def convert() -> List[Dict[str, Any]]:
+        try:
+            requests = json.loads(_lib.take_string(out))
+            if tokens:
+                ids = _lib.view(ctypes.addressof(tokens.contents), count.value, "I")
+                for req in requests:
+                    span = req.pop("tokens", None)
+                    if span is not None:
+                        req["payload"]["tokens"] = ids[span[0] : span[1]].tolist()
+        finally:
+            if tokens:
+                _lib.lib().focus_buffer_free(tokens)
+        for req in requests:
+            if req["kind"] == "policy.generate":
+                req["payload"].setdefault("tokens", [])
+        return requests
 
-def _settle(future: "asyncio.Future[None]") -> None:
-    if not future.done():
-        future.set_result(None)
+    return await _async.call("focus_collection_poll", handle, -1, _POLL_BATCH, slots=(out, tokens, count), convert=convert)
 
 
 class _Run:
@@ -464,48 +461,40 @@ class _Run:
     async def run(self) -> SchedulerState[Any]:
         data = json.dumps(self.config).encode()
         collection = GoObject(_lib.call_handle("focus_collect_start", data, len(data)))
-        handle = _lib.c_handle(collection.handle)
-        loop = asyncio.get_running_loop()
-        finished: asyncio.Future[None] = loop.create_future()
-        # One thread per collection: it serves the bridge until the collection closes it,
-        # then waits for the end (without remote parts it only waits).
-        driver = threading.Thread(
-            target=self._drive, args=(handle, loop, finished), name="focus-go-collection", daemon=True
-        )
-        driver.start()
+        handle = collection.handle
+        ended = asyncio.ensure_future(self._serve(handle))
         try:
             try:
-                await asyncio.shield(finished)
+                await asyncio.shield(ended)
             except asyncio.CancelledError:
-                _lib.call("focus_collection_cancel", handle)
-                await asyncio.shield(finished)
+                _lib.call("focus_collection_cancel", _lib.c_handle(handle))
+                await asyncio.shield(ended)
                 raise
             finally:
                 for task in list(self.tasks.values()):
                     task.cancel()
-            return self._result(handle)
+            return self._result(_lib.c_handle(handle))
         finally:
             collection.close()
 
-    def _drive(self, handle: Any, loop: asyncio.AbstractEventLoop, finished: "asyncio.Future[None]") -> None:
+    async def _serve(self, handle: int) -> None:
+        """Serve the bridge until the collection closes it, then wait for the end (without
+        remote parts, only wait). The waits are Go calls awaited through _async: no thread
+        per collection."""
         try:
             serving = bool(self.remote.objects)
             while serving:
                 try:
-                    requests = _poll(handle)
-                except FocusTimeoutError:
-                    continue
+                    requests = await _poll(handle)
                 except OperationCancelled:
                     break  # the collection finished and closed its bridge
-                # One wake-up of the event loop for every request queued since the last poll.
-                loop.call_soon_threadsafe(self._dispatch_all, requests, handle)
-            done = ctypes.c_int32()
-            _lib.call("focus_collection_wait", handle, -1, ctypes.byref(done))
+                self._dispatch_all(requests, _lib.c_handle(handle))
+        except BaseException:
+            _lib.call("focus_collection_cancel", _lib.c_handle(handle))  # nobody serves it any more
+            raise
         finally:
-            try:
-                loop.call_soon_threadsafe(_settle, finished)
-            except RuntimeError:
-                pass  # the event loop is already closed
+            done = ctypes.c_int32()
+            await _async.call("focus_collection_wait", handle, -1, slots=(done,), convert=lambda: None)
 
     def _dispatch_all(self, requests: List[Dict[str, Any]], handle: Any) -> None:
         for req in requests:

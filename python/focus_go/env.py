@@ -10,7 +10,7 @@ context (``Agent(context=None)``) a step's observation may be a list of chat mes
 observation is one user message there. ``ToolEnv`` (``focus_go.tools``) runs Python tools.
 
 A Python Env is served to the Go engine through the remote bridge (the engine puts a
-request on a queue; a Python worker thread takes it and runs your method in asyncio); the
+request on a queue; the collection's poll takes it and your method runs in asyncio); the
 built-in ``MathEnv`` runs natively in Go when its ``decode`` is a focus-go tokenizer's.
 """
 

@@ -15,6 +15,7 @@ has ``exact_generation=False``, ``is_exact()`` is False, and ``trainable`` is Fa
 
 from __future__ import annotations
 
+import ctypes
 import dataclasses
 import json
 import os
@@ -84,9 +85,16 @@ class _NativeClient(GoObject):
         data = json.dumps(config).encode()
         super().__init__(_lib.call_handle("focus_openai_open", data, len(data)))
 
-    def generate(self, token: Any, request: Mapping[str, Any]) -> Dict[str, Any]:
+    def generate(self, request: Mapping[str, Any]) -> Dict[str, Any]:
         data = json.dumps(request, ensure_ascii=False).encode("utf-8")
-        return json.loads(_lib.call_string("focus_openai_generate", _lib.c_handle(self.handle), token, data, len(data)))
+        return json.loads(_lib.call_string("focus_openai_generate", _lib.c_handle(self.handle), 0, data, len(data)))
+
+    async def agenerate(self, request: Mapping[str, Any]) -> Dict[str, Any]:
+        data = json.dumps(request, ensure_ascii=False).encode("utf-8")
+        out = ctypes.c_void_p()
+        return await _async.call(
+            "focus_openai_generate", self.handle, data, len(data), slots=(out,), convert=lambda: json.loads(_lib.take_string(out))
+        )
 
 
 class NativePolicy(Policy[Any]):
@@ -171,12 +179,12 @@ class NativePolicy(Policy[Any]):
     async def agenerate(self, prompt: PreparedPrompt, sampling_params: Optional[SamplingParams] = None) -> GenerateResult:
         """Send ``prompt.messages`` and ``prompt.tools`` to the API and return its reply."""
         client, request = self._request(prompt, sampling_params)
-        out = await _async.cancellable(lambda token: client.generate(token, request))
+        out = await client.agenerate(request)
         return _native_result(out, prompt.tokens)
 
     def generate(self, prompt: PreparedPrompt, sampling_params: Optional[SamplingParams] = None) -> GenerateResult:
         client, request = self._request(prompt, sampling_params)
-        return _native_result(client.generate(_lib.c_handle(0), request), prompt.tokens)
+        return _native_result(client.generate(request), prompt.tokens)
 
     def _request(self, prompt: PreparedPrompt, sampling_params: Optional[SamplingParams]) -> Tuple["_NativeClient", Dict[str, Any]]:
         """The live client and the request for ``prompt``; the structural message check

@@ -65,13 +65,24 @@ class _GoClient(GoObject):
         data = json.dumps(config).encode()
         super().__init__(_lib.call_handle("focus_policy_open", data, len(data)))
 
-    def generate(self, token: Any, prefix: Sequence[TokenId], params: SamplingParams) -> GenerateResult:
+    def generate(self, prefix: Sequence[TokenId], params: SamplingParams) -> GenerateResult:
         ids, count = _lib.ids_arg(prefix)
         body = params_json(params)
-        return call_result("focus_policy_generate", prefix, _lib.c_handle(self.handle), token, ids, count, body, len(body))
+        return call_result("focus_policy_generate", prefix, _lib.c_handle(self.handle), 0, ids, count, body, len(body))
 
-    def startup_check(self, token: Any) -> Dict[str, Any]:
-        return json.loads(_lib.call_string("focus_policy_startup_check", _lib.c_handle(self.handle), token))
+    async def agenerate(self, prefix: Sequence[TokenId], params: SamplingParams) -> GenerateResult:
+        ids, count = _lib.ids_arg(prefix)
+        body = params_json(params)
+        slots = _lib.result_slots()
+
+        def convert() -> GenerateResult:
+            meta, tokens, logprobs = _lib.take_result(slots)
+            return result_from_json(json.loads(meta), tokens, logprobs, prefix)
+
+        return await _async.call("focus_policy_generate", self.handle, ids, count, body, len(body), slots=slots, convert=convert)
+
+    def startup_check(self) -> Dict[str, Any]:
+        return json.loads(_lib.call_string("focus_policy_startup_check", _lib.c_handle(self.handle), 0))
 
 
 class _TokenServerPolicy(Policy[Any]):
@@ -106,12 +117,12 @@ class _TokenServerPolicy(Policy[Any]):
     ) -> GenerateResult:
         params = self.effective_params(sampling_params)
         prefix = tuple(prefix_tokens)
-        return await _async.cancellable(lambda token: self._client.generate(token, prefix, params))
+        return await self._client.agenerate(prefix, params)
 
     def generate_tokens(
         self, prefix_tokens: Sequence[TokenId], sampling_params: Optional[SamplingParams] = None
     ) -> GenerateResult:
-        return self._client.generate(_lib.c_handle(0), tuple(prefix_tokens), self.effective_params(sampling_params))
+        return self._client.generate(tuple(prefix_tokens), self.effective_params(sampling_params))
 
     def generate(self, prompt: PreparedPrompt, sampling_params: Optional[SamplingParams] = None) -> GenerateResult:
         return self.generate_tokens(prompt.tokens, sampling_params)
@@ -119,7 +130,7 @@ class _TokenServerPolicy(Policy[Any]):
     def startup_check(self) -> None:
         """Contact the server (health and model info) and keep what it says in
         ``server_info``; raises BackendError or NotFoundError when it is not ready."""
-        self.server_info = self._client.startup_check(_lib.c_handle(0))
+        self.server_info = self._client.startup_check()
 
     def close(self) -> None:
         """Close the HTTP clients, and the tokenizer if this policy loaded it."""
