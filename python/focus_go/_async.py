@@ -41,7 +41,7 @@ async def call(name: str, handle: int, *args: Any, slots: Sequence[Any], convert
     ticket = next(_tickets)
     # Registered before the start, so the waiter always finds a call that ends at once.
     _pending[ticket] = (loop, future, convert, err, slots)
-    fn = getattr(_lib.lib(), name)
+    fn = getattr(_lib.held(), name)  # with a ticket the call only starts: keep the GIL
     code = fn(_lib.c_handle(handle), ticket, *args, *[ctypes.byref(s) for s in slots], ctypes.byref(err))
     if code:
         del _pending[ticket]

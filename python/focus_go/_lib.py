@@ -5,8 +5,10 @@ touch it. It is opened with ``RTLD_NODELETE`` because a Go runtime cannot be unl
 A process must not ``fork()`` after the first use (the Go runtime's threads do not survive
 a fork): use the ``spawn`` start method for multiprocessing.
 
-ctypes releases the GIL around every foreign call, so Go work runs in parallel with Python
-threads; the Go side is safe for concurrent calls.
+ctypes releases the GIL around foreign calls, so Go work runs in parallel with Python
+threads; the Go side is safe for concurrent calls. The short calls on a bridged collection's
+hot path (_GIL_HELD) keep the GIL instead: a thread that releases it for a few microseconds
+must then win it back, often from the completion thread halfway through a batch.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ LIBRARY_NAME = "libfocus.so"
 ENV_LIBRARY = "FOCUS_GO_LIBRARY"
 
 _lib: ctypes.CDLL | None = None
+_held: ctypes.PyDLL | None = None
 _path: Path | None = None
 _lock = threading.Lock()
 
@@ -160,6 +163,19 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     ),
 }
 
+# Called with the GIL held (through held()): each is short and never waits. A call with a
+# ticket (focus.h, "calls that wait") only starts its work, so _async starts them this way too.
+_GIL_HELD = frozenset(
+    {
+        "focus_collection_resolve",
+        "focus_collection_resolve_generate",
+        "focus_collection_fail",
+        "focus_codec_decode",
+        "focus_math_grade",
+        "focus_async_cancel",
+    }
+)
+
 _FIX = (
     "Build it with `make lib` in a focus-go checkout, reinstall the package with "
     "`pip install .`, or point {env} at a libfocus.so."
@@ -190,6 +206,7 @@ def _open() -> tuple[ctypes.CDLL, Path]:
 
 
 def _declare(lib: ctypes.CDLL, path: Path) -> None:
+    """Set every signature on lib (checking the library has it)."""
     for name, (restype, argtypes) in _SIGNATURES.items():
         try:
             fn = getattr(lib, name)
@@ -201,7 +218,7 @@ def _declare(lib: ctypes.CDLL, path: Path) -> None:
 
 def lib() -> ctypes.CDLL:
     """The loaded library, loading and checking it on first use."""
-    global _lib, _path
+    global _lib, _held, _path
     if _lib is not None:
         return _lib
     with _lock:
@@ -214,8 +231,18 @@ def lib() -> ctypes.CDLL:
                     f"version {ABI_VERSION}. {_FIX}"
                 )
             _declare(loaded, path)
-            _lib, _path = loaded, path
+            held = ctypes.PyDLL(str(path), mode=os.RTLD_NOW | os.RTLD_LOCAL | getattr(os, "RTLD_NODELETE", 0))
+            _declare(held, path)
+            _held, _path = held, path
+            _lib = loaded  # last: lib()'s unlocked check sees everything set
     return _lib
+
+
+def held() -> ctypes.PyDLL:
+    """The library's functions called with the GIL held: only for calls that never wait."""
+    lib()
+    assert _held is not None
+    return _held
 
 
 def loaded() -> bool:
@@ -242,7 +269,7 @@ def take_string(ptr: ctypes.c_void_p) -> str:
 
 def call(name: str, *args: Any) -> None:
     """Call a status-returning function; raise the mapped FocusError on failure."""
-    fn: Callable[..., int] = getattr(lib(), name)
+    fn: Callable[..., int] = getattr(held() if name in _GIL_HELD else lib(), name)
     err = ctypes.c_void_p()
     code = fn(*args, ctypes.byref(err))
     if code != 0:
