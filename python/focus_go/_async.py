@@ -13,6 +13,7 @@ import asyncio
 import ctypes
 import itertools
 import threading
+import time
 from typing import Any, Callable, Dict, List, Sequence, Tuple, TypeVar
 
 from . import _lib
@@ -26,6 +27,7 @@ _BATCH = 256
 # Go has written them. Single dict operations are atomic under the GIL, so the starting
 # thread and the waiter share the dict without a lock.
 _pending: Dict[int, Tuple[asyncio.AbstractEventLoop, "asyncio.Future[Any]", Callable[[], Any], ctypes.c_void_p, Sequence[Any]]] = {}
+_orphans: List[Any] = []
 _tickets = itertools.count(1)
 _waiter_lock = threading.Lock()
 _waiter: threading.Thread | None = None
@@ -70,8 +72,17 @@ def _wait() -> None:
     codes = (ctypes.c_int32 * _BATCH)()
     n = ctypes.c_size_t()
     while True:
-        _lib.call("focus_async_wait", -1, _BATCH, tickets, codes, ctypes.byref(n))
         ready: Dict[asyncio.AbstractEventLoop, List[Tuple[asyncio.Future[Any], Any, BaseException | None]]] = {}
+        try:
+            _lib.call("focus_async_wait", -1, _BATCH, tickets, codes, ctypes.byref(n))
+        except Exception as exc:  # never expected; fail every waiting call rather than hang it
+            for ticket in list(_pending):
+                entry = _pending.pop(ticket, None)
+                if entry is not None:
+                    _orphans.append(entry)  # Go may still write its slots: keep them alive
+                    ready.setdefault(entry[0], []).append((entry[1], None, exc))
+            n.value = 0
+            time.sleep(0.1)
         for i in range(n.value):
             entry = _pending.pop(tickets[i], None)
             if entry is None:
