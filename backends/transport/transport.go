@@ -283,11 +283,16 @@ func (c *Client) Do(ctx context.Context, call Call, decode func(body []byte) err
 	case []byte:
 		body = b
 	default:
-		body, err = JSON.Marshal(b)
-		if err != nil {
-			return status.Wrap(status.InvalidArgument, err, "%s: %s %s: cannot encode the request",
+		// Encoded into a pooled buffer: request bodies carry whole prefixes (kilobytes), and
+		// every attempt below is over when Do returns.
+		stream := JSON.BorrowStream(nil)
+		defer JSON.ReturnStream(stream)
+		stream.WriteVal(b)
+		if stream.Error != nil {
+			return status.Wrap(status.InvalidArgument, stream.Error, "%s: %s %s: cannot encode the request",
 				c.name, call.Method, c.prefix+call.Endpoint)
 		}
+		body = stream.Buffer()
 	}
 	for retry := 0; ; retry++ {
 		rerr, retryable, retryAfter := c.attempt(ctx, call, body, decode)

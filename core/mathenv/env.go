@@ -3,6 +3,7 @@ package mathenv
 import (
 	"context"
 	"encoding/json"
+	"slices"
 
 	"github.com/focus-go/focus-go/backends/parse"
 	"github.com/focus-go/focus-go/core/collect"
@@ -24,8 +25,16 @@ type Decoder func(ids []uint32) (string, error)
 type Env struct {
 	label  string
 	decode Decoder
-	tokens []uint32
+	last   *stepChunk // the episode's token chunks, newest first; shared with forks
 	done   bool
+}
+
+// stepChunk is one step's tokens in an immutable list: a fork shares its episode's chunks
+// instead of copying the whole history, which the engine does before every segment.
+type stepChunk struct {
+	tokens []uint32
+	prev   *stepChunk
+	n      int // tokens in this chunk and every earlier one
 }
 
 var _ collect.Env = (*Env)(nil)
@@ -38,12 +47,21 @@ func New(label string, decode Decoder) *Env {
 // Label is the reference answer.
 func (e *Env) Label() string { return e.label }
 
-// Tokens are the ids generated so far in this episode (not a copy).
-func (e *Env) Tokens() []uint32 { return e.tokens }
+// Tokens are the ids generated so far in this episode, in a new slice.
+func (e *Env) Tokens() []uint32 {
+	if e.last == nil {
+		return nil
+	}
+	out := make([]uint32, e.last.n)
+	for c := e.last; c != nil; c = c.prev {
+		copy(out[c.n-len(c.tokens):], c.tokens)
+	}
+	return out
+}
 
 // Reset starts the episode over; it adds no observation.
 func (e *Env) Reset(ctx context.Context) (collect.Observation, error) {
-	e.tokens, e.done = e.tokens[:0], false
+	e.last, e.done = nil, false
 	return collect.Observation{}, nil
 }
 
@@ -64,16 +82,23 @@ func (e *Env) Step(ctx context.Context, action parse.Action) (collect.Step, erro
 	if e.done {
 		return collect.Step{}, status.Errorf(status.InvalidArgument, "mathenv: step after the episode ended; fork or reset first")
 	}
-	e.tokens = append(e.tokens, action.Chunk.Tokens...)
+	if k := len(action.Chunk.Tokens); k > 0 {
+		n := k
+		if e.last != nil {
+			n += e.last.n
+		}
+		e.last = &stepChunk{tokens: slices.Clone(action.Chunk.Tokens), prev: e.last, n: n}
+	}
 	if !action.Chunk.Finished {
 		return collect.Step{}, nil
 	}
+	tokens := e.Tokens()
 	if e.decode == nil {
-		return collect.Step{}, status.Errorf(status.InvalidArgument, "mathenv: no decode function to turn the %d generated tokens into text", len(e.tokens))
+		return collect.Step{}, status.Errorf(status.InvalidArgument, "mathenv: no decode function to turn the %d generated tokens into text", len(tokens))
 	}
-	text, err := e.decode(e.tokens)
+	text, err := e.decode(tokens)
 	if err != nil {
-		return collect.Step{}, status.Wrap(status.CodeOf(err), err, "mathenv: decode %d generated tokens", len(e.tokens))
+		return collect.Step{}, status.Wrap(status.CodeOf(err), err, "mathenv: decode %d generated tokens", len(tokens))
 	}
 	e.done = true
 	info := stepInfo{Label: e.label}
@@ -91,10 +116,10 @@ func (e *Env) Step(ctx context.Context, action parse.Action) (collect.Step, erro
 	return collect.Step{Reward: reward, Done: true, Info: raw}, nil
 }
 
-// Fork copies the episode: the copy's token history is its own.
+// Fork copies the episode: steps of the copy and of the original do not affect each other
+// (they share the history so far, which neither changes).
 func (e *Env) Fork(ctx context.Context) (collect.Env, error) {
 	c := *e
-	c.tokens = append(make([]uint32, 0, len(e.tokens)+256), e.tokens...)
 	return &c, nil
 }
 

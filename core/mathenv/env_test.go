@@ -119,3 +119,20 @@ func TestEnvErrors(t *testing.T) {
 	_, err = New("5", plain).Step(ctx, chunk("x", true))
 	assert.Error(t, err)
 }
+
+func TestEnvTokensKeepStepOrderAcrossForks(t *testing.T) {
+	ctx := context.Background()
+	env := New("7", byteDecode)
+	for _, s := range []string{"ab", "", "cd"} {
+		_, err := env.Step(ctx, chunk(s, false))
+		require.NoError(t, err)
+	}
+	fork, err := env.Fork(ctx)
+	require.NoError(t, err)
+	_, err = fork.Step(ctx, chunk("ef", false))
+	require.NoError(t, err)
+	_, err = env.Step(ctx, chunk("xy", false))
+	require.NoError(t, err)
+	assert.Equal(t, "abcdef", mustDecode(fork.(*Env).Tokens()))
+	assert.Equal(t, "abcdxy", mustDecode(env.Tokens()))
+}
