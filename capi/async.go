@@ -8,6 +8,7 @@ import "C"
 import (
 	"context"
 	"sync"
+	"syscall"
 	"time"
 	"unsafe"
 
@@ -32,6 +33,10 @@ type asyncCalls struct {
 	running map[uint64]context.CancelFunc
 	done    []completion
 	wake    chan struct{} // a token after every post; waiters re-check done
+
+	notifyOnce sync.Once
+	notify     [2]int // a non-blocking pipe: a byte is written when done stops being empty
+	notifyErr  error
 }
 
 var calls = newAsyncCalls()
@@ -76,14 +81,46 @@ func (a *asyncCalls) start(ticket uint64, errOut **C.char, work func(ctx context
 		cancel()
 		a.mu.Lock()
 		delete(a.running, ticket)
+		first := len(a.done) == 0
 		a.done = append(a.done, completion{ticket, code})
 		a.mu.Unlock()
 		select {
 		case a.wake <- struct{}{}:
 		default:
 		}
+		if first {
+			a.signal()
+		}
 	}()
 	return nil
+}
+
+// fd is the read end of the notification pipe, made on first use. The pipe holds a byte
+// whenever a call was posted since the reader last emptied it; the reader reads the pipe
+// before it drains the queue, so no post goes unannounced.
+func (a *asyncCalls) fd() (int, error) {
+	a.notifyOnce.Do(func() {
+		var p [2]int
+		if err := syscall.Pipe2(p[:], syscall.O_NONBLOCK|syscall.O_CLOEXEC); err != nil {
+			a.notifyErr = status.Wrap(status.Internal, err, "focus_async_fd: pipe")
+			return
+		}
+		a.mu.Lock()
+		a.notify = p
+		a.mu.Unlock()
+		a.signal() // calls may already be waiting
+	})
+	return a.notify[0], a.notifyErr
+}
+
+// signal makes the notification pipe readable (a full pipe already is).
+func (a *asyncCalls) signal() {
+	a.mu.Lock()
+	w := a.notify[1]
+	a.mu.Unlock()
+	if w > 0 {
+		_, _ = syscall.Write(w, []byte{1})
+	}
 }
 
 func (a *asyncCalls) cancel(ticket uint64) {
@@ -147,6 +184,18 @@ func focus_async_wait(timeoutMS C.int64_t, max C.size_t, tickets *C.uint64_t, co
 		}
 		*n = C.size_t(len(done))
 		return nil
+	})
+}
+
+//export focus_async_fd
+func focus_async_fd(fd *C.int, errOut **C.char) C.focus_status {
+	return guard(errOut, func() error {
+		if fd == nil {
+			return status.Errorf(status.InvalidArgument, "focus_async_fd: fd is NULL")
+		}
+		r, err := calls.fd()
+		*fd = C.int(r)
+		return err
 	})
 }
 

@@ -132,12 +132,16 @@ focus_status focus_codec_render(focus_handle codec, char *request, size_t len, c
  *
  * focus_async_wait takes up to `max` finished calls from the queue into tickets[] and
  * codes[] (*n of them), waiting up to timeout_ms for the first (forever if negative); *n is
- * 0 when the time passes. The queue is process-wide: one consumer should drain it.
+ * 0 when the time passes. The queue is process-wide. focus_async_fd gives a file
+ * descriptor (the read end of a non-blocking pipe, owned by the library) that is readable
+ * whenever calls were posted since it was last read: an event loop watches it, reads what
+ * is there, then drains the queue with timeout_ms 0 until *n is 0.
  * focus_async_cancel makes a call in flight end promptly with FOCUS_ERR_CANCELLED; it is
  * still posted, so its outputs are freed in one place. An unknown or finished ticket is
  * ignored. */
 focus_status focus_async_wait(int64_t timeout_ms, size_t max, uint64_t *tickets,
                               focus_status *codes, size_t *n, char **err);
+focus_status focus_async_fd(int *fd, char **err);
 focus_status focus_async_cancel(uint64_t ticket, char **err);
 
 /* --- Go-native token policies (backends/sglang, backends/vllm) ---------------------- */

@@ -104,7 +104,7 @@ def test_concurrent_agenerate_calls_take_no_thread_each(server, policy):
         return await asyncio.gather(*calls), during - before
 
     results, new_threads = asyncio.run(asyncio.wait_for(run(), 60))
-    assert new_threads <= 1  # at most the process's one completion waiter, started once
+    assert new_threads == 0  # the event loop itself waits for the Go calls
     for i in (0, 57, 199):  # each result is its own request's, as a blocking call gives it
         assert results[i] == policy.generate_tokens(PROMPT, params[i])
     assert all(len(r.logprobs) == len(r.tokens) <= 6 for r in results)

@@ -1,10 +1,12 @@
-"""Go calls that wait (on a server or a collection), awaited from asyncio without a thread
-per call.
+"""Go calls that wait (on a server or a collection), awaited from asyncio without a thread.
 
-Such a call starts in Go and returns at once (focus.h, "calls that wait"). One process-wide
-thread waits on the library's completion queue and hands each finished call to
-the event loop awaiting it: one wake-up per loop for every batch of finished calls, however
-many are in flight. Cancelling the awaiting task cancels the call's Go context.
+Such a call starts in Go and returns at once (focus.h, "calls that wait"). When it ends, Go
+queues it and makes the library's notification pipe readable; every event loop that started
+a call watches that pipe (``loop.add_reader``) and, when it wakes, takes every finished call
+from the queue and completes its future (on its own loop, or through
+``call_soon_threadsafe`` on another). So however many calls are in flight, no thread waits
+for them and no wake-up crosses threads. Cancelling the awaiting task cancels the call's Go
+context.
 """
 
 from __future__ import annotations
@@ -12,8 +14,9 @@ from __future__ import annotations
 import asyncio
 import ctypes
 import itertools
+import os
 import threading
-import time
+import weakref
 from typing import Any, Callable, Dict, List, Sequence, Tuple, TypeVar
 
 from . import _lib
@@ -24,24 +27,25 @@ T = TypeVar("T")
 _BATCH = 256
 
 # ticket -> (loop, future, convert, err slot, output slots): the slots stay referenced until
-# Go has written them. Single dict operations are atomic under the GIL, so the starting
-# thread and the waiter share the dict without a lock.
+# Go has written them. Single dict operations are atomic under the GIL, so loops in several
+# threads share the dict without a lock.
 _pending: Dict[int, Tuple[asyncio.AbstractEventLoop, "asyncio.Future[Any]", Callable[[], Any], ctypes.c_void_p, Sequence[Any]]] = {}
-_orphans: List[Any] = []
 _tickets = itertools.count(1)
-_waiter_lock = threading.Lock()
-_waiter: threading.Thread | None = None
+_watching: "weakref.WeakSet[asyncio.AbstractEventLoop]" = weakref.WeakSet()
+_fd_lock = threading.Lock()
+_fd = -1
 
 
 async def call(name: str, handle: int, *args: Any, slots: Sequence[Any], convert: Callable[[], T]) -> T:
     """Run ``name(handle, ticket, *args, *slots, err)`` and return ``convert()``, which reads
     (and frees) the output ``slots`` once the call has succeeded."""
-    _ensure_waiter()
     loop = asyncio.get_running_loop()
+    if loop not in _watching:
+        _watch(loop)
     future: asyncio.Future[T] = loop.create_future()
     err = ctypes.c_void_p()
     ticket = next(_tickets)
-    # Registered before the start, so the waiter always finds a call that ends at once.
+    # Registered before the start, so a call that ends at once is found.
     _pending[ticket] = (loop, future, convert, err, slots)
     fn = getattr(_lib.held(), name)  # with a ticket the call only starts: keep the GIL
     code = fn(_lib.c_handle(handle), ticket, *args, *[ctypes.byref(s) for s in slots], ctypes.byref(err))
@@ -55,46 +59,45 @@ async def call(name: str, handle: int, *args: Any, slots: Sequence[Any], convert
         raise
 
 
-def _ensure_waiter() -> None:
-    global _waiter
-    if _waiter is not None:
-        return
-    with _waiter_lock:
-        if _waiter is None:
-            _waiter = threading.Thread(target=_wait, name="focus-go-completions", daemon=True)
-            _waiter.start()
-
-
-def _wait() -> None:
-    """The waiter thread: take finished calls, read their outputs here, and hand the values
-    (or errors) to their loops."""
+def _watch(loop: asyncio.AbstractEventLoop) -> None:
+    """Have loop drain the completion queue whenever the notification pipe is readable."""
+    global _fd
+    with _fd_lock:
+        if _fd < 0:
+            fd = ctypes.c_int()
+            _lib.call("focus_async_fd", ctypes.byref(fd))
+            _fd = fd.value
     tickets = (ctypes.c_uint64 * _BATCH)()
     codes = (ctypes.c_int32 * _BATCH)()
-    n = ctypes.c_size_t()
-    while True:
-        ready: Dict[asyncio.AbstractEventLoop, List[Tuple[asyncio.Future[Any], Any, BaseException | None]]] = {}
-        try:
-            _lib.call("focus_async_wait", -1, _BATCH, tickets, codes, ctypes.byref(n))
-        except Exception as exc:  # never expected; fail every waiting call rather than hang it
-            for ticket in list(_pending):
-                entry = _pending.pop(ticket, None)
-                if entry is not None:
-                    _orphans.append(entry)  # Go may still write its slots: keep them alive
-                    ready.setdefault(entry[0], []).append((entry[1], None, exc))
-            n.value = 0
-            time.sleep(0.1)
+    loop.add_reader(_fd, _drain, loop, tickets, codes)
+    _watching.add(loop)
+
+
+def _drain(loop: asyncio.AbstractEventLoop, tickets: Any, codes: Any) -> None:
+    """Take every finished call (this loop's buffers, this loop's thread) and complete it."""
+    try:
+        os.read(_fd, 4096)  # before draining: a call posted from now on makes it readable again
+    except BlockingIOError:
+        pass  # another loop read it first
+    n = ctypes.c_size_t(_BATCH)
+    while n.value == _BATCH:
+        _lib.call("focus_async_wait", 0, _BATCH, tickets, codes, ctypes.byref(n))
+        elsewhere: Dict[asyncio.AbstractEventLoop, List[Tuple[Any, ...]]] = {}
         for i in range(n.value):
             entry = _pending.pop(tickets[i], None)
             if entry is None:
                 continue
-            loop, future, convert, err, _slots = entry
+            owner, future, convert, err, _slots = entry
             value, exc = _finish(codes[i], convert, err)
-            ready.setdefault(loop, []).append((future, value, exc))
-        for loop, items in ready.items():
+            if owner is loop:
+                _settle(future, value, exc)
+            else:
+                elsewhere.setdefault(owner, []).append((future, value, exc))
+        for owner, items in elsewhere.items():
             try:
-                loop.call_soon_threadsafe(_deliver, items)
+                owner.call_soon_threadsafe(_settle_all, items)
             except RuntimeError:
-                pass  # the loop is closed: nobody awaits these calls any more
+                pass  # that loop is closed: nobody awaits these calls any more
 
 
 def _finish(code: int, convert: Callable[[], Any], err: ctypes.c_void_p) -> Tuple[Any, BaseException | None]:
@@ -106,11 +109,15 @@ def _finish(code: int, convert: Callable[[], Any], err: ctypes.c_void_p) -> Tupl
         return None, exc
 
 
-def _deliver(items: List[Tuple["asyncio.Future[Any]", Any, BaseException | None]]) -> None:
-    for future, value, exc in items:
-        if future.cancelled():
-            continue
-        if exc is None:
-            future.set_result(value)
-        else:
-            future.set_exception(exc)
+def _settle(future: "asyncio.Future[Any]", value: Any, exc: BaseException | None) -> None:
+    if future.cancelled():
+        return
+    if exc is None:
+        future.set_result(value)
+    else:
+        future.set_exception(exc)
+
+
+def _settle_all(items: List[Tuple[Any, ...]]) -> None:
+    for item in items:
+        _settle(*item)

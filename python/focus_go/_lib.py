@@ -8,7 +8,7 @@ a fork): use the ``spawn`` start method for multiprocessing.
 ctypes releases the GIL around foreign calls, so Go work runs in parallel with Python
 threads; the Go side is safe for concurrent calls. The short calls on a bridged collection's
 hot path (_GIL_HELD) keep the GIL instead: a thread that releases it for a few microseconds
-must then win it back, often from the completion thread halfway through a batch.
+must then win it back from whichever thread took it meanwhile.
 """
 
 from __future__ import annotations
@@ -106,6 +106,7 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
         [ctypes.c_int64, ctypes.c_size_t, ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_int32), _size_out, _err_p],
     ),
     "focus_async_cancel": (ctypes.c_int32, [ctypes.c_uint64, _err_p]),
+    "focus_async_fd": (ctypes.c_int32, [ctypes.POINTER(ctypes.c_int), _err_p]),
     "focus_policy_open": (ctypes.c_int32, [ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(c_handle), _err_p]),
     "focus_policy_generate": (
         ctypes.c_int32,
@@ -173,6 +174,8 @@ _GIL_HELD = frozenset(
         "focus_codec_decode",
         "focus_math_grade",
         "focus_async_cancel",
+        "focus_async_wait",  # _async only ever calls it with timeout 0
+        "focus_async_fd",
     }
 )
 

@@ -6,9 +6,8 @@ by the search rule, critic predictions recorded on nodes. Parts with a Go implem
 (SGLangPolicy / VLLMPolicy, MathEnv with a focus-go tokenizer's decode, Critic.constant /
 Critic.http) run entirely in Go; any other part (a custom Completion policy, a Python Env
 subclass, Critic.from_function) is served from Python through the remote bridge: the
-engine queues a request, the collection's poll (a Go call awaited through the process's
-one completion thread, ``_async``) takes it, and your event loop serves it. Go never calls
-into Python.
+engine queues a request, the collection's poll (a Go call awaited on your event loop,
+``_async``) takes it, and your event loop serves it. Go never calls into Python.
 
     async with Collector(agent, critic=Critic.constant(0.5), search=Selective(32, 16)) as collector:
         state = await collector.collect(problem)
