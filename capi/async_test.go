@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"syscall"
 	"testing"
 	"time"
 
@@ -69,4 +70,44 @@ func TestAsyncWaitTakesAtMostMax(t *testing.T) {
 			got[c.ticket] = true
 		}
 	}
+}
+
+// readable reports whether the notification pipe holds a byte, emptying it. A post writes
+// the byte just after it queues the call, so a byte is waited for briefly.
+func readable(t *testing.T, fd int) bool {
+	t.Helper()
+	buf := make([]byte, 64)
+	for deadline := time.Now().Add(200 * time.Millisecond); ; time.Sleep(time.Millisecond) {
+		n, err := syscall.Read(fd, buf)
+		if err != syscall.EAGAIN {
+			require.NoError(t, err)
+			return n > 0
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
+}
+
+func TestAsyncNotificationPipeAnnouncesEveryPost(t *testing.T) {
+	a := newAsyncCalls()
+	require.NoError(t, a.start(1, nil, func(context.Context) error { return nil }))
+	waitN(t, a, 1) // posted and taken before anyone asked for the pipe
+	fd, err := a.fd()
+	require.NoError(t, err)
+	assert.True(t, readable(t, fd), "a pipe made late is readable: calls may be waiting")
+	assert.False(t, readable(t, fd))
+
+	release := make(chan struct{})
+	require.NoError(t, a.start(2, nil, func(context.Context) error { <-release; return nil }))
+	assert.False(t, readable(t, fd), "nothing posted yet")
+	close(release)
+	assert.Equal(t, map[uint64]status.Code{2: status.OK}, waitN(t, a, 1))
+	assert.True(t, readable(t, fd), "the post made the pipe readable")
+
+	// A reader that read the pipe and then drained the queue misses no later post.
+	require.NoError(t, a.start(3, nil, func(context.Context) error { return nil }))
+	assert.Equal(t, map[uint64]status.Code{3: status.OK}, waitN(t, a, 1))
+	assert.True(t, readable(t, fd))
+	assert.Empty(t, a.wait(0, 8))
 }
