@@ -110,6 +110,28 @@ def test_concurrent_agenerate_calls_take_no_thread_each(server, policy):
     assert all(len(r.logprobs) == len(r.tokens) <= 6 for r in results)
 
 
+def test_agenerate_from_event_loops_in_two_threads(server, policy):
+    """Whichever loop drains the completion queue hands each call to the loop awaiting it."""
+    params = [SamplingParams(max_tokens=5, temperature=1.0, seed=i) for i in range(60)]
+    results: dict = {}
+
+    def run(part):
+        async def go():
+            return await asyncio.gather(*(policy.agenerate_tokens(PROMPT, p) for p in part))
+
+        results[id(part)] = asyncio.run(asyncio.wait_for(go(), 60))
+
+    halves = [params[:30], params[30:]]
+    threads = [threading.Thread(target=run, args=(h,)) for h in halves]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    got = results[id(halves[0])] + results[id(halves[1])]
+    for i in (0, 29, 30, 59):
+        assert got[i] == policy.generate_tokens(PROMPT, params[i])
+
+
 async def _agenerate_closed(server):
     p = SGLangPolicy(model=server.model, base_url=server.url, profile="token_chunk")
     p.close()
