@@ -563,6 +563,25 @@ def test_python_policy_fault_fails_exactly_the_faulted_rollouts(server, policy, 
         state.close()
 
 
+def test_env_fork_failure_after_a_step_is_named(server, policy):
+    """The engine asks a Python env to step and fork in one request; a failing fork fails
+    that rollout with a message naming both."""
+    problem = server.problems()[0]
+
+    class ForkOnce(PyMathEnv):
+        def fork(self):
+            if self.tokens:
+                raise OSError("cannot copy the sandbox")
+            return super().fork()
+
+    collector, state = collect(policy, problem, env=ForkOnce(problem.label, policy.decode), search=Selective(4, 2))
+    try:
+        assert state.failures
+        assert all("env: step and fork" in f[1] and "OSError: cannot copy the sandbox" in f[1] for f in state.failures)
+    finally:
+        state.close()
+
+
 def test_env_fork_failure_costs_the_branches_not_the_job(server, policy):
     problem = server.problems()[0]
 

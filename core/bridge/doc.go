@@ -20,11 +20,14 @@
 //	"env.reset"       {} -> {"observation": {"text", "tokens"?} | null}
 //	"env.step"        {"action": {"kind": "tokens", "tokens": [ids], "finished": bool}
 //	                           | {"kind": "text", "text": str}
-//	                           | {"kind": "tool", "text", "reasoning", "tool_calls": [{"name", "arguments", "call_id", "error"}]}}
+//	                           | {"kind": "tool", "text", "reasoning", "tool_calls": [{"name", "arguments", "call_id", "error"}]},
+//	                   "fork": true?}
 //	                  -> {"observation": {"text", "tokens"?, "messages"?} | null, "reward": float,
-//	                      "done": bool, "info": any}
+//	                      "done": bool, "info": any, "object": int?}
 //	                  ("messages": chat messages such as {"role": "tool", "content"},
-//	                  which the whole-turn context renders with the chat template)
+//	                  which the whole-turn context renders with the chat template; with
+//	                  "fork": true, a step that is not done also forks the env after
+//	                  stepping and returns the fork's handle in "object": Env.StepFork)
 //	"env.fork"        {} -> {"object": int}   (the new env's handle)
 //	"critic.score"    {"contexts": [str]} -> {"values": [float]}
 //

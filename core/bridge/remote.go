@@ -141,7 +141,10 @@ type Env struct {
 	Object int64
 }
 
-var _ collect.Env = Env{}
+var (
+	_ collect.Env        = Env{}
+	_ collect.StepForker = Env{}
+)
 
 type observationWire struct {
 	Text     string                `json:"text"`
@@ -231,6 +234,7 @@ func actionToWire(a parse.Action) (actionWire, error) {
 
 type stepPayload struct {
 	Action actionWire `json:"action"`
+	Fork   bool       `json:"fork,omitempty"`
 }
 
 type stepReply struct {
@@ -238,35 +242,65 @@ type stepReply struct {
 	Reward      *float64            `json:"reward"`
 	Done        bool                `json:"done"`
 	Info        jsoniter.RawMessage `json:"info"`
+	Object      *int64              `json:"object"` // the fork's handle, when one was asked for
 }
 
 // Step sends "env.step". A reply without a reward is an error (Python's
 // Step always carries one); the engine rejects non-finite rewards.
 func (e Env) Step(ctx context.Context, action parse.Action) (collect.Step, error) {
+	step, _, err := e.step(ctx, action, false)
+	return step, err
+}
+
+// StepFork sends one "env.step" with "fork": true, so a snapshot costs no round trip of
+// its own: the Python side steps, then forks unless the step is done, and replies with
+// the fork's handle in "object" beside the step.
+func (e Env) StepFork(ctx context.Context, action parse.Action) (collect.Step, collect.Env, error) {
+	return e.step(ctx, action, true)
+}
+
+func (e Env) step(ctx context.Context, action parse.Action, fork bool) (collect.Step, collect.Env, error) {
 	w, err := actionToWire(action)
 	if err != nil {
-		return collect.Step{}, err
+		return collect.Step{}, nil, err
 	}
-	payload, err := encode(KindEnvStep, stepPayload{Action: w})
+	payload, err := encode(KindEnvStep, stepPayload{Action: w, Fork: fork})
 	if err != nil {
-		return collect.Step{}, err
+		return collect.Step{}, nil, err
 	}
 	data, err := e.Bridge.Call(ctx, KindEnvStep, e.Object, payload)
 	if err != nil {
-		return collect.Step{}, err
+		return collect.Step{}, nil, err
 	}
 	var r stepReply
 	if err := decode(KindEnvStep, e.Object, data, &r); err != nil {
-		return collect.Step{}, err
+		return collect.Step{}, nil, err
+	}
+	var twin collect.Env
+	if r.Object != nil {
+		twin = Env{Bridge: e.Bridge, Object: *r.Object}
+		if !fork || r.Done {
+			twin.Close() // not asked for: the engine keeps no snapshot of this step
+			twin = nil
+		}
+	}
+	fail := func(format string, args ...any) (collect.Step, collect.Env, error) {
+		if twin != nil {
+			twin.Close()
+		}
+		return collect.Step{}, nil, status.Errorf(status.InvalidArgument, format, args...)
 	}
 	if r.Reward == nil {
-		return collect.Step{}, status.Errorf(status.InvalidArgument, "bridge: env.step reply from object %d has no \"reward\"", e.Object)
+		return fail("bridge: env.step reply from object %d has no \"reward\"", e.Object)
+	}
+	if fork && !r.Done && twin == nil {
+		return fail("bridge: env.step reply from object %d has no \"object\" handle for the fork it was asked for", e.Object)
 	}
 	step := collect.Step{Observation: r.Observation.observation(), Reward: *r.Reward, Done: r.Done}
 	if len(r.Info) > 0 && string(r.Info) != "null" {
 		step.Info = append([]byte(nil), r.Info...)
 	}
-	return step, nil
+	return step, twin, nil
 }
 
 type forkReply struct {

@@ -66,15 +66,16 @@ func (p answerPolicy) Generate(_ context.Context, req generate.Request) (*genera
 // goroutine from native Go objects through the documented JSON shapes, and
 // resolves by id.
 type python struct {
-	b       *Bridge
-	policy  collect.Policy
-	critic  collect.Critic
-	mu      sync.Mutex
-	envs    map[int64]collect.Env
-	next    int64
-	closes  atomic.Int64
-	cancels atomic.Int64
-	wg      sync.WaitGroup
+	b         *Bridge
+	policy    collect.Policy
+	critic    collect.Critic
+	mu        sync.Mutex
+	envs      map[int64]collect.Env
+	next      int64
+	closes    atomic.Int64
+	cancels   atomic.Int64
+	forkSteps atomic.Int64 // env.step requests that also forked
+	wg        sync.WaitGroup
 }
 
 func servePython(b *Bridge, policy collect.Policy, env collect.Env, c collect.Critic) *python {
@@ -101,6 +102,18 @@ func (py *python) env(id int64) collect.Env {
 	py.mu.Lock()
 	defer py.mu.Unlock()
 	return py.envs[id]
+}
+
+func (py *python) fork(object int64) (int64, error) {
+	forked, err := py.env(object).Fork(context.Background())
+	if err != nil {
+		return 0, err
+	}
+	py.mu.Lock()
+	defer py.mu.Unlock()
+	py.next++
+	py.envs[py.next] = forked
+	return py.next, nil
 }
 
 func (py *python) serve(r Request) {
@@ -142,6 +155,7 @@ func (py *python) serve(r Request) {
 				Tokens   []uint32 `json:"tokens"`
 				Finished bool     `json:"finished"`
 			} `json:"action"`
+			Fork bool `json:"fork"`
 		}
 		if err := json.Unmarshal(r.Payload, &p); err != nil || p.Action.Kind != "tokens" {
 			reply(nil, fmt.Errorf("bad step payload %s", r.Payload))
@@ -152,19 +166,20 @@ func (py *python) serve(r Request) {
 			reply(nil, err)
 			return
 		}
-		reply(map[string]any{"observation": nil, "reward": step.Reward, "done": step.Done, "info": json.RawMessage(step.Info)}, nil)
-	case KindEnvFork:
-		forked, err := py.env(r.Object).Fork(ctx)
-		if err != nil {
-			reply(nil, err)
-			return
+		out := map[string]any{"observation": nil, "reward": step.Reward, "done": step.Done, "info": json.RawMessage(step.Info)}
+		if p.Fork && !step.Done { // as the Python driver does: fork after the step
+			py.forkSteps.Add(1)
+			id, err := py.fork(r.Object)
+			if err != nil {
+				reply(nil, err)
+				return
+			}
+			out["object"] = id
 		}
-		py.mu.Lock()
-		py.next++
-		id := py.next
-		py.envs[id] = forked
-		py.mu.Unlock()
-		reply(map[string]any{"object": id}, nil)
+		reply(out, nil)
+	case KindEnvFork:
+		id, err := py.fork(r.Object)
+		reply(map[string]any{"object": id}, err)
 	case KindEnvClose:
 		py.mu.Lock()
 		delete(py.envs, r.Object)
@@ -221,6 +236,7 @@ func TestRemoteCollectionMatchesNative(t *testing.T) {
 	defer py.mu.Unlock()
 	assert.Len(t, py.envs, 1, "every fork was closed; only the caller's root env is left")
 	assert.Positive(t, py.closes.Load())
+	assert.Positive(t, py.forkSteps.Load(), "snapshots were taken in the step's round trip")
 	assert.Zero(t, b.Pending())
 }
 
@@ -341,6 +357,26 @@ func TestRemoteDecoding(t *testing.T) {
 				_, err := Env{b, 1}.Step(context.Background(), parse.Action{Kind: parse.KindText, Text: "hi"})
 				return err
 			}, `has no "reward"`},
+		{"step with the fork asked for", KindEnvStep, `{"reward":0,"done":false,"object":7}`,
+			func(t *testing.T, b *Bridge) error {
+				_, twin, err := Env{b, 1}.StepFork(context.Background(), parse.Action{Kind: parse.KindText, Text: "hi"})
+				if err == nil {
+					assert.Equal(t, Env{b, 7}, twin)
+				}
+				return err
+			}, ""},
+		{"done step forks nothing", KindEnvStep, `{"reward":1,"done":true}`,
+			func(t *testing.T, b *Bridge) error {
+				step, twin, err := Env{b, 1}.StepFork(context.Background(), parse.Action{Kind: parse.KindText, Text: "hi"})
+				assert.True(t, step.Done)
+				assert.Nil(t, twin)
+				return err
+			}, ""},
+		{"step without the fork asked for", KindEnvStep, `{"reward":0,"done":false}`,
+			func(t *testing.T, b *Bridge) error {
+				_, _, err := Env{b, 1}.StepFork(context.Background(), parse.Action{Kind: parse.KindText, Text: "hi"})
+				return err
+			}, `has no "object" handle for the fork it was asked for`},
 		{"fork without object", KindEnvFork, `{}`,
 			func(t *testing.T, b *Bridge) error {
 				_, err := Env{b, 1}.Fork(context.Background())

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -663,4 +664,38 @@ func TestPanicInRolloutIsAnError(t *testing.T) {
 	assert.Contains(t, err.Error(), "collect: panic in a rollout from node 0: assignment to entry in nil map")
 	require.NotNil(t, res.Tree)
 	assert.Equal(t, env.stats.forks.Load(), env.stats.closes.Load())
+}
+
+func TestStepForkerTakesSnapshotsInItsStep(t *testing.T) {
+	cfg := baseConfig(search.Selective(32, 16))
+	plain, err := Run(context.Background(), cfg, newPolicy(1024), newFakeEnv(), &fakeCritic{})
+	require.NoError(t, err)
+
+	env := newFakeEnv()
+	var stepForks atomic.Int64
+	res, err := Run(context.Background(), cfg, newPolicy(1024), stepForkEnv{env, &stepForks}, &fakeCritic{})
+	require.NoError(t, err)
+	assert.Equal(t, string(marshalDeterministic(t, plain.Tree)), string(marshalDeterministic(t, res.Tree)))
+	assert.Positive(t, stepForks.Load())
+	// Forks in the step: one per kept checkpoint. Plain forks: one per rollout's working copy.
+	assert.Equal(t, int64(res.Tree.Stats.Rollouts), env.stats.forks.Load()-stepForks.Load())
+	assert.Equal(t, env.stats.forks.Load(), env.stats.closes.Load(), "every fork is closed")
+	assert.Zero(t, env.stats.doubleCloses.Load())
+
+	t.Run("a failure after the step closes its fork", func(t *testing.T) {
+		env := newFakeEnv()
+		env.step = func(e *fakeEnv, c *parse.TokenChunk) (Step, error, bool) {
+			if !c.Finished && e.steps == 2 {
+				return Step{Reward: 2}, nil, true // outside [reward_min, reward_max]
+			}
+			return Step{}, nil, false
+		}
+		cfg.AllowPartial = true
+		res, err := Run(context.Background(), cfg, newPolicy(1024), stepForkEnv{env, &stepForks}, &fakeCritic{})
+		require.NoError(t, err)
+		require.NotEmpty(t, res.Failures)
+		assert.Contains(t, res.Failures[0].Message, "outside [reward_min, reward_max]")
+		assert.Equal(t, env.stats.forks.Load(), env.stats.closes.Load(), "every fork is closed")
+		assert.Zero(t, env.stats.doubleCloses.Load())
+	})
 }

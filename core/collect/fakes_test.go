@@ -211,3 +211,31 @@ func (byteCodec) Decode(ids []uint32, skipSpecial bool) (string, error) {
 	}
 	return string(b), nil
 }
+
+// stepForkEnv is a fakeEnv that also forks in its step call, as the bridge's remote env
+// does; its forks are stepForkEnvs too.
+type stepForkEnv struct {
+	*fakeEnv
+	stepForks *atomic.Int64
+}
+
+func (e stepForkEnv) Fork(ctx context.Context) (Env, error) {
+	twin, err := e.fakeEnv.Fork(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return stepForkEnv{twin.(*fakeEnv), e.stepForks}, nil
+}
+
+func (e stepForkEnv) StepFork(ctx context.Context, action parse.Action) (Step, Env, error) {
+	step, err := e.Step(ctx, action)
+	if err != nil || step.Done {
+		return step, nil, err
+	}
+	twin, err := e.Fork(ctx)
+	if err != nil {
+		return Step{}, nil, err
+	}
+	e.stepForks.Add(1)
+	return step, twin, nil
+}

@@ -62,6 +62,14 @@ type Env interface {
 	Close()
 }
 
+// StepForker is an Env that can also step and fork in one call: a remote env answers both
+// in one round trip. StepFork steps; unless the step ends the episode it also returns a
+// fork of the env as it is after the step (the checkpoint's snapshot). The engine calls it
+// instead of Step when it will keep a snapshot of the step's node if the episode goes on.
+type StepForker interface {
+	StepFork(ctx context.Context, action parse.Action) (Step, Env, error)
+}
+
 // Critic predicts the value of checkpoints from their context text, one
 // value per context, in order (batched).
 type Critic interface {

@@ -188,17 +188,44 @@ func (e *engine) rollout(ctx context.Context, l *launch) (out outcome) {
 			}
 		}
 
+		// The node keeps a snapshot unless it ends the path; the truncation limits are
+		// known now, so an env that can fork in its step call is asked to.
+		n := len(res.Tokens)
+		truncates := generated+n >= cfg.MaxTotalTokens || depth+1 >= cfg.MaxSegments
+		wantSnap := !truncates && e.branchable(generated+n)
 		ectx, cancel := withTimeout(ctx, cfg.EnvTimeout)
-		step, err := env.Step(ectx, action)
+		var step Step
+		var snap *snapshot
+		sf, isStepForker := env.(StepForker)
+		if isStepForker && wantSnap {
+			var twin Env
+			step, twin, err = sf.StepFork(ectx, action)
+			if twin != nil {
+				snap = &snapshot{env: twin, owned: true}
+			}
+		} else {
+			step, err = env.Step(ectx, action)
+		}
 		cancel()
+		// From here a failure also releases the snapshot the step made.
+		failStepped := func(what string, err error) outcome {
+			if snap != nil {
+				snap.release()
+			}
+			return fail(what, err)
+		}
 		if err != nil {
-			return fail("env: step", err)
+			what := "env: step"
+			if wantSnap && isStepForker {
+				what = "env: step and fork"
+			}
+			return failStepped(what, err)
 		}
 		if math.IsNaN(step.Reward) || math.IsInf(step.Reward, 0) {
-			return fail("env", fmt.Errorf("step reward %v is not finite", step.Reward))
+			return failStepped("env", fmt.Errorf("step reward %v is not finite", step.Reward))
 		}
 		if step.Reward < cfg.Reward.RewardMin || step.Reward > cfg.Reward.RewardMax {
-			return fail("env", fmt.Errorf("step reward %v is outside [reward_min, reward_max] = [%v, %v]",
+			return failStepped("env", fmt.Errorf("step reward %v is outside [reward_min, reward_max] = [%v, %v]",
 				step.Reward, cfg.Reward.RewardMin, cfg.Reward.RewardMax))
 		}
 		var obsTokens []uint32
@@ -209,10 +236,9 @@ func (e *engine) rollout(ctx context.Context, l *launch) (out outcome) {
 			obsTokens, obsText, err = e.observation(step.Observation)
 		}
 		if err != nil {
-			return fail("env: observation", err)
+			return failStepped("env: observation", err)
 		}
 
-		n := len(res.Tokens)
 		span := tree.PackedSequence{
 			Tokens:    make([]uint32, n+len(obsTokens)),
 			Trainable: make([]bool, n+len(obsTokens)),
@@ -233,8 +259,13 @@ func (e *engine) rollout(ctx context.Context, l *launch) (out outcome) {
 		if !node.Done && (generated >= cfg.MaxTotalTokens || depth >= cfg.MaxSegments) {
 			node.Truncated, node.Reward = true, cfg.Reward.TruncatedReward
 		}
-		var snap *snapshot
-		if !node.Terminal() && e.branchable(generated) {
+		switch {
+		case node.Terminal() || !e.branchable(generated):
+			if snap != nil {
+				snap.release() // a StepForker forked although the step ended the path
+				snap = nil
+			}
+		case snap == nil:
 			ectx, cancel := withTimeout(ctx, cfg.EnvTimeout)
 			forked, err := env.Fork(ectx)
 			cancel()

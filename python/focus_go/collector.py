@@ -69,12 +69,14 @@ async def _resolve(value: Any) -> Any:
 
 
 def _then(value: Any, fn: Callable[[Any], Any]) -> Any:
-    """fn(value), or a coroutine giving fn(await value) when value is awaitable."""
+    """fn(value), or a coroutine giving fn(await value) when value is awaitable (fn may
+    itself return an awaitable, which is then awaited too)."""
     if not inspect.isawaitable(value):
         return fn(value)
 
     async def later() -> Any:
-        return fn(await value)
+        out = fn(await value)
+        return await out if inspect.isawaitable(out) else out
 
     return later()
 
@@ -119,7 +121,12 @@ class _Remote:
                 return {"observation": None}
             return _then(obj.reset(), lambda obs: {"observation": _observation(obs)})
         if kind == "env.step":
-            return _then(obj.step(_action(payload["action"])), _step_reply)
+            reply = _then(obj.step(_action(payload["action"])), _step_reply)
+            if not payload.get("fork"):
+                return reply
+            # The engine keeps a snapshot of the node unless the step ends the episode: the
+            # fork is taken here, after the step, to save it a round trip of its own.
+            return _then(reply, lambda r: r if r["done"] else _then(obj.fork(), lambda env: {**r, "object": self.register(env)}))
         if kind == "env.fork":
             return _then(obj.fork(), lambda env: {"object": self.register(env)})
         if kind == "critic.score":
