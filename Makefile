@@ -84,7 +84,7 @@ FUZZTIME ?= 10s
 FUZZ_TARGETS := \
 	backends/parse:FuzzHermes backends/parse:FuzzQwenXML \
 	backends/sglang:FuzzParseResponse backends/sglang:FuzzScanTriples backends/sglang:FuzzReadFast \
-	backends/vllm:FuzzParseResponse \
+	backends/vllm:FuzzParseResponse backends/vllm:FuzzReadFast \
 	backends/openai:FuzzParseChat backends/openai:FuzzParseResponses \
 	backends/transport:FuzzErrorMessage backends/transport:FuzzParseRetryAfter \
 	core/tree:FuzzUnmarshal core/mathenv:FuzzNormalize capi:FuzzABIJSONInputs \

@@ -14,8 +14,8 @@ import (
 // then reads the body with readResponse, which accepts or names the problem as always.
 func readFast(body []byte, r *response, p generate.Resolved) bool {
 	s := scanner{transport.Scanner{B: body}}
-	ok := s.Object(func(key string) bool {
-		switch key {
+	ok := s.Object(func(key []byte) bool {
+		switch string(key) {
 		case "text":
 			return s.Str(&r.text)
 		case "output_ids":
@@ -38,8 +38,8 @@ func readFast(body []byte, r *response, p generate.Resolved) bool {
 // meta reads meta_info as readMeta does.
 func (s *scanner) meta(m *metaInfo, p generate.Resolved) bool {
 	m.completionTokens = -1
-	return s.Object(func(key string) bool {
-		switch key {
+	return s.Object(func(key []byte) bool {
+		switch string(key) {
 		case "finish_reason":
 			return s.Small(func(iter *jsoniter.Iterator) { readFinish(iter, m) })
 		case "prompt_tokens":

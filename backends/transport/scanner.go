@@ -149,8 +149,9 @@ func (s *Scanner) ID() (uint32, bool) {
 }
 
 // Object reads {"key": value, ...}, calling field for each key with the position at its
-// value; field must consume the value.
-func (s *Scanner) Object(field func(key string) bool) bool {
+// value; field must consume the value. The key is a view of B (switch on string(key): no
+// copy is made).
+func (s *Scanner) Object(field func(key []byte) bool) bool {
 	if !s.Next('{') {
 		return false
 	}
@@ -177,7 +178,7 @@ func (s *Scanner) Object(field func(key string) bool) bool {
 			return false
 		}
 		s.SkipSpace()
-		if !field(string(key)) {
+		if !field(key) {
 			return false
 		}
 		switch s.SkipSpace(); s.Peek() {
@@ -313,7 +314,7 @@ func (s *Scanner) Skip(depth int) bool {
 	case c == '"':
 		return s.SkipString()
 	case c == '{':
-		return depth < 32 && s.Object(func(string) bool { return s.Skip(depth + 1) })
+		return depth < 32 && s.Object(func([]byte) bool { return s.Skip(depth + 1) })
 	case c == '[':
 		return s.Array(func() bool { return depth < 32 && s.Skip(depth+1) })
 	case c == 'n':

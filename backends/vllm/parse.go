@@ -44,26 +44,48 @@ type usage struct {
 
 // parseResponse decodes a /v1/completions reply into a Result for prompt.
 func parseResponse(body []byte, prompt []uint32, p generate.Resolved) (*generate.Result, error) {
+	return parse(body, prompt, p, true)
+}
+
+// parse is parseResponse, reading the reply in one pass (readFast) when fast is set and
+// the reply has the usual shape, else with json-iterator (readGeneral).
+func parse(body []byte, prompt []uint32, p generate.Resolved, fast bool) (*generate.Result, error) {
+	c := choice{wantTop: p.TopLogprobs, wantPromptN: p.PromptLogprobs, prompt: prompt}
+	u := usage{completionTokens: -1}
+	choices, ok := 0, false
+	if fast {
+		choices, ok = readFast(body, &c, &u)
+	}
+	if !ok {
+		c = choice{wantTop: p.TopLogprobs, wantPromptN: p.PromptLogprobs, prompt: prompt}
+		u = usage{completionTokens: -1}
+		var err error
+		if choices, err = readGeneral(body, &c, &u); err != nil {
+			return nil, err
+		}
+	}
+	return result(&c, &u, choices, prompt, p)
+}
+
+// readGeneral reads any reply with json-iterator, naming what is malformed.
+func readGeneral(body []byte, c *choice, u *usage) (choices int, err error) {
 	iter := transport.JSON.BorrowIterator(body)
 	defer transport.JSON.ReturnIterator(iter)
 	if iter.WhatIsNext() != jsoniter.ObjectValue {
-		return nil, status.Errorf(status.Backend, "%s: response is not a JSON object: %s", Name, snippet(body))
+		return 0, status.Errorf(status.Backend, "%s: response is not a JSON object: %s", Name, snippet(body))
 	}
-	c := choice{wantTop: p.TopLogprobs, wantPromptN: p.PromptLogprobs, prompt: prompt}
-	u := usage{completionTokens: -1}
-	choices := 0
 	for f := iter.ReadObject(); f != ""; f = iter.ReadObject() {
 		switch f {
 		case "choices":
 			for iter.ReadArray() {
 				if choices++; choices == 1 {
-					readChoice(iter, &c)
+					readChoice(iter, c)
 				} else {
 					iter.Skip()
 				}
 			}
 		case "usage":
-			readUsage(iter, &u)
+			readUsage(iter, u)
 		default:
 			iter.Skip()
 		}
@@ -72,8 +94,13 @@ func parseResponse(body []byte, prompt []uint32, p generate.Resolved) (*generate
 		}
 	}
 	if iter.Error != nil {
-		return nil, status.Errorf(status.Backend, "%s: malformed or truncated JSON response (%d bytes): %v", Name, len(body), iter.Error)
+		return 0, status.Errorf(status.Backend, "%s: malformed or truncated JSON response (%d bytes): %v", Name, len(body), iter.Error)
 	}
+	return choices, nil
+}
+
+// result checks what was read and builds the Result.
+func result(c *choice, u *usage, choices int, prompt []uint32, p generate.Resolved) (*generate.Result, error) {
 	if c.err != "" {
 		return nil, status.Errorf(status.Backend, "%s: %s", Name, c.err)
 	}
@@ -83,7 +110,7 @@ func parseResponse(body []byte, prompt []uint32, p generate.Resolved) (*generate
 	if !c.hasFinish {
 		return nil, status.Errorf(status.Backend, "%s: response has no finish_reason (an unfinished stream chunk?)", Name)
 	}
-	ids, err := tokenIDs(&c)
+	ids, err := tokenIDs(c)
 	if err != nil {
 		return nil, err
 	}
@@ -250,33 +277,38 @@ func readLogprobs(iter *jsoniter.Iterator, c *choice) {
 				iter.Skip() // with logprobs 0 every map holds only the sampled token
 				continue
 			}
-			c.top = make([]map[uint32]float64, 0, 64)
-			for iter.ReadArray() {
-				if iter.WhatIsNext() == jsoniter.NilValue {
-					iter.Skip()
-					c.top = append(c.top, nil)
-					continue
-				}
-				m := make(map[uint32]float64, c.wantTop+1)
-				for k := iter.ReadObject(); k != ""; k = iter.ReadObject() {
-					lp := readFloatOrNaN(iter, &c.num)
-					id, ok := parseTokenID([]byte(k))
-					if !ok {
-						if c.err == "" {
-							c.err = "top_logprobs key " + strconv.Quote(k) + " is not \"token_id:N\"; the server ignored return_tokens_as_token_ids"
-						}
-						continue
-					}
-					m[uint32(id)] = lp
-				}
-				c.top = append(c.top, m)
-			}
+			readTop(iter, c)
 		default:
 			iter.Skip()
 		}
 		if iter.Error != nil {
 			return
 		}
+	}
+}
+
+// readTop reads top_logprobs, [{"token_id:N": logprob, ...} | null, ...].
+func readTop(iter *jsoniter.Iterator, c *choice) {
+	c.top = make([]map[uint32]float64, 0, 64)
+	for iter.ReadArray() {
+		if iter.WhatIsNext() == jsoniter.NilValue {
+			iter.Skip()
+			c.top = append(c.top, nil)
+			continue
+		}
+		m := make(map[uint32]float64, c.wantTop+1)
+		for k := iter.ReadObject(); k != ""; k = iter.ReadObject() {
+			lp := readFloatOrNaN(iter, &c.num)
+			id, ok := parseTokenID([]byte(k))
+			if !ok {
+				if c.err == "" {
+					c.err = "top_logprobs key " + strconv.Quote(k) + " is not \"token_id:N\"; the server ignored return_tokens_as_token_ids"
+				}
+				continue
+			}
+			m[uint32(id)] = lp
+		}
+		c.top = append(c.top, m)
 	}
 }
 
