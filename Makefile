@@ -99,4 +99,4 @@ fuzz: $(LIBTOKENIZERS)
 	done
 
 race: $(LIBTOKENIZERS)
-	$(GO) test -race -count=1 -run 'Fault|Stress|Concurrent|Cancellation|Redacted|CloseWith' ./core/collect ./backends/transport ./capi
+	$(GO) test -race -count=1 -run 'Fault|Stress|Concurrent|Cancellation|Redacted|CloseWith|Async|StepFork|Remote' ./core/collect ./core/bridge ./backends/transport ./capi
