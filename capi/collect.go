@@ -178,6 +178,31 @@ func (w *wireCollect) parts(b *bridge.Bridge, codec *chat.Codec) (collect.Policy
 	return policy, env, scorer, closer, nil
 }
 
+// config is the validated collect.Config of w (codec: the chat codec handle's, or nil).
+func (w *wireCollect) config(codec *chat.Codec) (collect.Config, error) {
+	cfg := collect.Config{
+		ProblemID: w.ProblemID, PromptTokens: w.PromptTokens, PromptText: w.PromptText,
+		Segments: w.Segments, MaxSegments: w.MaxSegments, MaxTotalTokens: w.MaxTotalTokens,
+		Sampling: w.Sampling, Search: w.Search, Reward: prepare.DefaultRewardConfig(),
+		AllowPartial: w.AllowPartial, MaxRetries: w.MaxRetries,
+		PolicyTimeout: seconds(w.PolicyTimeout), EnvTimeout: seconds(w.EnvTimeout), CriticTimeout: seconds(w.CriticTimeout),
+	}
+	if w.Reward != nil {
+		cfg.Reward = *w.Reward
+	}
+	if codec != nil {
+		cfg.Codec = codec.Tokenizer()
+	}
+	if w.Turn != nil {
+		turns, err := w.Turn.turns(codec)
+		if err != nil {
+			return cfg, err
+		}
+		cfg.Turns = turns
+	}
+	return cfg, cfg.Validate()
+}
+
 //export focus_collect_start
 func focus_collect_start(config *C.char, n C.size_t, out *C.focus_handle, errOut **C.char) C.focus_status {
 	return guard(errOut, func() error {
@@ -193,27 +218,8 @@ func focus_collect_start(config *C.char, n C.size_t, out *C.focus_handle, errOut
 			}
 			codec = c
 		}
-		cfg := collect.Config{
-			ProblemID: w.ProblemID, PromptTokens: w.PromptTokens, PromptText: w.PromptText,
-			Segments: w.Segments, MaxSegments: w.MaxSegments, MaxTotalTokens: w.MaxTotalTokens,
-			Sampling: w.Sampling, Search: w.Search, Reward: prepare.DefaultRewardConfig(),
-			AllowPartial: w.AllowPartial, MaxRetries: w.MaxRetries,
-			PolicyTimeout: seconds(w.PolicyTimeout), EnvTimeout: seconds(w.EnvTimeout), CriticTimeout: seconds(w.CriticTimeout),
-		}
-		if w.Reward != nil {
-			cfg.Reward = *w.Reward
-		}
-		if codec != nil {
-			cfg.Codec = codec.Tokenizer()
-		}
-		if w.Turn != nil {
-			turns, err := w.Turn.turns(codec)
-			if err != nil {
-				return err
-			}
-			cfg.Turns = turns
-		}
-		if err := cfg.Validate(); err != nil {
+		cfg, err := w.config(codec)
+		if err != nil {
 			return err
 		}
 		b := bridge.New()

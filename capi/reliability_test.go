@@ -13,7 +13,6 @@ import (
 	"github.com/focus-go/focus-go/backends/parse"
 	"github.com/focus-go/focus-go/backends/sim"
 	"github.com/focus-go/focus-go/core/bridge"
-	"github.com/focus-go/focus-go/core/collect"
 	"github.com/focus-go/focus-go/core/prepare"
 	"github.com/focus-go/focus-go/core/status"
 	"github.com/focus-go/focus-go/core/tree"
@@ -35,22 +34,12 @@ var abiInputs = []struct {
 		if err := jsonAPI.Unmarshal(data, &w); err != nil {
 			return status.Wrap(status.InvalidArgument, err, "collect config: bad JSON")
 		}
-		cfg := collect.Config{
-			ProblemID: w.ProblemID, PromptTokens: w.PromptTokens, PromptText: w.PromptText,
-			Segments: w.Segments, MaxSegments: w.MaxSegments, MaxTotalTokens: w.MaxTotalTokens,
-			Sampling: w.Sampling, Search: w.Search, Reward: prepare.DefaultRewardConfig(),
-			AllowPartial: w.AllowPartial, MaxRetries: w.MaxRetries,
-			PolicyTimeout: seconds(w.PolicyTimeout), EnvTimeout: seconds(w.EnvTimeout), CriticTimeout: seconds(w.CriticTimeout),
-		}
-		if w.Reward != nil {
-			cfg.Reward = *w.Reward
-		}
 		if w.Turn != nil {
 			if _, err := w.Turn.turns(nil); err == nil {
 				return fmt.Errorf("turns without a codec accepted")
 			}
 		}
-		if err := cfg.Validate(); err != nil {
+		if _, err := w.config(nil); err != nil {
 			return err
 		}
 		b := bridge.New()
