@@ -64,6 +64,22 @@ def _safe_stem(text: str, limit: int = 64) -> str:
     return stem or "records"
 
 
+def _write_atomic(path: Path, text: str, suffix: str = ".part") -> None:
+    """Write ``text`` to ``path`` through a synced temporary file (``.tmp-*<suffix>``) in the
+    same directory, renamed into place: a reader sees the old file or the whole new one."""
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=suffix, dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
 class JsonlDirectory:
     """A critic sink that writes each call's critic records to a new JSONL file in
     ``directory`` (created if missing): one JSON object per line, one file per call.
@@ -90,17 +106,7 @@ class JsonlDirectory:
         problem_id = records[0].get("problem_id") if isinstance(records[0], Mapping) else None
         name = f"{_safe_stem(str(problem_id if problem_id is not None else 'records'))}-{uuid.uuid4().hex}.jsonl"
         self.directory.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".jsonl.part", dir=self.directory)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(lines)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, self.directory / name)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+        _write_atomic(self.directory / name, lines, suffix=".jsonl.part")
 
     def __repr__(self) -> str:
         return f"JsonlDirectory({str(self.directory)!r})"
