@@ -34,33 +34,35 @@ func BenchmarkPrepare(b *testing.B) {
 // records handed to Python: prepare, then encode every actor span with its
 // full context.
 func BenchmarkPrepareExport(b *testing.B) {
-	for _, n := range benchRollouts {
-		tr := treetest.Search(n, 8, 256, 1)
-		b.Run(fmt.Sprintf("rollouts=%d", n), func(b *testing.B) {
-			b.ReportAllocs()
-			tokens := 0
-			for b.Loop() {
-				batch, err := prepare.Prepare(tr, prepare.DefaultRewardConfig(), prepare.DirectBranchTd{})
-				if err != nil {
-					b.Fatal(err)
-				}
-				f, err := export.Encode(batch, 0, export.Options{})
-				if err != nil {
-					b.Fatal(err)
-				}
-				tokens = len(f.Actor.Tokens)
-			}
-			b.ReportMetric(float64(tr.Len()), "nodes")
-			b.ReportMetric(float64(tokens), "tokens")
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(tokens), "ns/token")
-		})
-	}
+	benchPrepareExport(b, func(batch *prepare.Batch) (int, error) {
+		f, err := export.Encode(batch, 0, export.Options{})
+		if err != nil {
+			return 0, err
+		}
+		return len(f.Actor.Tokens), nil
+	})
 }
 
 // BenchmarkPrepareExportShared is the path to Python: prepare, then encode
 // every actor record against earlier ones (what crosses the C boundary).
 // ns/token is per token of the records' full contexts, as above.
 func BenchmarkPrepareExportShared(b *testing.B) {
+	benchPrepareExport(b, func(batch *prepare.Batch) (int, error) {
+		f, _, err := export.EncodeShared(batch, 0, export.Options{})
+		if err != nil {
+			return 0, err
+		}
+		tokens := 0
+		for i := range f.NumActor() {
+			tokens += int(f.Actor.SpanStart[i] + f.Actor.SpanOffsets[i+1] - f.Actor.SpanOffsets[i])
+		}
+		return tokens, nil
+	})
+}
+
+// benchPrepareExport prepares each benchmark tree and encodes it with encode, which
+// returns the tokens of the records' full contexts (for ns/token).
+func benchPrepareExport(b *testing.B, encode func(*prepare.Batch) (int, error)) {
 	for _, n := range benchRollouts {
 		tr := treetest.Search(n, 8, 256, 1)
 		b.Run(fmt.Sprintf("rollouts=%d", n), func(b *testing.B) {
@@ -71,13 +73,8 @@ func BenchmarkPrepareExportShared(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				f, _, err := export.EncodeShared(batch, 0, export.Options{})
-				if err != nil {
+				if tokens, err = encode(batch); err != nil {
 					b.Fatal(err)
-				}
-				tokens = 0
-				for i := range f.NumActor() {
-					tokens += int(f.Actor.SpanStart[i] + f.Actor.SpanOffsets[i+1] - f.Actor.SpanOffsets[i])
 				}
 			}
 			b.ReportMetric(float64(tr.Len()), "nodes")
