@@ -50,15 +50,16 @@ func parseResponse(body []byte, prompt []uint32, p generate.Resolved) (*generate
 // parse is parseResponse, reading the reply in one pass (readFast) when fast is set and
 // the reply has the usual shape, else with json-iterator (readGeneral).
 func parse(body []byte, prompt []uint32, p generate.Resolved, fast bool) (*generate.Result, error) {
-	c := choice{wantTop: p.TopLogprobs, wantPromptN: p.PromptLogprobs, prompt: prompt}
-	u := usage{completionTokens: -1}
+	fresh := func() (choice, usage) {
+		return choice{wantTop: p.TopLogprobs, wantPromptN: p.PromptLogprobs, prompt: prompt}, usage{completionTokens: -1}
+	}
+	c, u := fresh()
 	choices, ok := 0, false
 	if fast {
 		choices, ok = readFast(body, &c, &u)
 	}
 	if !ok {
-		c = choice{wantTop: p.TopLogprobs, wantPromptN: p.PromptLogprobs, prompt: prompt}
-		u = usage{completionTokens: -1}
+		c, u = fresh() // readFast may have filled them partly
 		var err error
 		if choices, err = readGeneral(body, &c, &u); err != nil {
 			return nil, err
