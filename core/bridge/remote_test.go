@@ -78,6 +78,15 @@ type python struct {
 	wg        sync.WaitGroup
 }
 
+// answerOne answers the bridge's next request, in the background, with what answer returns.
+func answerOne(b *Bridge, answer func(Request) Reply) {
+	go func() {
+		if r, err := b.Poll(context.Background()); err == nil {
+			_ = b.Answer(r.ID, answer(r))
+		}
+	}()
+}
+
 func servePython(b *Bridge, policy collect.Policy, env collect.Env, c collect.Critic) *python {
 	py := &python{b: b, policy: policy, critic: c, envs: map[int64]collect.Env{100: env}, next: 100}
 	py.wg.Add(1)
@@ -403,13 +412,10 @@ func TestRemoteDecoding(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			b := New()
 			defer b.Close()
-			go func() {
-				r, err := b.Poll(context.Background())
-				if err == nil {
-					assert.Equal(t, tt.kind, r.Kind)
-					_ = b.Resolve(r.ID, []byte(tt.reply))
-				}
-			}()
+			answerOne(b, func(r Request) Reply {
+				assert.Equal(t, tt.kind, r.Kind)
+				return Reply{Payload: []byte(tt.reply)}
+			})
 			err := tt.check(t, b)
 			if tt.wantErr == "" {
 				assert.NoError(t, err)
@@ -440,13 +446,10 @@ func TestActionPayloads(t *testing.T) {
 			b := New()
 			defer b.Close()
 			got := make(chan string, 1)
-			go func() {
-				r, err := b.Poll(context.Background())
-				if err == nil {
-					got <- string(r.Payload)
-					_ = b.Resolve(r.ID, []byte(`{"reward":0}`))
-				}
-			}()
+			answerOne(b, func(r Request) Reply {
+				got <- string(r.Payload)
+				return Reply{Payload: []byte(`{"reward":0}`)}
+			})
 			_, err := Env{b, 1}.Step(context.Background(), tt.action)
 			require.NoError(t, err)
 			assert.JSONEq(t, tt.want, <-got)
@@ -471,15 +474,11 @@ func TestGenerateCarriesTokensBesideTheJSON(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			b := New()
 			defer b.Close()
-			go func() {
-				r, err := b.Poll(context.Background())
-				if err != nil {
-					return
-				}
+			answerOne(b, func(r Request) Reply {
 				assert.Equal(t, []uint32{1, 2, 3}, r.Tokens, "the prefix travels beside the payload")
 				assert.NotContains(t, string(r.Payload), `"tokens"`)
-				_ = b.Answer(r.ID, Reply{Payload: []byte(`{"text":"ab","stop_reason":"length"}`), Tokens: tt.tokens, Logprobs: tt.logprobs})
-			}()
+				return Reply{Payload: []byte(`{"text":"ab","stop_reason":"length"}`), Tokens: tt.tokens, Logprobs: tt.logprobs}
+			})
 			res, err := Policy{b, 1}.Generate(context.Background(), generate.Request{Tokens: []uint32{1, 2, 3}, Params: generate.SamplingParams{MaxTokens: generate.Int(4)}})
 			if tt.wantErr != "" {
 				require.Error(t, err)
