@@ -152,14 +152,7 @@ func (s *Scanner) ID() (uint32, bool) {
 // value; field must consume the value. The key is a view of B (switch on string(key): no
 // copy is made).
 func (s *Scanner) Object(field func(key []byte) bool) bool {
-	if !s.Next('{') {
-		return false
-	}
-	if s.SkipSpace(); s.Peek() == '}' {
-		s.I++
-		return true
-	}
-	for {
+	return s.list('{', '}', func() bool {
 		s.SkipSpace()
 		start := s.I
 		if !s.SkipString() {
@@ -178,19 +171,8 @@ func (s *Scanner) Object(field func(key []byte) bool) bool {
 			return false
 		}
 		s.SkipSpace()
-		if !field(key) {
-			return false
-		}
-		switch s.SkipSpace(); s.Peek() {
-		case ',':
-			s.I++
-		case '}':
-			s.I++
-			return true
-		default:
-			return false
-		}
-	}
+		return field(key)
+	})
 }
 
 // Small reads the value at the position with json-iterator.
@@ -246,21 +228,27 @@ func (s *Scanner) IDs(out []uint32) ([]uint32, bool) {
 // Array reads [elem, ...], calling elem with the position at each element; elem must
 // consume it.
 func (s *Scanner) Array(elem func() bool) bool {
-	if !s.Next('[') {
+	return s.list('[', ']', elem)
+}
+
+// list reads open item, item, ... close (an object's or an array's comma-separated
+// members), calling item at the start of each member; item must consume it.
+func (s *Scanner) list(open, close byte, item func() bool) bool {
+	if !s.Next(open) {
 		return false
 	}
-	if s.SkipSpace(); s.Peek() == ']' {
+	if s.SkipSpace(); s.Peek() == close {
 		s.I++
 		return true
 	}
 	for {
-		if !elem() {
+		if !item() {
 			return false
 		}
 		switch s.SkipSpace(); s.Peek() {
 		case ',':
 			s.I++
-		case ']':
+		case close:
 			s.I++
 			return true
 		default:
