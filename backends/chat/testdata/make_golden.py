@@ -15,7 +15,7 @@ transformers sets them up in `apply_chat_template` (tokenize=True):
 - ids = tokenizer.encode(text, add_special_tokens=False).
 
 usage (from the repository root, with jinja2 and tokenizers installed in a venv):
-    backends/chat/testdata/fetch-qwen3.sh build/testdata/qwen3
+    backends/chat/testdata/fetch-tokenizers.sh build/testdata qwen3
     python backends/chat/testdata/make_golden.py build/testdata/qwen3
 """
 
