@@ -9,8 +9,29 @@ import (
 )
 
 // ParseHermes reads Hermes-style tool calls: each <tool_call> block holds one JSON object
-// {"name": ..., "arguments": {...}} (Qwen2.5 and Qwen3 templates).
-func ParseHermes(r Result) ToolTurn { return BuildToolTurn(r.Text, DecodeHermes) }
+// {"name": ..., "arguments": {...}} (Qwen2.5 and Qwen3 templates). A block ends at the
+// </tool_call> that follows its JSON object, so a JSON string holding "</tool_call>" does
+// not cut the block; a block whose body is not one JSON object ends at the first
+// </tool_call>, as the TOOL_CALL regex reads it.
+func ParseHermes(r Result) ToolTurn { return buildTurn(r.Text, hermesClose, DecodeHermes) }
+
+// hermesClose finds the </tool_call> that closes a Hermes block: the one right after the
+// block's JSON value when the body starts with one, else the first.
+func hermesClose(body string) int {
+	start := len(body) - len(strings.TrimLeft(body, " \t\r\n"))
+	if start < len(body) && body[start] == '{' {
+		dec := json.NewDecoder(strings.NewReader(body[start:]))
+		var v json.RawMessage
+		if dec.Decode(&v) == nil {
+			end := start + int(dec.InputOffset())
+			after := body[end:]
+			if trimmed := strings.TrimLeft(after, " \t\r\n"); strings.HasPrefix(trimmed, toolCallClose) {
+				return end + len(after) - len(trimmed)
+			}
+		}
+	}
+	return firstClose(body)
+}
 
 // hermesName finds a name in a block that is not valid JSON, so a malformed call still says
 // which tool the model meant.

@@ -73,15 +73,37 @@ var ToolCallPattern = regexp.MustCompile(`(?s)<tool_call>(.*?)</tool_call>`)
 // SplitReasoning), calls are read from the rest, and Text is what remains outside the
 // blocks, trimmed.
 func BuildToolTurn(text string, decode func(block string) ToolCall) ToolTurn {
+	return buildTurn(text, firstClose, decode)
+}
+
+const toolCallOpen, toolCallClose = "<tool_call>", "</tool_call>"
+
+// firstClose ends a block at the first </tool_call> (the TOOL_CALL regex).
+func firstClose(body string) int { return strings.Index(body, toolCallClose) }
+
+// buildTurn is BuildToolTurn with the block end chosen by closeAt: given the text after a
+// <tool_call>, it returns the offset of the </tool_call> that closes the block, or -1 when
+// the block is not closed (that <tool_call> and everything after it stay text).
+func buildTurn(text string, closeAt func(body string) int, decode func(block string) ToolCall) ToolTurn {
 	reasoning, visible := SplitReasoning(text)
 	var calls []ToolCall
-	for _, m := range ToolCallPattern.FindAllStringSubmatch(visible, -1) {
-		calls = append(calls, decode(m[1]))
+	var rest strings.Builder
+	for {
+		i := strings.Index(visible, toolCallOpen)
+		if i < 0 {
+			break
+		}
+		body := visible[i+len(toolCallOpen):]
+		end := closeAt(body)
+		if end < 0 {
+			break
+		}
+		rest.WriteString(visible[:i])
+		calls = append(calls, decode(body[:end]))
+		visible = body[end+len(toolCallClose):]
 	}
-	if len(calls) > 0 {
-		visible = ToolCallPattern.ReplaceAllLiteralString(visible, "")
-	}
-	return ToolTurn{Text: strings.TrimSpace(visible), ToolCalls: calls, Reasoning: reasoning}
+	rest.WriteString(visible)
+	return ToolTurn{Text: strings.TrimSpace(rest.String()), ToolCalls: calls, Reasoning: reasoning}
 }
 
 // SplitReasoning separates thinking from the visible reply. Text up to the first </think>

@@ -261,7 +261,9 @@ func TestParsersAndProfiles(t *testing.T) {
 	models := map[string]string{"Qwen/Qwen3.5-4B": ProfileQwenXML, "Qwen/Qwen3-Coder-30B-A3B-Instruct": ProfileQwenXML,
 		"/models/qwen3_6-35b": ProfileQwenXML, "Qwen/Qwen3-8B": ProfileHermes, "Qwen/Qwen2.5-7B-Instruct": ProfileHermes}
 	for model, want := range models {
-		assert.Equal(t, want, ProfileForModel(model), model)
+		got, err := ProfileForModel(model)
+		require.NoError(t, err)
+		assert.Equal(t, want, got, model)
 	}
 }
 

@@ -20,10 +20,20 @@ const (
 const (
 	ProfileQwenXML    = "qwen_xml"
 	ProfileHermes     = "hermes"
+	ProfileLlama3JSON = "llama3_json"
+	ProfileDeepSeekV3 = "deepseek_v3"
+	ProfilePythonic   = "pythonic"
+	ProfileHarmony    = "harmony"
 	ProfileNative     = "native"
 	ProfileText       = "text"
 	ProfileTokenChunk = "token_chunk"
 )
+
+// toolProfiles are the profiles that read tool calls.
+var toolProfiles = []string{ProfileQwenXML, ProfileHermes, ProfileLlama3JSON, ProfileDeepSeekV3, ProfilePythonic, ProfileHarmony, ProfileNative}
+
+// Profiles lists every profile name ForProfile takes.
+func Profiles() []string { return append(append([]string(nil), toolProfiles...), ProfileText, ProfileTokenChunk) }
 
 // Action is one parsed action; Kind says which field is set.
 type Action struct {
@@ -81,6 +91,57 @@ func (p QwenXMLParser) Parse(r Result) (Action, error) {
 	return Action{Kind: KindTool, Turn: &t}, nil
 }
 
+// Llama3JSONParser parses Llama 3 JSON tool calls (ParseLlama3JSON).
+type Llama3JSONParser struct{}
+
+func (Llama3JSONParser) Kind() Kind { return KindTool }
+
+func (Llama3JSONParser) Parse(r Result) (Action, error) {
+	t := ParseLlama3JSON(r)
+	return Action{Kind: KindTool, Turn: &t}, nil
+}
+
+// DeepSeekV3Parser parses DeepSeek V3 tool calls (ParseDeepSeekV3).
+type DeepSeekV3Parser struct{}
+
+func (DeepSeekV3Parser) Kind() Kind { return KindTool }
+
+func (DeepSeekV3Parser) Parse(r Result) (Action, error) {
+	t := ParseDeepSeekV3(r)
+	return Action{Kind: KindTool, Turn: &t}, nil
+}
+
+// PythonicParser parses pythonic tool-call lists (ParsePythonic).
+type PythonicParser struct{}
+
+func (PythonicParser) Kind() Kind { return KindTool }
+
+func (PythonicParser) Parse(r Result) (Action, error) {
+	t := ParsePythonic(r)
+	return Action{Kind: KindTool, Turn: &t}, nil
+}
+
+// HarmonyParser parses gpt-oss harmony replies (ParseHarmony). It reads the special
+// tokens of the reply, so its text must be decoded with them (KeepsSpecialTokens).
+type HarmonyParser struct{}
+
+func (HarmonyParser) Kind() Kind { return KindTool }
+
+func (HarmonyParser) Parse(r Result) (Action, error) {
+	t := ParseHarmony(r)
+	return Action{Kind: KindTool, Turn: &t}, nil
+}
+
+// KeepsSpecialTokens reports that the harmony markers are special tokens.
+func (HarmonyParser) KeepsSpecialTokens() bool { return true }
+
+// KeepsSpecialTokens reports whether p reads special tokens in a reply's text, so a caller
+// decoding token ids for it must not skip them.
+func KeepsSpecialTokens(p Parser) bool {
+	k, ok := p.(interface{ KeepsSpecialTokens() bool })
+	return ok && k.KeepsSpecialTokens()
+}
+
 // NativeParser passes a backend's structured tool calls through (ParseNative).
 type NativeParser struct{}
 
@@ -99,6 +160,14 @@ func ForProfile(profile string, tools []json.RawMessage) (Parser, error) {
 		return QwenXMLParser{QwenXML{Tools: tools}}, nil
 	case ProfileHermes:
 		return HermesParser{}, nil
+	case ProfileLlama3JSON:
+		return Llama3JSONParser{}, nil
+	case ProfileDeepSeekV3:
+		return DeepSeekV3Parser{}, nil
+	case ProfilePythonic:
+		return PythonicParser{}, nil
+	case ProfileHarmony:
+		return HarmonyParser{}, nil
 	case ProfileNative:
 		return NativeParser{}, nil
 	case ProfileText:
@@ -106,18 +175,5 @@ func ForProfile(profile string, tools []json.RawMessage) (Parser, error) {
 	case ProfileTokenChunk:
 		return TokenChunkParser{}, nil
 	}
-	return nil, status.Errorf(status.InvalidArgument, "parse: unknown profile %q, expected one of qwen_xml, hermes, native, text, token_chunk", profile)
-}
-
-// ProfileForModel infers the tool-call dialect from a model name or path: Qwen3.5, Qwen3.6
-// and Qwen3-Coder write Qwen XML calls; other models (Qwen2.5, Qwen3, Hermes-format
-// fine-tunes) write Hermes JSON calls.
-func ProfileForModel(model string) string {
-	m := strings.ToLower(model)
-	for _, xml := range []string{"qwen3.5", "qwen3_5", "qwen3-5", "qwen3.6", "qwen3_6", "qwen3-6", "qwen3-coder", "qwen3_coder"} {
-		if strings.Contains(m, xml) {
-			return ProfileQwenXML
-		}
-	}
-	return ProfileHermes
+	return nil, status.Errorf(status.InvalidArgument, "parse: unknown profile %q, expected one of %s", profile, strings.Join(Profiles(), ", "))
 }

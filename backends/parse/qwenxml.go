@@ -34,56 +34,76 @@ func ParseQwenXML(r Result) ToolTurn { return QwenXML{}.Parse(r) }
 
 // Parse reads the tool calls of a result.
 func (q QwenXML) Parse(r Result) ToolTurn {
-	types := q.paramTypes()
-	return BuildToolTurn(r.Text, func(block string) ToolCall { return decodeQwenXML(block, types) })
+	types := toolParamTypes(q.Tools)
+	return buildTurn(r.Text, qwenXMLClose, func(block string) ToolCall { return decodeQwenXML(block, types) })
 }
 
 // DecodeBlock decodes one <tool_call> block body.
-func (q QwenXML) DecodeBlock(block string) ToolCall { return decodeQwenXML(block, q.paramTypes()) }
+func (q QwenXML) DecodeBlock(block string) ToolCall { return decodeQwenXML(block, toolParamTypes(q.Tools)) }
 
-// paramTypes maps tool name → parameter name → JSON schema types. Schemas that do not
-// decode are ignored: the schemas were already rendered into the prompt, so a parse must not
-// fail because of them.
-func (q QwenXML) paramTypes() map[string]map[string][]string {
-	out := map[string]map[string][]string{}
-	for _, raw := range q.Tools {
-		var schema struct {
-			Name       string `json:"name"`
-			Parameters struct {
-				Properties map[string]struct {
-					Type json.RawMessage `json:"type"`
-				} `json:"properties"`
-			} `json:"parameters"`
-			Function *struct {
-				Name       string `json:"name"`
-				Parameters struct {
-					Properties map[string]struct {
-						Type json.RawMessage `json:"type"`
-					} `json:"properties"`
-				} `json:"parameters"`
-			} `json:"function"`
+const fnOpen, fnClose, pOpen, pClose = "<function=", "</function>", "<parameter=", "</parameter>"
+
+// qwenXMLClose finds the </tool_call> that closes a Qwen XML block: the first one right
+// after a </function> (the template writes "</function>\n</tool_call>"), so a parameter
+// value holding "</tool_call>" does not cut the block; without one, the first </tool_call>.
+func qwenXMLClose(body string) int {
+	for off := 0; ; {
+		i := strings.Index(body[off:], toolCallClose)
+		if i < 0 {
+			return firstClose(body)
 		}
-		if json.Unmarshal(raw, &schema) != nil {
-			continue
+		if strings.HasSuffix(strings.TrimRight(body[:off+i], " \t\r\n"), fnClose) {
+			return off + i
 		}
-		name, props := schema.Name, schema.Parameters.Properties
-		if schema.Function != nil {
-			name, props = schema.Function.Name, schema.Function.Parameters.Properties
-		}
-		params := map[string][]string{}
-		for p, s := range props {
-			var one string
-			var many []string
-			switch {
-			case json.Unmarshal(s.Type, &one) == nil:
-				params[p] = []string{one}
-			case json.Unmarshal(s.Type, &many) == nil:
-				params[p] = many
-			}
-		}
-		out[name] = params
+		off += i + len(toolCallClose)
 	}
-	return out
+}
+
+// valueEnd finds where a parameter value ends in rest (the text after <parameter=NAME>) and
+// where the text after its closing tag starts. The value ends at the first </parameter>
+// that the markup can follow (another <parameter=, </function>, or the end of the block,
+// after optional whitespace), so a value may hold "</parameter>" itself. A value whose
+// closing tag is missing ends where the next parameter starts: a "\n<parameter=NAME>"
+// line naming a parameter the tool declares and the call has not given (any name without
+// a schema).
+func valueEnd(rest string, declared map[string][]string, seen map[string]bool) (end, next int) {
+	closing := -1
+	for off := 0; ; {
+		i := strings.Index(rest[off:], pClose)
+		if i < 0 {
+			break
+		}
+		after := strings.TrimLeft(rest[off+i+len(pClose):], " \t\r\n")
+		if after == "" || strings.HasPrefix(after, pOpen) || strings.HasPrefix(after, fnClose) {
+			closing = off + i
+			break
+		}
+		off += i + len(pClose)
+	}
+	if closing < 0 {
+		closing = strings.Index(rest, pClose)
+	}
+	limit := len(rest)
+	if closing >= 0 {
+		limit = closing
+	}
+	for off := 0; off < limit; {
+		i := strings.Index(rest[off:limit], "\n"+pOpen)
+		if i < 0 {
+			break
+		}
+		at := off + i + 1
+		name, _, ok := strings.Cut(rest[at+len(pOpen):], ">")
+		name = strings.TrimSpace(name)
+		if ok && !seen[name] && (declared == nil || declared[name] != nil) {
+			return at, at
+		}
+		off = at + len(pOpen)
+	}
+	if closing < 0 {
+		return len(rest), len(rest)
+	}
+	return closing, closing + len(pClose)
 }
 
 func decodeQwenXML(block string, types map[string]map[string][]string) ToolCall {
@@ -91,7 +111,6 @@ func decodeQwenXML(block string, types map[string]map[string][]string) ToolCall 
 	malformed := func(name, reason string) ToolCall {
 		return ToolCall{Name: name, Arguments: body, Error: reason}
 	}
-	const fnOpen, fnClose, pOpen, pClose = "<function=", "</function>", "<parameter=", "</parameter>"
 	start := strings.Index(body, fnOpen)
 	if start < 0 {
 		return malformed("", "tool call has no <function=NAME> tag")
@@ -106,10 +125,15 @@ func decodeQwenXML(block string, types map[string]map[string][]string) ToolCall 
 		return malformed("", "tool call has an empty function name")
 	}
 	rest = rest[gt+1:]
-	if end := strings.Index(rest, fnClose); end >= 0 {
+	// The block ends with the function's closing tag; a value may hold the text
+	// "</function>" before it.
+	if end := strings.LastIndex(rest, fnClose); end >= 0 {
 		rest = rest[:end]
 	}
-	params := types[name]
+	params, declared := types[name]
+	if !declared {
+		params = nil
+	}
 
 	var args bytes.Buffer
 	args.WriteByte('{')
@@ -133,18 +157,13 @@ func decodeQwenXML(block string, types map[string]map[string][]string) ToolCall 
 			return malformed(name, "parameter "+strconv.Quote(pname)+" is given twice")
 		}
 		seen[pname] = true
-		// A value ends at its closing tag, or (tolerating a missing one) where the next
-		// parameter starts.
-		end := len(rest)
-		if j := strings.Index(rest, pClose); j >= 0 {
-			end = j
+		var schema map[string][]string
+		if declared {
+			schema = types[name]
 		}
-		if j := strings.Index(rest, pOpen); j >= 0 && j < end {
-			end = j
-		}
+		end, next := valueEnd(rest, schema, seen)
 		value := rest[:end]
-		rest = rest[end:]
-		rest = strings.TrimPrefix(rest, pClose)
+		rest = rest[next:]
 		value = strings.TrimPrefix(value, "\n")
 		value = strings.TrimSuffix(value, "\n")
 
