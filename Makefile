@@ -86,7 +86,8 @@ clean:
 # a failure ("context deadline exceeded", go.dev/issue/75804).
 FUZZTIME ?= 100000x
 FUZZ_TARGETS := \
-	backends/parse:FuzzHermes backends/parse:FuzzQwenXML \
+	backends/parse:FuzzHermes backends/parse:FuzzQwenXML backends/parse:FuzzLlama3JSON \
+	backends/parse:FuzzDeepSeekV3 backends/parse:FuzzPythonic backends/parse:FuzzHarmony \
 	backends/sglang:FuzzParseResponse backends/sglang:FuzzScanTriples backends/sglang:FuzzReadFast \
 	backends/vllm:FuzzParseResponse backends/vllm:FuzzReadFast \
 	backends/openai:FuzzParseChat backends/openai:FuzzParseResponses \

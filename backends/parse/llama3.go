@@ -18,62 +18,55 @@ const pythonTag = "<|python_tag|>"
 // malformed call rather than text. Text is what remains outside the calls and separators.
 func ParseLlama3JSON(r Result) ToolTurn {
 	reasoning, visible := SplitReasoning(r.Text)
-	var text strings.Builder
-	var calls []ToolCall
-	if i := strings.Index(visible, pythonTag); i >= 0 {
-		text.WriteString(visible[:i])
-		action := strings.ReplaceAll(visible[i+len(pythonTag):], pythonTag, ";")
-		found, rest := llamaCalls(action, true)
-		calls = found
-		text.WriteString(rest)
-	} else {
-		found, rest := llamaCalls(visible, false)
-		calls = found
-		text.WriteString(rest)
-	}
-	return ToolTurn{Text: strings.TrimSpace(text.String()), ToolCalls: calls, Reasoning: reasoning}
+	calls, text := llamaCalls(visible)
+	return ToolTurn{Text: strings.TrimSpace(text), ToolCalls: calls, Reasoning: reasoning}
 }
 
-// llamaCalls reads the calls of s. tagged: s follows <|python_tag|>, so it is a sequence of
-// calls separated by ";" and whitespace, and the first thing that is not a call ends it
-// (what follows is text). Untagged: calls are found anywhere in s.
-func llamaCalls(s string, tagged bool) ([]ToolCall, string) {
+// llamaCalls reads the calls of s and returns them and the text around them. It scans s
+// once: a JSON value is skipped whole (so "<|python_tag|>" or "{" inside a string is not
+// markup), a <|python_tag|> outside JSON starts a tagged run in which every JSON value is
+// a call, and text that is not whitespace or a ";" separator ends the run.
+func llamaCalls(s string) ([]ToolCall, string) {
 	var calls []ToolCall
 	var text strings.Builder
 	pos := 0
-	afterCall := false // a ";" right after a call is a separator, not text
+	tagged := false    // inside a run that <|python_tag|> opened
+	afterCall := false // whitespace and one ";" right after a call separate calls
 	for pos < len(s) {
-		if tagged || afterCall {
-			rest := strings.TrimLeft(s[pos:], " \t\r\n")
-			if afterCall && strings.HasPrefix(rest, ";") {
-				pos = len(s) - len(rest) + 1
+		rest := s[pos:]
+		if afterCall {
+			if trimmed := strings.TrimLeft(rest, " \t\r\n"); strings.HasPrefix(trimmed, ";") {
+				pos += len(rest) - len(trimmed) + 1
 				continue
 			}
-			if tagged {
-				if rest == "" {
-					pos = len(s)
-					break
-				}
-				pos = len(s) - len(rest)
-			}
 		}
-		i := strings.IndexByte(s[pos:], '{')
-		if tagged && i != 0 {
-			if len(calls) == 0 {
+		i := strings.IndexByte(rest, '{')
+		j := strings.Index(rest, pythonTag)
+		if j >= 0 && (i < 0 || j < i) {
+			if gap := rest[:j]; !afterCall || strings.TrimSpace(gap) != "" {
+				text.WriteString(gap)
+			}
+			pos += j + len(pythonTag)
+			tagged, afterCall = true, false
+			if next := strings.TrimLeft(s[pos:], " \t\r\n"); !strings.HasPrefix(next, "{") && !strings.HasPrefix(next, pythonTag) {
 				// <|python_tag|> announced a call, and no JSON follows.
 				calls = append(calls, ToolCall{Arguments: strings.TrimSpace(s[pos:]),
 					Error: `expected a JSON tool call {"name": ..., "parameters": {...}} after <|python_tag|>`})
 				pos = len(s)
 			}
-			break
+			continue
 		}
 		if i < 0 {
 			break
 		}
-		start := pos + i
-		if gap := s[pos:start]; !afterCall || strings.TrimSpace(gap) != "" {
+		gap := rest[:i]
+		if strings.TrimSpace(gap) != "" {
+			tagged = false
+		}
+		if !afterCall || strings.TrimSpace(gap) != "" {
 			text.WriteString(gap) // whitespace between two calls is not text
 		}
+		start := pos + i
 		raw, ok := jsonValueAt(s, start)
 		switch {
 		case ok && (tagged || isLlamaCall(raw)):
@@ -85,8 +78,8 @@ func llamaCalls(s string, tagged bool) ([]ToolCall, string) {
 		case tagged || (len(calls) == 0 && strings.TrimSpace(s[:start]) == "" && looksLikeCall(s[start:])):
 			// A call the model started and did not finish: up to the next call, if any.
 			end := len(s)
-			if j := strings.Index(s[start+1:], `{"name"`); j >= 0 {
-				end = start + 1 + j
+			if k := strings.Index(s[start+1:], `{"name"`); k >= 0 {
+				end = start + 1 + k
 			}
 			calls = append(calls, malformedJSONCall(s[start:end]))
 			pos, afterCall = end, true
@@ -95,7 +88,9 @@ func llamaCalls(s string, tagged bool) ([]ToolCall, string) {
 			pos, afterCall = start+1, false
 		}
 	}
-	text.WriteString(s[pos:])
+	if pos < len(s) {
+		text.WriteString(s[pos:])
+	}
 	return calls, text.String()
 }
 

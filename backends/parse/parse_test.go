@@ -360,3 +360,58 @@ func ExampleParseTokenChunk() {
 	fmt.Println(chunk.Tokens, chunk.Finished)
 	// Output: [10 20] false
 }
+
+func TestFamilyFor(t *testing.T) {
+	template := func(fam string) string {
+		data, err := os.ReadFile(filepath.Join("..", "..", "build", "testdata", fam, "tokenizer_config.json"))
+		if err != nil {
+			if os.Getenv("CI") == "true" {
+				t.Fatalf("real tokenizer %s missing (make testdata): %v", fam, err)
+			}
+			t.Skipf("real tokenizer %s missing (make testdata): %v", fam, err)
+		}
+		var cfg struct {
+			ChatTemplate string `json:"chat_template"`
+		}
+		require.NoError(t, json.Unmarshal(data, &cfg))
+		return cfg.ChatTemplate
+	}
+	names := []struct{ model, profile string }{
+		{"Qwen/Qwen3.5-4B", ProfileQwenXML}, {"Qwen/Qwen3-Coder-30B-A3B-Instruct", ProfileQwenXML},
+		{"Qwen/Qwen3-8B", ProfileHermes}, {"Qwen/Qwen2.5-7B-Instruct", ProfileHermes}, {"NousResearch/Hermes-3-Llama-3.1-8B", ProfileHermes},
+		{"meta-llama/Llama-3.1-8B-Instruct", ProfileLlama3JSON}, {"meta-llama/Llama-3.2-3B-Instruct", ProfileLlama3JSON},
+		{"/models/llama3_3-70b", ProfileLlama3JSON}, {"meta-llama/Llama-4-Scout-17B-16E-Instruct", ProfilePythonic},
+		{"deepseek-ai/DeepSeek-V3", ProfileDeepSeekV3}, {"deepseek-ai/DeepSeek-R1-Distill-Qwen-7B", ProfileDeepSeekV3},
+		{"google/gemma-3-27b-it", ProfilePythonic}, {"openai/gpt-oss-20b", ProfileHarmony},
+	}
+	for _, tt := range names {
+		f, err := FamilyFor(tt.model, "")
+		require.NoError(t, err, tt.model)
+		assert.Equal(t, tt.profile, f.Profile, tt.model)
+	}
+	// An unknown name is recognised by the template it ships.
+	templates := []struct{ fam, profile string }{
+		{"qwen3", ProfileHermes}, {"llama3_1", ProfileLlama3JSON}, {"deepseek_v3", ProfileDeepSeekV3}, {"gemma3", ProfilePythonic},
+	}
+	for _, tt := range templates {
+		f, err := FamilyFor("/models/my-finetune", template(tt.fam))
+		require.NoError(t, err, tt.fam)
+		assert.Equal(t, tt.profile, f.Profile, tt.fam)
+	}
+	f, err := FamilyFor("my-model", "{{ '<|start|>assistant<|channel|>final<|message|>' }}")
+	require.NoError(t, err)
+	assert.Equal(t, ProfileHarmony, f.Profile)
+
+	_, err = FamilyFor("mistralai/Mistral-7B-Instruct-v0.3", "{{ '[INST]' }}")
+	assert.Equal(t, status.InvalidArgument, status.CodeOf(err))
+	assert.ErrorContains(t, err, `cannot tell the tool-call dialect of model "mistralai/Mistral-7B-Instruct-v0.3"`)
+	assert.ErrorContains(t, err, "qwen_xml, hermes, llama3_json, deepseek_v3, pythonic, harmony, native")
+	_, err = ProfileForModel("custom")
+	assert.Error(t, err)
+	for _, p := range Profiles() {
+		_, err := ForProfile(p, nil)
+		assert.NoError(t, err, p)
+	}
+	assert.True(t, KeepsSpecialTokens(HarmonyParser{}))
+	assert.False(t, KeepsSpecialTokens(HermesParser{}))
+}

@@ -33,7 +33,9 @@ const (
 var toolProfiles = []string{ProfileQwenXML, ProfileHermes, ProfileLlama3JSON, ProfileDeepSeekV3, ProfilePythonic, ProfileHarmony, ProfileNative}
 
 // Profiles lists every profile name ForProfile takes.
-func Profiles() []string { return append(append([]string(nil), toolProfiles...), ProfileText, ProfileTokenChunk) }
+func Profiles() []string {
+	return append(append([]string(nil), toolProfiles...), ProfileText, ProfileTokenChunk)
+}
 
 // Action is one parsed action; Kind says which field is set.
 type Action struct {

@@ -39,7 +39,9 @@ func (q QwenXML) Parse(r Result) ToolTurn {
 }
 
 // DecodeBlock decodes one <tool_call> block body.
-func (q QwenXML) DecodeBlock(block string) ToolCall { return decodeQwenXML(block, toolParamTypes(q.Tools)) }
+func (q QwenXML) DecodeBlock(block string) ToolCall {
+	return decodeQwenXML(block, toolParamTypes(q.Tools))
+}
 
 const fnOpen, fnClose, pOpen, pClose = "<function=", "</function>", "<parameter=", "</parameter>"
 
