@@ -83,19 +83,27 @@ focus_status focus_selftest_search_tree(int64_t rollouts, int64_t segments, int6
 
 /* --- action parsing (backends/parse) -------------------------------------------- */
 
-/* Parses one response with the parser a profile names ("qwen_xml", "hermes", "native",
- * "text", "token_chunk"). request: {"result": {"tokens", "text", "stop_reason",
- * "native_tool_calls": [{"name", "arguments", "call_id"}]}, "tools": [schema...]}.
- * *out: {"kind", "text" | "tool_turn": {"text", "tool_calls", "reasoning"} |
- * "chunk": {"tokens", "finished"}}. */
+/* Parses one response with the parser a profile names ("qwen_xml", "hermes",
+ * "llama3_json", "deepseek_v3", "pythonic", "harmony", "native", "text", "token_chunk").
+ * request: {"result": {"tokens", "text", "stop_reason", "native_tool_calls": [{"name",
+ * "arguments", "call_id"}]}, "tools": [schema...]}. *out: {"kind", "text" | "tool_turn":
+ * {"text", "tool_calls": [{"name", "arguments", "call_id", "error"}], "reasoning"} |
+ * "chunk": {"tokens", "finished"}}; a call's "error" is "" unless it is malformed (then it
+ * says why, and "arguments" is the raw call text). */
 focus_status focus_parse(char *profile, char *request, size_t len, char **out, char **err);
 
 /* Splits a completion into reasoning, visible text and the bodies of its <tool_call>
  * blocks: *out = {"text", "reasoning", "blocks": [...]}. */
 focus_status focus_tool_blocks(char *text, size_t len, char **out, char **err);
 
-/* The tool-call profile a model name implies ("qwen_xml" or "hermes"). */
+/* The tool-call profile a model name implies (FamilyFor in backends/parse); a name of no
+ * supported family is an error naming the profiles to choose from. */
 focus_status focus_profile_for_model(char *model, char **out, char **err);
+
+/* The model family and tool-call profile of a model: request {"model", "chat_template"}
+ * (the template is read when the name does not tell); *out = {"family", "profile"}. An
+ * unknown family is an error naming the profiles to choose from. */
+focus_status focus_profile_resolve(char *request, size_t len, char **out, char **err);
 
 /* --- tokenizer and chat template (backends/tokenizer, backends/chat) -------------- */
 
@@ -266,7 +274,7 @@ focus_status focus_math_grade(char *request, size_t len, char **out, char **err)
  * "env": {"kind": "math", "label"} | {"kind": "remote", "object"},
  * "critic": null | {"kind": "constant", "value"} | {"kind": "http", "url", "timeout"}
  *           | {"kind": "remote", "object"},
- * "turn": null (exact-token segments) | {"parser": "hermes" | "qwen_xml" | "text",
+ * "turn": null (exact-token segments) | {"parser": a tool profile other than "native" | "text",
  *         "messages": [root chat messages], "tools": [schemas] | null,
  *         "template_kwargs": {...}}: the whole-turn chat context (one assistant turn per
  *         segment, segments = the turn's max_tokens; needs codec).

@@ -20,6 +20,9 @@ type wireToolCall struct {
 	Name      string `json:"name"`
 	Arguments string `json:"arguments"`
 	CallID    string `json:"call_id"`
+	// Error is "" for a well-formed call, else why it could not be decoded
+	// (parse.ToolCall.Error); Arguments then hold the raw call text.
+	Error string `json:"error"`
 }
 
 type wireParseRequest struct {
@@ -51,7 +54,7 @@ type wireAction struct {
 func toWireTurn(t parse.ToolTurn) *wireToolTurn {
 	calls := make([]wireToolCall, len(t.ToolCalls))
 	for i, c := range t.ToolCalls {
-		calls[i] = wireToolCall{Name: c.Name, Arguments: c.Arguments, CallID: c.CallID}
+		calls[i] = wireToolCall{Name: c.Name, Arguments: c.Arguments, CallID: c.CallID, Error: c.Error}
 	}
 	return &wireToolTurn{Text: t.Text, ToolCalls: calls, Reasoning: t.Reasoning}
 }
@@ -126,7 +129,32 @@ func focus_tool_blocks(text *C.char, n C.size_t, out **C.char, errOut **C.char) 
 //export focus_profile_for_model
 func focus_profile_for_model(model *C.char, out **C.char, errOut **C.char) C.focus_status {
 	return guard(errOut, func() error {
-		*out = C.CString(parse.ProfileForModel(C.GoString(model)))
+		profile, err := parse.ProfileForModel(C.GoString(model))
+		if err != nil {
+			return err
+		}
+		*out = C.CString(profile)
 		return nil
+	})
+}
+
+//export focus_profile_resolve
+func focus_profile_resolve(request *C.char, n C.size_t, out **C.char, errOut **C.char) C.focus_status {
+	return guard(errOut, func() error {
+		var req struct {
+			Model        string `json:"model"`
+			ChatTemplate string `json:"chat_template"`
+		}
+		if err := decodeJSON(request, n, "profile request", &req); err != nil {
+			return err
+		}
+		family, err := parse.FamilyFor(req.Model, req.ChatTemplate)
+		if err != nil {
+			return err
+		}
+		return returnJSON(out, struct {
+			Family  string `json:"family"`
+			Profile string `json:"profile"`
+		}{family.Name, family.Profile})
 	})
 }

@@ -42,7 +42,7 @@ import (
 // observation belongs in Messages (the first prompt is rendered from them),
 // so a non-empty reset observation without exact tokens is rejected.
 type Turns struct {
-	// Parser reads a reply (KindTool: hermes or qwen_xml; KindText: text).
+	// Parser reads a reply (KindTool: a tool-call dialect; KindText: text).
 	Parser parse.Parser
 	// Template renders chat messages with the model's chat template (and
 	// the keyword arguments the prompt was rendered with).
@@ -190,7 +190,9 @@ func (r *turnRenderer) turnAction(tokens []uint32, stopReason string) (parse.Act
 	if stopReason != "stop" && stopReason != "length" {
 		return parse.Action{}, status.Errorf(status.Backend, "finish reason %q cannot end an assistant turn, expected \"stop\" or \"length\"", stopReason)
 	}
-	text, err := r.codec.Decode(tokens, true)
+	// Most dialects read the reply without special tokens (the EOS is not part of the
+	// answer); harmony's channel markers are special tokens, so it reads them all.
+	text, err := r.codec.Decode(tokens, !parse.KeepsSpecialTokens(r.turns.Parser))
 	if err != nil {
 		return parse.Action{}, fmt.Errorf("decode the reply: %w", err)
 	}

@@ -89,6 +89,7 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     ),
     "focus_tool_blocks": (ctypes.c_int32, [ctypes.c_char_p, ctypes.c_size_t, _str_out, _err_p]),
     "focus_profile_for_model": (ctypes.c_int32, [ctypes.c_char_p, _str_out, _err_p]),
+    "focus_profile_resolve": (ctypes.c_int32, [ctypes.c_char_p, ctypes.c_size_t, _str_out, _err_p]),
     # tokenizer and chat template
     "focus_codec_load": (ctypes.c_int32, [ctypes.c_char_p, ctypes.POINTER(c_handle), _err_p]),
     "focus_codec_info": (ctypes.c_int32, [c_handle, _str_out, _err_p]),

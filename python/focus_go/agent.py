@@ -39,7 +39,7 @@ class Agent:
     ``max_segments`` and ``max_total_tokens`` bound one root-to-leaf path (a path reaching
     either ends truncated); ``sampling`` overrides the policy's default sampling
     parameters; ``parser`` overrides the parser the format and context imply (for whole
-    turns: HermesToolCallParser, QwenXMLToolCallParser or TextActionParser; by default the
+    turns: one of the built-in tool-call parsers or TextActionParser; by default the
     format's tool parser, or the model's own tool dialect when the format parses text or
     token chunks)."""
 

@@ -35,11 +35,16 @@ from .critic import Critic
 from .env import Env, MathEnv, Step
 from .generation.parsing import (
     ActionParser,
+    DeepSeekV3ToolCallParser,
+    HarmonyToolCallParser,
     HermesToolCallParser,
+    Llama3JSONToolCallParser,
     NativeToolCallParser,
+    PythonicToolCallParser,
     QwenXMLToolCallParser,
     TextActionParser,
 )
+from .generation.format import model_profile
 from .generation.types import DEFAULT_MAX_TOKENS
 from .tools import ToolEnv
 from .workspace import Workspace
@@ -201,7 +206,10 @@ def _action(action: Dict[str, Any]) -> Any:
     if kind == "text":
         return action.get("text", "")
     if kind == "tool":
-        calls = tuple(ToolCall(c["name"], c["arguments"], c.get("call_id", "")) for c in action.get("tool_calls") or ())
+        calls = tuple(
+            ToolCall(c["name"], c["arguments"], c.get("call_id", ""), c.get("error") or "")
+            for c in action.get("tool_calls") or ()
+        )
         return ToolTurn(text=action.get("text", ""), tool_calls=calls, reasoning=action.get("reasoning", ""))
     raise ConfigError(f"unknown action kind {kind!r}")
 
@@ -209,6 +217,10 @@ def _action(action: Dict[str, Any]) -> Any:
 _TURN_PROFILES = {
     HermesToolCallParser: "hermes",
     QwenXMLToolCallParser: "qwen_xml",
+    Llama3JSONToolCallParser: "llama3_json",
+    DeepSeekV3ToolCallParser: "deepseek_v3",
+    PythonicToolCallParser: "pythonic",
+    HarmonyToolCallParser: "harmony",
     TextActionParser: "text",
 }
 
@@ -221,8 +233,9 @@ def _turn_profile(agent: Agent) -> str:
         if profile is None:
             raise ConfigError(
                 f"Agent(parser={type(agent.parser).__name__}(...)): the whole-turn context parses in the Go "
-                "engine, which reads hermes, qwen_xml and text replies (HermesToolCallParser, "
-                "QwenXMLToolCallParser, TextActionParser)"
+                "engine, which reads the built-in dialects and text replies ("
+                + ", ".join(sorted(cls.__name__ for cls in _TURN_PROFILES))
+                + ")"
             )
         if agent.parser.action != action:
             raise ConfigError(
@@ -236,13 +249,16 @@ def _turn_profile(agent: Agent) -> str:
     if isinstance(parser, NativeToolCallParser):
         raise ConfigError(
             "the whole-turn context needs exact tokens: a native (API) tool-call policy cannot build a "
-            "token tree; use a token backend (SGLangPolicy, VLLMPolicy) with profile hermes or qwen_xml"
+            "token tree; use a token backend (SGLangPolicy, VLLMPolicy) with the model's tool profile "
+            "(hermes, qwen_xml, llama3_json, deepseek_v3, pythonic or harmony)"
         )
     profile = _TURN_PROFILES.get(type(parser))
-    if profile in ("hermes", "qwen_xml"):
+    if profile is not None and profile != "text":
         return profile
-    # A text or token_chunk format: the model's own tool dialect.
-    return _lib.call_string("focus_profile_for_model", agent.policy.model.encode())
+    # A text or token_chunk format: the model's own tool dialect (ConfigError naming the
+    # profiles when neither the model name nor its chat template tells).
+    tokenizer = getattr(getattr(agent.policy.format, "codec", None), "tokenizer", None)
+    return model_profile(agent.policy.model, getattr(tokenizer, "chat_template", "") or "")[1]
 
 
 def _timeout(name: str, value: Optional[float]) -> float:

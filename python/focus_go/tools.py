@@ -12,11 +12,14 @@ or async). Each step takes one parsed assistant turn (a ToolTurn):
   ``answer`` was given, ``done=True``.
 
 Calls are parsed, never evaluated: arguments are ``json.loads``'d and must be a JSON
-object, passed as keyword arguments. Nothing a model writes raises: an unknown tool,
-arguments that are not a JSON object, arguments that do not fit the signature, and a tool
-that raises all become a tool message starting with ``"Error: "`` (with the exception
-text), so the model sees its mistake and the branch goes on. ``Step.info`` lists each
-call's name and error (None when it ran). A tool that takes a ``workspace`` keyword gets
+object, passed as keyword arguments. Nothing a model writes raises: a call the parser
+marked malformed (``ToolCall.error``: invalid JSON, no name, arguments that are not an
+object, ...) is never run and is answered with ``"Error: could not parse the tool call
+...: <reason>"``; an unknown tool, arguments that are not a JSON object, arguments that do
+not fit the signature, and a tool that raises all become a tool message starting with
+``"Error: "`` (with the exception text), so the model sees its mistake and the branch goes
+on. ``Step.info["tool_calls"]`` lists each call's ``name``, ``error`` (None when it ran)
+and ``malformed`` (True when the parser could not decode it, so it did not run). A tool that takes a ``workspace`` keyword gets
 the collection's working directory (a ``pathlib.Path``; None outside a Collector with a
 Workspace); the model cannot set it. A tool's return value becomes the message content:
 a str as it is, None as "", anything else as JSON.
@@ -247,11 +250,18 @@ class ToolEnv(Env):
             if call.call_id:
                 message["tool_call_id"] = call.call_id
             messages.append(message)
-            calls.append({"name": call.name, "error": error})
+            calls.append({"name": call.name, "error": error, "malformed": bool(getattr(call, "error", ""))})
         return Step(observation=messages, reward=0.0, done=False, info={"tool_calls": calls})
 
     async def _run(self, call: ToolCall) -> Tuple[str, Optional[str]]:
         """One call's message content and error (None when the tool ran)."""
+        malformed = getattr(call, "error", "")
+        if malformed:
+            # The parser could not decode the call: its arguments are raw model text, so the
+            # tool must not see them. The model is told why, as agent frameworks do.
+            named = f" to {call.name}" if call.name else ""
+            error = f"could not parse the tool call{named}: {malformed}"
+            return "Error: " + error, error
         fn = self.tools.get(call.name)
         if fn is None:
             error = f"unknown tool {call.name!r}; available: {', '.join(sorted(self.tools))}"

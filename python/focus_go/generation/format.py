@@ -20,8 +20,12 @@ from .. import _lib
 from .._handle import GoObject
 from .parsing import (
     ActionParser,
+    DeepSeekV3ToolCallParser,
+    HarmonyToolCallParser,
     HermesToolCallParser,
+    Llama3JSONToolCallParser,
     NativeToolCallParser,
+    PythonicToolCallParser,
     QwenXMLToolCallParser,
     TextActionParser,
     TokenChunkParser,
@@ -30,7 +34,21 @@ from .types import GenerateResult, Message, PreparedPrompt, TokenId
 
 A = TypeVar("A")
 
-PROFILES = ("qwen_xml", "hermes", "native", "text", "token_chunk")
+PROFILES = (
+    "qwen_xml",
+    "hermes",
+    "llama3_json",
+    "deepseek_v3",
+    "pythonic",
+    "harmony",
+    "native",
+    "text",
+    "token_chunk",
+)
+"""Every profile ``PolicyFormat.resolve(profile=...)`` takes: the tool-call dialects
+(``qwen_xml`` Qwen3.5 / Qwen3-Coder, ``hermes`` Qwen2.5 / Qwen3 / Hermes, ``llama3_json``
+Llama 3.1-3.3, ``deepseek_v3`` DeepSeek V3 / R1, ``pythonic`` Gemma 3 / Llama 4,
+``harmony`` gpt-oss, ``native`` API tool calls), ``text`` and ``token_chunk``."""
 
 
 class HFTokenizer(GoObject):
@@ -147,9 +165,22 @@ class ChatCodec:
         return self.tokenizer.decode(tokens, skip_special_tokens=skip_special_tokens)
 
 
+def model_profile(model: str, chat_template: str = "") -> Tuple[str, str]:
+    """The model family and tool-call profile of ``model``, recognised from its name or,
+    when the name does not tell, from its chat template. Raises ConfigError, naming the
+    profiles to choose from, for a model of no supported family."""
+    data = json.dumps({"model": model, "chat_template": chat_template or ""}, ensure_ascii=False).encode("utf-8")
+    out = json.loads(_lib.call_string("focus_profile_resolve", data, len(data)))
+    return out["family"], out["profile"]
+
+
 _PARSERS = {
     "qwen_xml": QwenXMLToolCallParser,
     "hermes": HermesToolCallParser,
+    "llama3_json": Llama3JSONToolCallParser,
+    "deepseek_v3": DeepSeekV3ToolCallParser,
+    "pythonic": PythonicToolCallParser,
+    "harmony": HarmonyToolCallParser,
     "native": NativeToolCallParser,
     "text": TextActionParser,
     "token_chunk": TokenChunkParser,
@@ -198,16 +229,20 @@ class PolicyFormat(Generic[A]):
         """The tokenizer, chat template and parser for a model.
 
         ``profile`` names the parser: ``"qwen_xml"`` (Qwen3.5 tool calls), ``"hermes"``
-        (Qwen2.5 tool calls), ``"native"`` (API tool calls), ``"text"``, or
-        ``"token_chunk"`` (exact segments). Without one, the model name selects the tool
-        dialect. Without a tokenizer, ``model`` is loaded as a local directory or from the
-        local Hugging Face cache."""
-        if profile is None:
-            profile = _lib.call_string("focus_profile_for_model", model.encode())
-        if profile not in _PARSERS:
+        (Qwen2.5 tool calls), ``"llama3_json"``, ``"deepseek_v3"``, ``"pythonic"``,
+        ``"harmony"``, ``"native"`` (API tool calls), ``"text"``, or ``"token_chunk"``
+        (exact segments); see ``PROFILES``. Without one, the model name selects the tool
+        dialect, or the chat template the tokenizer ships when the name does not tell
+        (``model_profile``); a model of no supported family raises ConfigError naming the
+        profiles, rather than reading its tool calls with another family's parser. Without
+        a tokenizer, ``model`` is loaded as a local directory or from the local Hugging Face
+        cache."""
+        if profile is not None and profile not in _PARSERS:
             from ..errors import ConfigError
 
             raise ConfigError(f"unknown profile {profile!r}, expected one of {', '.join(PROFILES)}")
         if tokenizer is None:
             tokenizer = HFTokenizer(model)
+        if profile is None:
+            _, profile = model_profile(model, tokenizer.chat_template)
         return cls(name=f"{model}:{profile}", codec=ChatCodec(tokenizer), parser=_PARSERS[profile]())

@@ -44,11 +44,22 @@ class NativeToolCall:
 
 @dataclass(frozen=True)
 class ToolCall:
-    """A parsed tool's name and JSON argument string."""
+    """A parsed tool's name and JSON argument string.
+
+    ``error`` is empty for a well-formed call. A call the parser could not decode (invalid
+    JSON, no name, arguments that are not a JSON object, ...) keeps the best name found,
+    the raw call text as ``arguments`` and says in ``error`` what was wrong; ToolEnv
+    answers such a call with an error message instead of running the tool."""
 
     name: str
     arguments: str
     call_id: str = ""
+    error: str = ""
+
+    @property
+    def malformed(self) -> bool:
+        """Whether the call could not be decoded (``error`` says why)."""
+        return bool(self.error)
 
 
 @dataclass(frozen=True)

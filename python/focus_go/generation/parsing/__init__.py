@@ -3,7 +3,11 @@
 from ..types import ToolCall
 from .base import TOOL_CALL, ActionParser, tool_turn
 from .parsers import (
+    DeepSeekV3ToolCallParser,
+    HarmonyToolCallParser,
     HermesToolCallParser,
+    Llama3JSONToolCallParser,
+    PythonicToolCallParser,
     NativeToolCallParser,
     QwenXMLToolCallParser,
     TextActionParser,
@@ -13,7 +17,11 @@ from .parsers import (
 __all__ = [
     "TOOL_CALL",
     "ActionParser",
+    "DeepSeekV3ToolCallParser",
+    "HarmonyToolCallParser",
     "HermesToolCallParser",
+    "Llama3JSONToolCallParser",
+    "PythonicToolCallParser",
     "NativeToolCallParser",
     "QwenXMLToolCallParser",
     "TextActionParser",

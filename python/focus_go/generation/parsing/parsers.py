@@ -31,7 +31,9 @@ def _parse(profile: str, result: GenerateResult, tools: Sequence[Mapping[str, An
 
 def _turn(action: Dict[str, Any]) -> ToolTurn:
     turn = action["tool_turn"]
-    calls = tuple(ToolCall(c["name"], c["arguments"], c["call_id"]) for c in turn["tool_calls"] or ())
+    calls = tuple(
+        ToolCall(c["name"], c["arguments"], c["call_id"], c.get("error") or "") for c in turn["tool_calls"] or ()
+    )
     return ToolTurn(text=turn["text"], tool_calls=calls, reasoning=turn["reasoning"])
 
 
@@ -59,8 +61,9 @@ class TextActionParser(ActionParser[str]):
 class HermesToolCallParser(ActionParser[ToolTurn]):
     """Reads Hermes-style JSON tool-call blocks (``<tool_call>{"name": ..., "arguments":
     {...}}</tool_call>``) and separates them from reasoning and visible text. A malformed
-    block still becomes a ToolCall (best name found, raw block as ``arguments``), so the
-    environment can answer or penalise it instead of losing the branch."""
+    block still becomes a ToolCall (best name found, raw block as ``arguments``, the reason
+    in ``error``), so the environment can answer or penalise it instead of losing the
+    branch."""
 
     action: ClassVar = "tool"
 
@@ -81,6 +84,49 @@ class QwenXMLToolCallParser(ActionParser[ToolTurn]):
 
     def parse(self, result: GenerateResult) -> ToolTurn:
         return _turn(_parse("qwen_xml", result, self._tools))
+
+
+class Llama3JSONToolCallParser(ActionParser[ToolTurn]):
+    """Reads Llama 3.1 / 3.2 / 3.3 JSON tool calls (``{"name": ..., "parameters": {...}}``,
+    possibly after ``<|python_tag|>``, parallel calls separated by ``;``)."""
+
+    action: ClassVar = "tool"
+
+    def parse(self, result: GenerateResult) -> ToolTurn:
+        return _turn(_parse("llama3_json", result))
+
+
+class DeepSeekV3ToolCallParser(ActionParser[ToolTurn]):
+    """Reads DeepSeek V3 / R1 tool calls (``<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function
+    <｜tool▁sep｜>NAME`` and a fenced JSON block, and the V3.1 form without the fence)."""
+
+    action: ClassVar = "tool"
+
+    def parse(self, result: GenerateResult) -> ToolTurn:
+        return _turn(_parse("deepseek_v3", result))
+
+
+class PythonicToolCallParser(ActionParser[ToolTurn]):
+    """Reads pythonic tool-call lists (``[get_weather(city='Paris'), search(q="x")]``), the
+    format Gemma 3 writes when its prompt defines functions and Llama 4 writes between
+    ``<|python_start|>`` and ``<|python_end|>``; argument values are Python literals."""
+
+    action: ClassVar = "tool"
+
+    def parse(self, result: GenerateResult) -> ToolTurn:
+        return _turn(_parse("pythonic", result))
+
+
+class HarmonyToolCallParser(ActionParser[ToolTurn]):
+    """Reads gpt-oss harmony replies: ``commentary to=functions.NAME`` messages are tool
+    calls, the analysis channel is ``ToolTurn.reasoning`` and the final channel the text.
+    The result's text must keep the special tokens (token backends decode with
+    ``skip_special_tokens=False``)."""
+
+    action: ClassVar = "tool"
+
+    def parse(self, result: GenerateResult) -> ToolTurn:
+        return _turn(_parse("harmony", result))
 
 
 class NativeToolCallParser(ActionParser[ToolTurn]):
