@@ -417,3 +417,29 @@ func TestTurnsResetObservation(t *testing.T) {
 		})
 	}
 }
+
+// skipRecorder is a codec that records whether a decode skipped special tokens.
+type skipRecorder struct {
+	chatMLCodec
+	skipped *[]bool
+}
+
+func (c skipRecorder) Decode(ids []uint32, skipSpecial bool) (string, error) {
+	*c.skipped = append(*c.skipped, skipSpecial)
+	return c.chatMLCodec.Decode(ids, skipSpecial)
+}
+
+// TestTurnActionKeepsSpecialTokensForHarmony: harmony's channel markers are special
+// tokens, so the reply is decoded with them; the other dialects read it without.
+func TestTurnActionKeepsSpecialTokensForHarmony(t *testing.T) {
+	for _, tt := range []struct {
+		parser parse.Parser
+		skip   bool
+	}{{parse.HermesParser{}, true}, {parse.HarmonyParser{}, false}, {parse.Llama3JSONParser{}, true}} {
+		var skipped []bool
+		r := &turnRenderer{turns: &Turns{Parser: tt.parser}, codec: skipRecorder{skipped: &skipped}}
+		_, err := r.turnAction([]uint32{'h', 'i', 1001}, "stop")
+		require.NoError(t, err)
+		assert.Equal(t, []bool{tt.skip}, skipped, "%T", tt.parser)
+	}
+}
