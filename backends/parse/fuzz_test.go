@@ -12,12 +12,12 @@ import (
 // checkTurn holds for any input: parsing is deterministic, every call is either marked
 // malformed or has a name and a JSON-object argument string, text and reasoning are
 // trimmed, and (for the <tool_call> dialects) there are no more calls than <tool_call>
-// tags outside the reasoning.
+// and <function= tags outside the reasoning.
 func checkTurn(t *testing.T, text string, parse func(string) ToolTurn) {
 	turn := checkAnyTurn(t, text, parse)
 	_, visible := SplitReasoning(text)
-	if n := strings.Count(visible, toolCallOpen); len(turn.ToolCalls) > n {
-		t.Fatalf("%d <tool_call> tags but %d calls for %q", n, len(turn.ToolCalls), text)
+	if n := strings.Count(visible, toolCallOpen) + strings.Count(visible, fnOpen); len(turn.ToolCalls) > n {
+		t.Fatalf("%d <tool_call>/<function= tags but %d calls for %q", n, len(turn.ToolCalls), text)
 	}
 }
 

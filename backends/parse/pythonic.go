@@ -433,3 +433,15 @@ func (p *pyParser) str() (string, error) {
 	}
 	return "", p.errorf("unterminated string")
 }
+
+// pyLiteralJSON converts s, one whole Python literal (a dict or list with single-quoted
+// strings, True/None, ...), to JSON.
+func pyLiteralJSON(s string) (string, bool) {
+	p := &pyParser{s: s}
+	var b bytes.Buffer
+	if p.value(&b) != nil {
+		return "", false
+	}
+	p.space()
+	return b.String(), p.pos == len(s)
+}

@@ -32,10 +32,58 @@ type QwenXML struct {
 // ParseQwenXML reads Qwen XML tool calls without tool schemas.
 func ParseQwenXML(r Result) ToolTurn { return QwenXML{}.Parse(r) }
 
-// Parse reads the tool calls of a result.
+// Parse reads the tool calls of a result. A <function=...>...</function> block the model
+// wrote without its <tool_call> wrapper is a call too, as SGLang's and vLLM's Qwen3-Coder
+// parsers read it.
 func (q QwenXML) Parse(r Result) ToolTurn {
 	types := toolParamTypes(q.Tools)
-	return buildTurn(r.Text, qwenXMLClose, func(block string) ToolCall { return decodeQwenXML(block, types) })
+	decode := func(block string) ToolCall { return decodeQwenXML(block, types) }
+	turn := buildTurn(r.Text, qwenXMLClose, decode)
+	if !strings.Contains(turn.Text, fnOpen) {
+		return turn
+	}
+	var text strings.Builder
+	rest := turn.Text
+	for {
+		i := strings.Index(rest, fnOpen)
+		if i < 0 {
+			break
+		}
+		end := bareFunctionEnd(rest[i:])
+		if end < 0 {
+			break
+		}
+		text.WriteString(rest[:i])
+		turn.ToolCalls = append(turn.ToolCalls, decode(rest[i:i+end]))
+		rest = rest[i+end:]
+	}
+	text.WriteString(rest)
+	turn.Text = strings.TrimSpace(text.String())
+	return turn
+}
+
+// bareFunctionEnd finds the end of a <function=...> block without a <tool_call> wrapper:
+// just after the first </function> that another block or the end of the text follows
+// (the first </function> when none does), or -1 when the block is not closed.
+func bareFunctionEnd(s string) int {
+	first := -1
+	for off := 0; ; {
+		i := strings.Index(s[off:], fnClose)
+		if i < 0 {
+			if first >= 0 {
+				return first
+			}
+			return -1
+		}
+		end := off + i + len(fnClose)
+		if first < 0 {
+			first = end
+		}
+		if after := strings.TrimLeft(s[end:], " \t\r\n"); after == "" || strings.HasPrefix(after, fnOpen) || strings.HasPrefix(after, toolCallOpen) {
+			return end
+		}
+		off = end
+	}
 }
 
 // DecodeBlock decodes one <tool_call> block body.
@@ -221,9 +269,15 @@ func paramJSON(value string, types []string) string {
 			if isJSONObject([]byte(trimmed)) {
 				return trimmed
 			}
+			if lit, ok := pyLiteralJSON(trimmed); ok && strings.HasPrefix(lit, "{") {
+				return lit // the model wrote a Python dict
+			}
 		case "array":
 			if strings.HasPrefix(trimmed, "[") && json.Valid([]byte(trimmed)) {
 				return trimmed
+			}
+			if lit, ok := pyLiteralJSON(trimmed); ok && strings.HasPrefix(lit, "[") {
+				return lit // the model wrote a Python list
 			}
 		default:
 			if lit, ok := literalJSON(trimmed); ok {
@@ -249,6 +303,9 @@ func literalJSON(s string) (string, bool) {
 	}
 	if s[0] != '"' && json.Valid([]byte(s)) {
 		return s, true
+	}
+	if s[0] == '[' || s[0] == '{' {
+		return pyLiteralJSON(s) // a Python list or dict
 	}
 	return "", false
 }
