@@ -145,3 +145,24 @@ def test_optional_str_value_stays_a_string():
     text = "<tool_call>\n<function=lookup>\n<parameter=code>\n42\n</parameter>\n<parameter=alt>\nNone\n</parameter>\n<parameter=n>\n3\n</parameter>\n</function>\n</tool_call>"
     call = QwenXMLToolCallParser(tools).parse(GenerateResult(text=text)).tool_calls[0]
     assert json.loads(call.arguments) == {"code": "42", "alt": None, "n": 3}
+
+
+def test_calls_rendered_by_the_real_templates_parse_back():
+    """An assistant turn with parallel tool calls, as the family's own chat template
+    renders it, parses back to the same calls (DeepSeek V3 and Qwen3 ship tool sections)."""
+    calls = [
+        {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Tokyo", "unit": "celsius"}'}},
+        {"id": "c2", "type": "function", "function": {"name": "search_hotels", "arguments": '{"location": "Tokyo", "note": "a </tool_call> b"}'}},
+    ]
+    cases = [  # DeepSeek's template tests `content is none`; Qwen's wants a string
+        ("deepseek_v3", None, DeepSeekV3ToolCallParser(), "<｜Assistant｜>", "<｜end▁of▁sentence｜>"),
+        ("qwen3", "", HermesToolCallParser(), "<|im_start|>assistant\n", "<|im_end|>"),
+    ]
+    for family, content, parser, start, end in cases:
+        messages = [{"role": "user", "content": "Weather and hotels in Tokyo?"}, {"role": "assistant", "content": content, "tool_calls": calls}]
+        text = tokenizer(family).apply_chat_template(messages, tokenize=False)
+        reply = text.split(start, 1)[1].split(end, 1)[0]
+        turn = parser.parse(GenerateResult(text=reply))
+        got = [(c.name, json.loads(c.arguments), c.error) for c in turn.tool_calls]
+        assert got == [(c["function"]["name"], json.loads(c["function"]["arguments"]), "") for c in calls], (family, reply)
+        assert turn.text == ""
