@@ -30,8 +30,9 @@ var (
 // with a recipient (to=functions.NAME, in the header before or after the channel) is a
 // tool call of NAME (other recipients, such as browser.search, keep their full name) with
 // the message as its arguments, which must be a JSON object (empty: {}). Analysis messages
-// are Reasoning; final messages, and commentary messages without a recipient (preambles
-// shown to the user), are Text, joined by blank lines. The text must keep the special
+// are Reasoning; final messages are Text, or, when there is none, the commentary messages
+// without a recipient (preambles shown to the user), as vLLM reads them; several are
+// joined by blank lines. The text must keep the special
 // tokens (decode with skip_special_tokens=False): without <|message|> markers the whole
 // reply is Text. The last message may lack its end token (a server strips the stop token
 // <|call|> or <|return|>); when the finish reason is "length" an unterminated tool-call
@@ -41,7 +42,7 @@ func ParseHarmony(r Result) ToolTurn {
 	if !strings.Contains(s, hMessage) {
 		return ToolTurn{Text: strings.TrimSpace(s)}
 	}
-	var text, reasoning []string
+	var text, preamble, reasoning []string
 	var calls []ToolCall
 	add := func(parts *[]string, s string) {
 		if s = strings.TrimSpace(s); s != "" {
@@ -86,9 +87,14 @@ func ParseHarmony(r Result) ToolTurn {
 			calls = append(calls, harmonyCall(recipient, content))
 		case channel == "analysis":
 			add(&reasoning, content)
-		default: // final, a commentary preamble, or no channel
+		case channel == "commentary":
+			add(&preamble, content)
+		default: // final, or no channel
 			add(&text, content)
 		}
+	}
+	if len(text) == 0 {
+		text = preamble
 	}
 	return ToolTurn{Text: strings.Join(text, "\n\n"), ToolCalls: calls, Reasoning: strings.Join(reasoning, "\n\n")}
 }
