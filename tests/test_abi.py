@@ -80,11 +80,11 @@ def test_abi_mismatch_is_refused():
 
 def test_go_panic_becomes_python_exception_and_process_survives():
     with pytest.raises(InternalError, match="Go panic: kaboom"):
-        _lib.call("focus_selftest_panic", b"kaboom")
+        _lib.call("focus_selftest_panic", b"kaboom", 6)
     # The library still works after the panic.
     assert _lib.abi_version() == _lib.ABI_VERSION
     with pytest.raises(InternalError):
-        _lib.call("focus_selftest_panic", b"again")
+        _lib.call("focus_selftest_panic", b"again", 5)
 
 
 def test_bad_json_is_a_config_error():
@@ -138,7 +138,7 @@ def test_hundred_concurrent_calls_from_threads():
 
     def panics(i: int):
         with pytest.raises(InternalError, match=f"boom {i}"):
-            _lib.call("focus_selftest_panic", f"boom {i}".encode())
+            _lib.call("focus_selftest_panic", *_lib.text_arg(f"boom {i}"))
         return i
 
     with ThreadPoolExecutor(max_workers=16) as pool:

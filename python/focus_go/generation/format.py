@@ -42,7 +42,7 @@ class HFTokenizer(GoObject):
 
     def __init__(self, model: Union[str, "os.PathLike[str]"]) -> None:
         self.name_or_path = os.fspath(model)
-        super().__init__(_lib.call_handle("focus_codec_load", self.name_or_path.encode()))
+        super().__init__(_lib.call_handle("focus_codec_load", *_lib.text_arg(self.name_or_path)))
         info = json.loads(_lib.call_string("focus_codec_info", _lib.c_handle(self.handle)))
         self.vocab_size: int = info["vocab_size"]
         self.source: str = info["source"]
@@ -203,7 +203,7 @@ class PolicyFormat(Generic[A]):
         dialect. Without a tokenizer, ``model`` is loaded as a local directory or from the
         local Hugging Face cache."""
         if profile is None:
-            profile = _lib.call_string("focus_profile_for_model", model.encode())
+            profile = _lib.call_string("focus_profile_for_model", *_lib.text_arg(model))
         if profile not in _PARSERS:
             from ..errors import ConfigError
 
