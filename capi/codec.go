@@ -72,7 +72,7 @@ func focus_codec_info(h C.focus_handle, out *C.focus_bytes, errOut *C.focus_byte
 			"vocab_size":     codec.Tokenizer().VocabSize(),
 			"special_tokens": cfg.SpecialTokens(),
 			"special_ids":    cfg.SpecialIDs(),
-			"chat_template":  codec.Template().Source(),
+			"chat_template":  codec.TemplateSource(),
 		})
 	})
 }

@@ -82,11 +82,15 @@ func (w *wireTurn) turns(codec *chat.Codec) (*collect.Turns, error) {
 	if err != nil {
 		return nil, err
 	}
+	tmpl, err := codec.RequireTemplate()
+	if err != nil {
+		return nil, err
+	}
 	kwargs := make(map[string]any, len(w.TemplateKwargs))
 	for k, v := range w.TemplateKwargs {
 		kwargs[k] = v
 	}
-	return &collect.Turns{Parser: parser, Template: turnTemplate{codec.Template(), kwargs}, Messages: w.Messages, Tools: tools}, nil
+	return &collect.Turns{Parser: parser, Template: turnTemplate{tmpl, kwargs}, Messages: w.Messages, Tools: tools}, nil
 }
 
 // turnTemplate adapts a chat template and its keyword arguments to collect.Template.

@@ -169,3 +169,34 @@ def test_adversarial_strings_cover_the_hard_cases():
     for needle in ["\x00", "\x1b", "<|im_end|>", "<|eot_id|>", "<｜end▁of▁sentence｜>", "<start_of_turn>", "<|start|>", "\u200d", "\u0301", "\u05d0", "你"]:
         assert needle in joined, needle
     assert max(len(t) for t in texts) >= 1000
+
+
+def test_directory_without_chat_template_encodes_but_cannot_render():
+    from focus_go.errors import NotFoundError
+
+    d = _family_dir("gptoss")  # gpt-oss ships its template as chat_template.jinja, absent here
+    tok = HFTokenizer(d)
+    try:
+        assert tok.chat_template == ""
+        assert tok.decode(tok.encode("hi\x00there")) == "hi\x00there"
+        with pytest.raises(NotFoundError, match="no default chat template") as info:
+            tok.render([{"role": "user", "content": "hi"}])
+        assert str(d) in str(info.value)
+    finally:
+        tok.close()
+
+
+def test_chat_template_jinja_beside_the_config_is_the_template(tmp_path):
+    src = _family_dir("gptoss")
+    (tmp_path / "tokenizer.json").symlink_to((src / "tokenizer.json").resolve())
+    (tmp_path / "tokenizer_config.json").write_bytes((src / "tokenizer_config.json").read_bytes())
+    template = "{% for m in messages %}<|start|>{{ m.role }}<|message|>{{ m.content }}<|end|>{% endfor %}"
+    (tmp_path / "chat_template.jinja").write_text(template)
+    tok = HFTokenizer(tmp_path)
+    try:
+        assert tok.chat_template == template
+        text, tokens = tok.render([{"role": "user", "content": "hi"}], add_generation_prompt=False)
+        assert text == "<|start|>user<|message|>hi<|end|>"
+        assert list(tokens) == tok.encode(text)
+    finally:
+        tok.close()
