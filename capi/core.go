@@ -82,7 +82,7 @@ func focus_tree_to_json(h C.focus_handle, out *C.focus_bytes, errOut *C.focus_by
 		if err != nil {
 			return err
 		}
-		setBytes(out, string(data))
+		setBytes(out, data)
 		return nil
 	})
 }

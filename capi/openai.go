@@ -139,7 +139,7 @@ func focus_sglang_request(prefix *C.uint32_t, count C.size_t, params *C.char, n 
 		if err != nil {
 			return err
 		}
-		setBytes(out, string(body))
+		setBytes(out, body)
 		return nil
 	})
 }

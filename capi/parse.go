@@ -70,7 +70,7 @@ func returnJSON(out *C.focus_bytes, v any) error {
 	if err != nil {
 		return err
 	}
-	setBytes(out, string(data))
+	setBytes(out, data)
 	return nil
 }
 

@@ -43,7 +43,7 @@ func focus_selftest_unbox(h C.focus_handle, out *C.focus_bytes, errOut *C.focus_
 		if err != nil {
 			return err
 		}
-		setBytes(out, string(data))
+		setBytes(out, data)
 		return nil
 	})
 }
