@@ -64,7 +64,7 @@ func decodeJSON(data *C.char, n C.size_t, what string, v any) error {
 	return nil
 }
 
-// returnJSON encodes v into a C string for the caller.
+// returnJSON encodes v as JSON into a focus_bytes for the caller.
 func returnJSON(out *C.focus_bytes, v any) error {
 	data, err := jsonAPI.Marshal(v)
 	if err != nil {
