@@ -162,7 +162,7 @@ def _prepare_bytes(state) -> int:
 
     cfg = RewardConfig()._json()
     out = _lib.c_handle()
-    summary = _lib.call_string("focus_prepare", _lib.c_handle(state.handle), cfg, len(cfg), b"DirectBranchTd", 14, ctypes.byref(out))
+    summary = _lib.call_string("focus_prepare", _lib.c_handle(state.handle), cfg, len(cfg), *_lib.text_arg("DirectBranchTd"), ctypes.byref(out))
     try:
         return len(summary.encode()) + _take_blob_size("focus_batch_columns", out.value)
     finally:

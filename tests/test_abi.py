@@ -81,11 +81,11 @@ def test_abi_mismatch_is_refused():
 
 def test_go_panic_becomes_python_exception_and_process_survives():
     with pytest.raises(InternalError, match="Go panic: kaboom"):
-        _lib.call("focus_selftest_panic", b"kaboom", 6)
+        _lib.call("focus_selftest_panic", *_lib.text_arg("kaboom"))
     # The library still works after the panic.
     assert _lib.abi_version() == _lib.ABI_VERSION
     with pytest.raises(InternalError):
-        _lib.call("focus_selftest_panic", b"again", 5)
+        _lib.call("focus_selftest_panic", *_lib.text_arg("again"))
 
 
 def test_bad_json_is_a_config_error():
@@ -198,7 +198,7 @@ def test_nul_in_error_messages_and_string_inputs():
     assert "Go panic: boom\x00tail" in str(info.value)
     data = b'{"result": {}}'
     with pytest.raises(ConfigError) as info:
-        _lib.call_string("focus_parse", b"hermes\x00x", 8, data, len(data))
+        _lib.call_string("focus_parse", *_lib.text_arg("hermes\x00x"), data, len(data))
     assert 'unknown profile "hermes\\x00x"' in str(info.value), "Go saw the whole profile name"
 
 

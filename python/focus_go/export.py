@@ -167,7 +167,7 @@ def _build_records(view, layout, group_index, sample_factory, critic_sample_fact
 def format_edges(result: Batch) -> str:
     """Actor weights and critic targets of a prepared batch, for inspection."""
     with result._go_batch() as go:
-        return _lib.call_string("focus_batch_text", _lib.c_handle(go.handle), b"edges", 5)
+        return _lib.call_string("focus_batch_text", _lib.c_handle(go.handle), *_lib.text_arg("edges"))
 
 
 def format_tree(view: SchedulerView[Any], result: Optional[Batch] = None) -> str:
