@@ -9,9 +9,10 @@ BUILD   := $(CURDIR)/build
 VENV    := $(CURDIR)/.venv
 VPY     := $(VENV)/bin/python
 
-# daulet/tokenizers links a Rust static library that we build from the module's own sources.
-TOKENIZERS_MOD := github.com/daulet/tokenizers
-LIBTOKENIZERS  := $(BUILD)/libtokenizers.a
+# backends/tokenizer links our own Rust crate (backends/tokenizer/ffi: a length-delimited C
+# API over the crates.io `tokenizers` crate, so NUL bytes cross intact), built with cargo.
+TOKENIZER_FFI  := backends/tokenizer/ffi
+LIBTOKENIZERS  := $(BUILD)/libfocus_tokenizer.a
 LIBFOCUS       := $(BUILD)/libfocus.so
 GO_SOURCES     := $(shell find capi core backends -name '*.go' -not -name '*_test.go' 2>/dev/null) go.mod go.sum
 
@@ -26,17 +27,14 @@ lib: $(LIBFOCUS)
 
 tokenizers: $(LIBTOKENIZERS)
 
-# The module cache is read-only, so the crate is copied out and built with cargo into build/.
-$(LIBTOKENIZERS):
+# --locked builds exactly Cargo.lock's versions; once cargo has fetched them (or with
+# `cargo fetch` ahead of time), CARGO_NET_OFFLINE=true builds without a network.
+$(LIBTOKENIZERS): $(TOKENIZER_FFI)/Cargo.toml $(TOKENIZER_FFI)/Cargo.lock $(TOKENIZER_FFI)/src/lib.rs
 	@mkdir -p $(BUILD)
-	$(GO) mod download $(TOKENIZERS_MOD)
-	rm -rf $(BUILD)/tokenizers-src
-	cp -r "$$($(GO) list -m -f '{{.Dir}}' $(TOKENIZERS_MOD))" $(BUILD)/tokenizers-src
-	chmod -R u+w $(BUILD)/tokenizers-src
-	cd $(BUILD)/tokenizers-src && CARGO_TARGET_DIR=$(BUILD)/cargo $(CARGO) build --release --lib --locked
-	cp $(BUILD)/cargo/release/libtokenizers.a $@
+	CARGO_TARGET_DIR=$(BUILD)/cargo $(CARGO) build --release --lib --locked --manifest-path $(TOKENIZER_FFI)/Cargo.toml
+	cp $(BUILD)/cargo/release/libfocus_tokenizer.a $@
 
-$(LIBFOCUS): $(LIBTOKENIZERS) $(GO_SOURCES) capi/focus.h
+$(LIBFOCUS): $(LIBTOKENIZERS) $(GO_SOURCES) capi/focus.h $(TOKENIZER_FFI)/focus_tokenizer.h
 	$(GO) build -trimpath -buildmode=c-shared -ldflags "-X main.version=$$(cat VERSION)" -o $@ ./capi
 	rm -f $(BUILD)/libfocus.h
 

@@ -4,7 +4,6 @@ go 1.26.0
 
 require (
 	github.com/ardanlabs/jinja v1.8.0
-	github.com/daulet/tokenizers v1.22.2
 	github.com/json-iterator/go v1.1.12
 	github.com/stretchr/testify v1.12.1
 	github.com/valyala/fasthttp v1.78.0

@@ -147,7 +147,7 @@ def _take_blob_size(name: str, handle: int, *args) -> int:
 
     from focus_go import _lib
 
-    layout_ptr, blob, size = ctypes.c_void_p(), ctypes.c_void_p(), ctypes.c_size_t()
+    layout_ptr, blob, size = _lib.Bytes(), ctypes.c_void_p(), ctypes.c_size_t()
     _lib.call(name, _lib.c_handle(handle), *args, ctypes.byref(layout_ptr), ctypes.byref(blob), ctypes.byref(size))
     layout = _lib.take_string(layout_ptr)
     _lib.lib().focus_buffer_free(blob)
@@ -162,7 +162,7 @@ def _prepare_bytes(state) -> int:
 
     cfg = RewardConfig()._json()
     out = _lib.c_handle()
-    summary = _lib.call_string("focus_prepare", _lib.c_handle(state.handle), cfg, len(cfg), b"DirectBranchTd", ctypes.byref(out))
+    summary = _lib.call_string("focus_prepare", _lib.c_handle(state.handle), cfg, len(cfg), *_lib.text_arg("DirectBranchTd"), ctypes.byref(out))
     try:
         return len(summary.encode()) + _take_blob_size("focus_batch_columns", out.value)
     finally:

@@ -22,8 +22,8 @@ const abiVersion = C.FOCUS_ABI_VERSION
 func main() {}
 
 // guard runs one export body: a returned error or a recovered panic becomes a status code
-// and, when the caller passed an err slot, a C string it must free.
-func guard(errOut **C.char, body func() error) (code C.focus_status) {
+// and, when the caller passed an err slot, a message (focus_bytes) it must free.
+func guard(errOut *C.focus_bytes, body func() error) (code C.focus_status) {
 	defer func() {
 		if r := recover(); r != nil {
 			msg := fmt.Sprintf("focus: internal error (Go panic: %v)\n%s", r, debug.Stack())
@@ -36,12 +36,28 @@ func guard(errOut **C.char, body func() error) (code C.focus_status) {
 	return C.FOCUS_OK
 }
 
-func setError(errOut **C.char, code status.Code, msg string) C.focus_status {
+func setError(errOut *C.focus_bytes, code status.Code, msg string) C.focus_status {
 	if errOut != nil {
-		*errOut = C.CString(msg)
+		setBytes(errOut, msg)
 	}
 	return C.focus_status(code)
 }
+
+// setBytes hands s to the caller as a focus_bytes: a malloc'd copy (freed with
+// focus_string_free) and its length, with a NUL after the last byte that len does not
+// count. s may hold NUL bytes. A NULL out panics before anything is allocated.
+func setBytes[T ~string | ~[]byte](out *C.focus_bytes, s T) {
+	out.len = 0
+	n := len(s)
+	buf := unsafe.Slice((*byte)(C.malloc(C.size_t(n+1))), n+1)
+	copy(buf, s)
+	buf[n] = 0
+	out.data = (*C.char)(unsafe.Pointer(&buf[0]))
+	out.len = C.size_t(n)
+}
+
+// goString copies a caller-owned string of n bytes (NUL bytes included).
+func goString(p *C.char, n C.size_t) string { return string(goBytes(p, n)) }
 
 // goBytes views a caller-owned buffer without copying; it must not outlive the call.
 func goBytes(p *C.char, n C.size_t) []byte {
@@ -55,18 +71,18 @@ func goBytes(p *C.char, n C.size_t) []byte {
 func focus_abi_version() C.int32_t { return abiVersion }
 
 //export focus_version
-func focus_version(out **C.char, errOut **C.char) C.focus_status {
+func focus_version(out *C.focus_bytes, errOut *C.focus_bytes) C.focus_status {
 	return guard(errOut, func() error {
 		if out == nil {
 			return status.Errorf(status.InvalidArgument, "focus_version: out is NULL")
 		}
-		*out = C.CString(version)
+		setBytes(out, version)
 		return nil
 	})
 }
 
 //export focus_handle_release
-func focus_handle_release(h C.focus_handle, errOut **C.char) C.focus_status {
+func focus_handle_release(h C.focus_handle, errOut *C.focus_bytes) C.focus_status {
 	return guard(errOut, func() error { return handles.release(uint64(h)) })
 }
 

@@ -47,7 +47,7 @@ func newAsyncCalls() *asyncCalls {
 
 // run runs one call. prepare validates and copies the inputs on the caller's thread and
 // returns the work; with ticket 0 the work runs there too, otherwise in a goroutine.
-func run(ticket C.uint64_t, errOut **C.char, prepare func() (func(ctx context.Context) error, error)) C.focus_status {
+func run(ticket C.uint64_t, errOut *C.focus_bytes, prepare func() (func(ctx context.Context) error, error)) C.focus_status {
 	var work func(ctx context.Context) error
 	code := guard(errOut, func() error {
 		w, err := prepare()
@@ -66,7 +66,7 @@ func run(ticket C.uint64_t, errOut **C.char, prepare func() (func(ctx context.Co
 	return guard(errOut, func() error { return calls.start(uint64(ticket), errOut, work) })
 }
 
-func (a *asyncCalls) start(ticket uint64, errOut **C.char, work func(ctx context.Context) error) error {
+func (a *asyncCalls) start(ticket uint64, errOut *C.focus_bytes, work func(ctx context.Context) error) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	a.mu.Lock()
 	if _, dup := a.running[ticket]; dup {
@@ -167,7 +167,7 @@ func (a *asyncCalls) wait(timeout time.Duration, max int) []completion {
 
 //export focus_async_wait
 func focus_async_wait(timeoutMS C.int64_t, max C.size_t, tickets *C.uint64_t, codes *C.focus_status,
-	n *C.size_t, errOut **C.char) C.focus_status {
+	n *C.size_t, errOut *C.focus_bytes) C.focus_status {
 	return guard(errOut, func() error {
 		if tickets == nil || codes == nil || n == nil || max == 0 {
 			return status.Errorf(status.InvalidArgument, "focus_async_wait: tickets, codes and n must not be NULL and max must be positive")
@@ -188,7 +188,7 @@ func focus_async_wait(timeoutMS C.int64_t, max C.size_t, tickets *C.uint64_t, co
 }
 
 //export focus_async_fd
-func focus_async_fd(fd *C.int, errOut **C.char) C.focus_status {
+func focus_async_fd(fd *C.int, errOut *C.focus_bytes) C.focus_status {
 	return guard(errOut, func() error {
 		if fd == nil {
 			return status.Errorf(status.InvalidArgument, "focus_async_fd: fd is NULL")
@@ -200,7 +200,7 @@ func focus_async_fd(fd *C.int, errOut **C.char) C.focus_status {
 }
 
 //export focus_async_cancel
-func focus_async_cancel(ticket C.uint64_t, errOut **C.char) C.focus_status {
+func focus_async_cancel(ticket C.uint64_t, errOut *C.focus_bytes) C.focus_status {
 	return guard(errOut, func() error {
 		calls.cancel(uint64(ticket))
 		return nil

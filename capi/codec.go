@@ -48,9 +48,9 @@ func codecOf(h C.focus_handle) (*chat.Codec, error) {
 }
 
 //export focus_codec_load
-func focus_codec_load(model *C.char, out *C.focus_handle, errOut **C.char) C.focus_status {
+func focus_codec_load(model *C.char, modelLen C.size_t, out *C.focus_handle, errOut *C.focus_bytes) C.focus_status {
 	return guard(errOut, func() error {
-		codec, err := chat.Load(C.GoString(model))
+		codec, err := chat.Load(goString(model, modelLen))
 		if err != nil {
 			return err
 		}
@@ -60,7 +60,7 @@ func focus_codec_load(model *C.char, out *C.focus_handle, errOut **C.char) C.foc
 }
 
 //export focus_codec_info
-func focus_codec_info(h C.focus_handle, out **C.char, errOut **C.char) C.focus_status {
+func focus_codec_info(h C.focus_handle, out *C.focus_bytes, errOut *C.focus_bytes) C.focus_status {
 	return guard(errOut, func() error {
 		codec, err := codecOf(h)
 		if err != nil {
@@ -72,13 +72,13 @@ func focus_codec_info(h C.focus_handle, out **C.char, errOut **C.char) C.focus_s
 			"vocab_size":     codec.Tokenizer().VocabSize(),
 			"special_tokens": cfg.SpecialTokens(),
 			"special_ids":    cfg.SpecialIDs(),
-			"chat_template":  codec.Template().Source(),
+			"chat_template":  codec.TemplateSource(),
 		})
 	})
 }
 
 //export focus_codec_encode
-func focus_codec_encode(h C.focus_handle, text *C.char, n C.size_t, addSpecial C.int32_t, ids **C.uint32_t, count *C.size_t, errOut **C.char) C.focus_status {
+func focus_codec_encode(h C.focus_handle, text *C.char, n C.size_t, addSpecial C.int32_t, ids **C.uint32_t, count *C.size_t, errOut *C.focus_bytes) C.focus_status {
 	return guard(errOut, func() error {
 		codec, err := codecOf(h)
 		if err != nil {
@@ -94,7 +94,7 @@ func focus_codec_encode(h C.focus_handle, text *C.char, n C.size_t, addSpecial C
 }
 
 //export focus_codec_decode
-func focus_codec_decode(h C.focus_handle, ids *C.uint32_t, n C.size_t, skipSpecial C.int32_t, out **C.char, errOut **C.char) C.focus_status {
+func focus_codec_decode(h C.focus_handle, ids *C.uint32_t, n C.size_t, skipSpecial C.int32_t, out *C.focus_bytes, errOut *C.focus_bytes) C.focus_status {
 	return guard(errOut, func() error {
 		codec, err := codecOf(h)
 		if err != nil {
@@ -104,7 +104,7 @@ func focus_codec_decode(h C.focus_handle, ids *C.uint32_t, n C.size_t, skipSpeci
 		if err != nil {
 			return err
 		}
-		*out = C.CString(text)
+		setBytes(out, text)
 		return nil
 	})
 }
@@ -117,7 +117,7 @@ type wireRenderRequest struct {
 }
 
 //export focus_codec_render
-func focus_codec_render(h C.focus_handle, request *C.char, n C.size_t, out **C.char, errOut **C.char) C.focus_status {
+func focus_codec_render(h C.focus_handle, request *C.char, n C.size_t, out *C.focus_bytes, errOut *C.focus_bytes) C.focus_status {
 	return guard(errOut, func() error {
 		codec, err := codecOf(h)
 		if err != nil {

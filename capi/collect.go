@@ -82,11 +82,15 @@ func (w *wireTurn) turns(codec *chat.Codec) (*collect.Turns, error) {
 	if err != nil {
 		return nil, err
 	}
+	tmpl, err := codec.RequireTemplate()
+	if err != nil {
+		return nil, err
+	}
 	kwargs := make(map[string]any, len(w.TemplateKwargs))
 	for k, v := range w.TemplateKwargs {
 		kwargs[k] = v
 	}
-	return &collect.Turns{Parser: parser, Template: turnTemplate{codec.Template(), kwargs}, Messages: w.Messages, Tools: tools}, nil
+	return &collect.Turns{Parser: parser, Template: turnTemplate{tmpl, kwargs}, Messages: w.Messages, Tools: tools}, nil
 }
 
 // turnTemplate adapts a chat template and its keyword arguments to collect.Template.
@@ -204,7 +208,7 @@ func (w *wireCollect) config(codec *chat.Codec) (collect.Config, error) {
 }
 
 //export focus_collect_start
-func focus_collect_start(config *C.char, n C.size_t, out *C.focus_handle, errOut **C.char) C.focus_status {
+func focus_collect_start(config *C.char, n C.size_t, out *C.focus_handle, errOut *C.focus_bytes) C.focus_status {
 	return guard(errOut, func() error {
 		var w wireCollect
 		if err := decodeJSON(config, n, "collect config", &w); err != nil {
@@ -255,7 +259,7 @@ type polledRequest struct {
 // the kinds), with the policy.generate prefixes concatenated in one array.
 //
 //export focus_collection_poll
-func focus_collection_poll(h C.focus_handle, ticket C.uint64_t, timeoutMs C.int64_t, limit C.int32_t, out **C.char, tokens **C.uint32_t, nTokens *C.size_t, errOut **C.char) C.focus_status {
+func focus_collection_poll(h C.focus_handle, ticket C.uint64_t, timeoutMs C.int64_t, limit C.int32_t, out *C.focus_bytes, tokens **C.uint32_t, nTokens *C.size_t, errOut *C.focus_bytes) C.focus_status {
 	return run(ticket, errOut, func() (func(context.Context) error, error) {
 		c, err := collectionOf(h)
 		if err != nil {
@@ -293,7 +297,7 @@ func focus_collection_poll(h C.focus_handle, ticket C.uint64_t, timeoutMs C.int6
 }
 
 //export focus_collection_resolve
-func focus_collection_resolve(h C.focus_handle, id C.uint64_t, payload *C.char, n C.size_t, errOut **C.char) C.focus_status {
+func focus_collection_resolve(h C.focus_handle, id C.uint64_t, payload *C.char, n C.size_t, errOut *C.focus_bytes) C.focus_status {
 	return guard(errOut, func() error {
 		c, err := collectionOf(h)
 		if err != nil {
@@ -307,7 +311,7 @@ func focus_collection_resolve(h C.focus_handle, id C.uint64_t, payload *C.char, 
 // logprobs as arrays beside the JSON rest of the result.
 //
 //export focus_collection_resolve_generate
-func focus_collection_resolve_generate(h C.focus_handle, id C.uint64_t, tokens *C.uint32_t, logprobs *C.double, n C.size_t, payload *C.char, payloadLen C.size_t, errOut **C.char) C.focus_status {
+func focus_collection_resolve_generate(h C.focus_handle, id C.uint64_t, tokens *C.uint32_t, logprobs *C.double, n C.size_t, payload *C.char, payloadLen C.size_t, errOut *C.focus_bytes) C.focus_status {
 	return guard(errOut, func() error {
 		c, err := collectionOf(h)
 		if err != nil {
@@ -326,18 +330,18 @@ func focus_collection_resolve_generate(h C.focus_handle, id C.uint64_t, tokens *
 }
 
 //export focus_collection_fail
-func focus_collection_fail(h C.focus_handle, id C.uint64_t, code C.int32_t, message *C.char, errOut **C.char) C.focus_status {
+func focus_collection_fail(h C.focus_handle, id C.uint64_t, code C.int32_t, message *C.char, messageLen C.size_t, errOut *C.focus_bytes) C.focus_status {
 	return guard(errOut, func() error {
 		c, err := collectionOf(h)
 		if err != nil {
 			return err
 		}
-		return c.bridge.Fail(uint64(id), status.Code(code), C.GoString(message))
+		return c.bridge.Fail(uint64(id), status.Code(code), goString(message, messageLen))
 	})
 }
 
 //export focus_collection_cancel
-func focus_collection_cancel(h C.focus_handle, errOut **C.char) C.focus_status {
+func focus_collection_cancel(h C.focus_handle, errOut *C.focus_bytes) C.focus_status {
 	return guard(errOut, func() error {
 		c, err := collectionOf(h)
 		if err != nil {
@@ -352,7 +356,7 @@ func focus_collection_cancel(h C.focus_handle, errOut **C.char) C.focus_status {
 // limit); *done says which.
 //
 //export focus_collection_wait
-func focus_collection_wait(h C.focus_handle, ticket C.uint64_t, timeoutMs C.int64_t, done *C.int32_t, errOut **C.char) C.focus_status {
+func focus_collection_wait(h C.focus_handle, ticket C.uint64_t, timeoutMs C.int64_t, done *C.int32_t, errOut *C.focus_bytes) C.focus_status {
 	return run(ticket, errOut, func() (func(context.Context) error, error) {
 		c, err := collectionOf(h)
 		if err != nil {
@@ -383,7 +387,7 @@ func focus_collection_wait(h C.focus_handle, ticket C.uint64_t, timeoutMs C.int6
 // the collection's status (0 = complete).
 //
 //export focus_collection_result
-func focus_collection_result(h C.focus_handle, treeOut *C.focus_handle, out **C.char, errOut **C.char) C.focus_status {
+func focus_collection_result(h C.focus_handle, treeOut *C.focus_handle, out *C.focus_bytes, errOut *C.focus_bytes) C.focus_status {
 	return guard(errOut, func() error {
 		c, err := collectionOf(h)
 		if err != nil {

@@ -60,7 +60,7 @@ func rewardConfig(data *C.char, n C.size_t) (prepare.RewardConfig, error) {
 }
 
 //export focus_tree_from_json
-func focus_tree_from_json(data *C.char, n C.size_t, out *C.focus_handle, errOut **C.char) C.focus_status {
+func focus_tree_from_json(data *C.char, n C.size_t, out *C.focus_handle, errOut *C.focus_bytes) C.focus_status {
 	return guard(errOut, func() error {
 		t, err := tree.Unmarshal(goBytes(data, n))
 		if err != nil {
@@ -72,7 +72,7 @@ func focus_tree_from_json(data *C.char, n C.size_t, out *C.focus_handle, errOut 
 }
 
 //export focus_tree_to_json
-func focus_tree_to_json(h C.focus_handle, out **C.char, errOut **C.char) C.focus_status {
+func focus_tree_to_json(h C.focus_handle, out *C.focus_bytes, errOut *C.focus_bytes) C.focus_status {
 	return guard(errOut, func() error {
 		t, err := treeOf(h)
 		if err != nil {
@@ -82,7 +82,7 @@ func focus_tree_to_json(h C.focus_handle, out **C.char, errOut **C.char) C.focus
 		if err != nil {
 			return err
 		}
-		*out = C.CString(string(data))
+		setBytes(out, data)
 		return nil
 	})
 }
@@ -90,7 +90,7 @@ func focus_tree_to_json(h C.focus_handle, out **C.char, errOut **C.char) C.focus
 // focus_tree_summary describes a tree without its nodes: {"problem_id", "nodes", "stats"}.
 //
 //export focus_tree_summary
-func focus_tree_summary(h C.focus_handle, out **C.char, errOut **C.char) C.focus_status {
+func focus_tree_summary(h C.focus_handle, out *C.focus_bytes, errOut *C.focus_bytes) C.focus_status {
 	return guard(errOut, func() error {
 		t, err := treeOf(h)
 		if err != nil {
@@ -107,7 +107,7 @@ type wireValues struct {
 }
 
 //export focus_tree_values
-func focus_tree_values(h C.focus_handle, reward *C.char, n C.size_t, out **C.char, errOut **C.char) C.focus_status {
+func focus_tree_values(h C.focus_handle, reward *C.char, n C.size_t, out *C.focus_bytes, errOut *C.focus_bytes) C.focus_status {
 	return guard(errOut, func() error {
 		t, v, err := treeValues(h, reward, n)
 		if err != nil {
@@ -130,7 +130,7 @@ func focus_tree_values(h C.focus_handle, reward *C.char, n C.size_t, out **C.cha
 }
 
 //export focus_critic_targets
-func focus_critic_targets(h C.focus_handle, reward *C.char, n C.size_t, out **C.char, errOut **C.char) C.focus_status {
+func focus_critic_targets(h C.focus_handle, reward *C.char, n C.size_t, out *C.focus_bytes, errOut *C.focus_bytes) C.focus_status {
 	return guard(errOut, func() error {
 		_, v, err := treeValues(h, reward, n)
 		if err != nil {
@@ -148,7 +148,7 @@ func batchSummary(b *prepare.Batch) map[string]any {
 }
 
 //export focus_prepare
-func focus_prepare(h C.focus_handle, reward *C.char, n C.size_t, estimator *C.char, out *C.focus_handle, summary **C.char, errOut **C.char) C.focus_status {
+func focus_prepare(h C.focus_handle, reward *C.char, n C.size_t, estimator *C.char, estimatorLen C.size_t, out *C.focus_handle, summary *C.focus_bytes, errOut *C.focus_bytes) C.focus_status {
 	return guard(errOut, func() error {
 		t, err := treeOf(h)
 		if err != nil {
@@ -158,7 +158,7 @@ func focus_prepare(h C.focus_handle, reward *C.char, n C.size_t, estimator *C.ch
 		if err != nil {
 			return err
 		}
-		est, err := prepare.EstimatorByName(C.GoString(estimator))
+		est, err := prepare.EstimatorByName(goString(estimator, estimatorLen))
 		if err != nil {
 			return err
 		}
@@ -182,7 +182,7 @@ func focus_prepare(h C.focus_handle, reward *C.char, n C.size_t, estimator *C.ch
 // a prepared batch).
 //
 //export focus_batch_columns
-func focus_batch_columns(h C.focus_handle, layout **C.char, blob *unsafe.Pointer, size *C.size_t, errOut **C.char) C.focus_status {
+func focus_batch_columns(h C.focus_handle, layout *C.focus_bytes, blob *unsafe.Pointer, size *C.size_t, errOut *C.focus_bytes) C.focus_status {
 	return guard(errOut, func() error {
 		b, err := batchOf(h)
 		if err != nil {
@@ -263,7 +263,7 @@ func nonNil(s []string) []string {
 // Prepared samples build their contexts from the tree only now.
 //
 //export focus_batch_critic_contexts
-func focus_batch_critic_contexts(h C.focus_handle, layout **C.char, blob *unsafe.Pointer, size *C.size_t, errOut **C.char) C.focus_status {
+func focus_batch_critic_contexts(h C.focus_handle, layout *C.focus_bytes, blob *unsafe.Pointer, size *C.size_t, errOut *C.focus_bytes) C.focus_status {
 	return guard(errOut, func() error {
 		b, err := batchOf(h)
 		if err != nil {
@@ -293,7 +293,7 @@ func criticContexts(b *prepare.Batch) *blobWriter {
 
 // returnBlob builds w's buffer and hands it out with its layout: meta plus
 // "sections" (each section's byte offset and element count).
-func returnBlob(w *blobWriter, layout **C.char, blob *unsafe.Pointer, size *C.size_t, meta map[string]any) error {
+func returnBlob(w *blobWriter, layout *C.focus_bytes, blob *unsafe.Pointer, size *C.size_t, meta map[string]any) error {
 	mem, n, sections := w.build()
 	meta["sections"] = sections
 	if err := returnJSON(layout, meta); err != nil {
@@ -329,7 +329,7 @@ type wireBatch struct {
 // (Batch(actor=(ActorSample(...),)) with explicit spans).
 //
 //export focus_batch_from_json
-func focus_batch_from_json(data *C.char, n C.size_t, out *C.focus_handle, errOut **C.char) C.focus_status {
+func focus_batch_from_json(data *C.char, n C.size_t, out *C.focus_handle, errOut *C.focus_bytes) C.focus_status {
 	return guard(errOut, func() error {
 		var w wireBatch
 		if err := decodeJSON(data, n, "batch", &w); err != nil {
@@ -359,7 +359,7 @@ func focus_batch_from_json(data *C.char, n C.size_t, out *C.focus_handle, errOut
 }
 
 //export focus_batch_spans
-func focus_batch_spans(h C.focus_handle, sample C.int64_t, out **C.char, errOut **C.char) C.focus_status {
+func focus_batch_spans(h C.focus_handle, sample C.int64_t, out *C.focus_bytes, errOut *C.focus_bytes) C.focus_status {
 	return guard(errOut, func() error {
 		b, err := batchOf(h)
 		if err != nil {
@@ -378,17 +378,17 @@ func focus_batch_spans(h C.focus_handle, sample C.int64_t, out **C.char, errOut 
 }
 
 //export focus_batch_text
-func focus_batch_text(h C.focus_handle, kind *C.char, out **C.char, errOut **C.char) C.focus_status {
+func focus_batch_text(h C.focus_handle, kind *C.char, kindLen C.size_t, out *C.focus_bytes, errOut *C.focus_bytes) C.focus_status {
 	return guard(errOut, func() error {
 		b, err := batchOf(h)
 		if err != nil {
 			return err
 		}
-		switch k := C.GoString(kind); k {
+		switch k := goString(kind, kindLen); k {
 		case "describe":
-			*out = C.CString(export.Describe(b))
+			setBytes(out, export.Describe(b))
 		case "edges":
-			*out = C.CString(export.FormatEdges(b))
+			setBytes(out, export.FormatEdges(b))
 		default:
 			return status.Errorf(status.InvalidArgument, "batch text: unknown kind %q, expected describe or edges", k)
 		}
@@ -397,7 +397,7 @@ func focus_batch_text(h C.focus_handle, kind *C.char, out **C.char, errOut **C.c
 }
 
 //export focus_format_tree
-func focus_format_tree(h C.focus_handle, batch C.focus_handle, out **C.char, errOut **C.char) C.focus_status {
+func focus_format_tree(h C.focus_handle, batch C.focus_handle, out *C.focus_bytes, errOut *C.focus_bytes) C.focus_status {
 	return guard(errOut, func() error {
 		t, err := treeOf(h)
 		if err != nil {
@@ -407,13 +407,13 @@ func focus_format_tree(h C.focus_handle, batch C.focus_handle, out **C.char, err
 		if err != nil {
 			return err
 		}
-		*out = C.CString(export.FormatTree(t, b))
+		setBytes(out, export.FormatTree(t, b))
 		return nil
 	})
 }
 
 //export focus_tree_html
-func focus_tree_html(h C.focus_handle, reward *C.char, n C.size_t, batch C.focus_handle, out **C.char, errOut **C.char) C.focus_status {
+func focus_tree_html(h C.focus_handle, reward *C.char, n C.size_t, batch C.focus_handle, out *C.focus_bytes, errOut *C.focus_bytes) C.focus_status {
 	return guard(errOut, func() error {
 		t, v, err := treeValues(h, reward, n)
 		if err != nil {
@@ -427,7 +427,7 @@ func focus_tree_html(h C.focus_handle, reward *C.char, n C.size_t, batch C.focus
 		if err := export.WriteHTML(&buf, t, v, b); err != nil {
 			return err
 		}
-		*out = C.CString(buf.String())
+		setBytes(out, buf.String())
 		return nil
 	})
 }
@@ -543,8 +543,8 @@ func putBytes(w *blobWriter, name string, v []byte) {
 }
 
 //export focus_batch_export
-func focus_batch_export(h C.focus_handle, groupIndex C.int64_t, minAbs C.double, layout **C.char,
-	blob *unsafe.Pointer, size *C.size_t, errOut **C.char) C.focus_status {
+func focus_batch_export(h C.focus_handle, groupIndex C.int64_t, minAbs C.double, layout *C.focus_bytes,
+	blob *unsafe.Pointer, size *C.size_t, errOut *C.focus_bytes) C.focus_status {
 	return guard(errOut, func() error {
 		b, err := batchOf(h)
 		if err != nil {

@@ -5,6 +5,8 @@
 //
 // Every export is safe for concurrent calls and recovers panics into FOCUS_ERR_INTERNAL.
 // Go objects cross as handles from one table (zero never valid, ids never reused, so a freed
-// handle is rejected rather than aliased). Strings and buffers handed to the caller are
-// C-allocated and freed by the matching focus_*_free export.
+// handle is rejected rather than aliased). Every string and byte payload crosses with its
+// length (inputs as pointer + size_t, outputs and error messages as focus_bytes), so NUL
+// bytes are data. Strings and buffers handed to the caller are C-allocated and freed by the
+// matching focus_*_free export.
 package main

@@ -7,13 +7,19 @@
  * Conventions
  * - Every function except focus_abi_version, focus_live_handles and the *_free functions
  *   returns a focus_status: FOCUS_OK (0) or an error code. On error, if `err` is not NULL,
- *   *err receives a NUL-terminated UTF-8 message that the caller frees with
- *   focus_string_free. Go panics are recovered and returned as FOCUS_ERR_INTERNAL.
+ *   *err receives the UTF-8 message (a focus_bytes, see below). Go panics are recovered
+ *   and returned as FOCUS_ERR_INTERNAL.
+ * - Every string and byte payload crosses with its length, in both directions, so a NUL
+ *   byte is ordinary data (a prompt, a decoded token, a tool call or an error message may
+ *   hold one). Inputs are `char *p, size_t p_len` (p may be NULL when p_len is 0).
+ *   Outputs are a focus_bytes the caller provides: the library sets data (malloc'd) and len;
+ *   data[len] is a NUL the length does not count, so a text known to hold none also reads
+ *   as a C string. The caller frees data with focus_string_free.
  * - Handles are opaque non-zero uint64 values. Zero is never valid; a freed or unknown
  *   handle gives FOCUS_ERR_INVALID_HANDLE, never a crash. Each handle is released exactly
  *   once with focus_handle_release.
- * - Whoever allocates frees: strings returned through `char **out` are freed with
- *   focus_string_free, buffers returned through `void **out` with focus_buffer_free.
+ * - Whoever allocates frees: focus_bytes data with focus_string_free, buffers returned
+ *   through `void **out` (and id and logprob arrays) with focus_buffer_free.
  * - Configuration and metadata cross as JSON; token ids and logprobs cross as flat arrays.
  * - Every function is safe to call from several threads at once.
  */
@@ -28,10 +34,17 @@ extern "C" {
 #endif
 
 /* Bumped on every incompatible change; the Python loader refuses a mismatch. */
-#define FOCUS_ABI_VERSION 3
+#define FOCUS_ABI_VERSION 4
 
 typedef int32_t focus_status;
 typedef uint64_t focus_handle;
+
+/* A byte string the library returns: len bytes at data, then a NUL not counted in len.
+ * Free data with focus_string_free. */
+typedef struct {
+    char *data;
+    size_t len;
+} focus_bytes;
 
 /* Status codes (core/status in Go; focus_go.errors in Python). Never renumbered. */
 #define FOCUS_OK 0
@@ -50,7 +63,7 @@ typedef uint64_t focus_handle;
 int32_t focus_abi_version(void);
 
 /* The library's release version, e.g. "0.1.0". */
-focus_status focus_version(char **out, char **err);
+focus_status focus_version(focus_bytes *out, focus_bytes *err);
 
 /* --- memory and handles ----------------------------------------------------------- */
 
@@ -58,7 +71,7 @@ void focus_string_free(char *s);
 void focus_buffer_free(void *p);
 
 /* Releases a handle of any kind (closing what it owns). */
-focus_status focus_handle_release(focus_handle h, char **err);
+focus_status focus_handle_release(focus_handle h, focus_bytes *err);
 
 /* Number of live handles, for leak checks in tests. */
 int64_t focus_live_handles(void);
@@ -67,19 +80,20 @@ int64_t focus_live_handles(void);
 /* Used by the test suites to exercise the boundary itself: error transport, panic
  * recovery, handle lifetimes and concurrent calls. */
 
-/* Panics inside Go with `message`; returns FOCUS_ERR_INTERNAL carrying it. */
-focus_status focus_selftest_panic(char *message, char **err);
+/* Panics inside Go with `message` (message_len bytes); returns FOCUS_ERR_INTERNAL carrying
+ * it. */
+focus_status focus_selftest_panic(char *message, size_t message_len, focus_bytes *err);
 
 /* Parses `json` (len bytes) and keeps the value behind a new handle. */
-focus_status focus_selftest_box(char *json, size_t len, focus_handle *out, char **err);
+focus_status focus_selftest_box(char *json, size_t len, focus_handle *out, focus_bytes *err);
 
 /* Returns the boxed value of `h` re-encoded as JSON. */
-focus_status focus_selftest_unbox(focus_handle h, char **out, char **err);
+focus_status focus_selftest_unbox(focus_handle h, focus_bytes *out, focus_bytes *err);
 
 /* A benchmark tree shaped like a Selective search (rollouts x segments edges of `tokens`
  * generated tokens); the handle is a tree. */
 focus_status focus_selftest_search_tree(int64_t rollouts, int64_t segments, int64_t tokens,
-                                        uint64_t seed, focus_handle *out, char **err);
+                                        uint64_t seed, focus_handle *out, focus_bytes *err);
 
 /* --- action parsing (backends/parse) -------------------------------------------- */
 
@@ -90,43 +104,40 @@ focus_status focus_selftest_search_tree(int64_t rollouts, int64_t segments, int6
  * {"text", "tool_calls": [{"name", "arguments", "call_id", "error"}], "reasoning"} |
  * "chunk": {"tokens", "finished"}}; a call's "error" is "" unless it is malformed (then it
  * says why, and "arguments" is the raw call text). */
-focus_status focus_parse(char *profile, char *request, size_t len, char **out, char **err);
+focus_status focus_parse(char *profile, size_t profile_len, char *request, size_t len, focus_bytes *out,
+                         focus_bytes *err);
 
 /* Splits a completion into reasoning, visible text and the bodies of its <tool_call>
  * blocks: *out = {"text", "reasoning", "blocks": [...]}. */
-focus_status focus_tool_blocks(char *text, size_t len, char **out, char **err);
-
-/* The tool-call profile a model name implies (FamilyFor in backends/parse); a name of no
- * supported family is an error naming the profiles to choose from. */
-focus_status focus_profile_for_model(char *model, char **out, char **err);
+focus_status focus_tool_blocks(char *text, size_t len, focus_bytes *out, focus_bytes *err);
 
 /* The model family and tool-call profile of a model: request {"model", "chat_template"}
  * (the template is read when the name does not tell); *out = {"family", "profile"}. An
  * unknown family is an error naming the profiles to choose from. */
-focus_status focus_profile_resolve(char *request, size_t len, char **out, char **err);
+focus_status focus_profile_resolve(char *request, size_t len, focus_bytes *out, focus_bytes *err);
 
 /* --- tokenizer and chat template (backends/tokenizer, backends/chat) -------------- */
 
 /* Loads a model's tokenizer.json and chat template from a local directory or the local
  * Hugging Face cache (never downloads). The handle owns the tokenizer. */
-focus_status focus_codec_load(char *model, focus_handle *out, char **err);
+focus_status focus_codec_load(char *model, size_t model_len, focus_handle *out, focus_bytes *err);
 
 /* *out = {"source", "vocab_size", "special_tokens": {...}, "special_ids": [...],
  * "chat_template"}. */
-focus_status focus_codec_info(focus_handle codec, char **out, char **err);
+focus_status focus_codec_info(focus_handle codec, focus_bytes *out, focus_bytes *err);
 
 /* Encodes text; *ids is freed with focus_buffer_free. */
 focus_status focus_codec_encode(focus_handle codec, char *text, size_t len, int32_t add_special,
-                                uint32_t **ids, size_t *count, char **err);
+                                uint32_t **ids, size_t *count, focus_bytes *err);
 
 focus_status focus_codec_decode(focus_handle codec, uint32_t *ids, size_t count,
-                                int32_t skip_special, char **out, char **err);
+                                int32_t skip_special, focus_bytes *out, focus_bytes *err);
 
 /* Renders a conversation with the chat template and encodes it. request:
  * {"messages": [...], "tools": [...] | null, "add_generation_prompt": bool, "kwargs": {...}}.
  * *out = {"text", "tokens": [...]}. */
-focus_status focus_codec_render(focus_handle codec, char *request, size_t len, char **out,
-                                char **err);
+focus_status focus_codec_render(focus_handle codec, char *request, size_t len, focus_bytes *out,
+                                focus_bytes *err);
 
 /* --- calls that wait ------------------------------------------------------------ */
 
@@ -148,15 +159,15 @@ focus_status focus_codec_render(focus_handle codec, char *request, size_t len, c
  * still posted, so its outputs are freed in one place. An unknown or finished ticket is
  * ignored. */
 focus_status focus_async_wait(int64_t timeout_ms, size_t max, uint64_t *tickets,
-                              focus_status *codes, size_t *n, char **err);
-focus_status focus_async_fd(int *fd, char **err);
-focus_status focus_async_cancel(uint64_t ticket, char **err);
+                              focus_status *codes, size_t *n, focus_bytes *err);
+focus_status focus_async_fd(int *fd, focus_bytes *err);
+focus_status focus_async_cancel(uint64_t ticket, focus_bytes *err);
 
 /* --- Go-native token policies (backends/sglang, backends/vllm) ---------------------- */
 
 /* config: {"backend": "sglang" | "vllm", "base_url", "model", "served_model", "api_key",
  * "headers": {...}, "timeout": seconds, "max_concurrency", "max_retries"}. */
-focus_status focus_policy_open(char *config, size_t len, focus_handle *out, char **err);
+focus_status focus_policy_open(char *config, size_t len, focus_handle *out, focus_bytes *err);
 
 /* Generates a continuation of the exact prefix. params: SamplingParams as JSON
  * (temperature, max_tokens, top_p, top_k, stop, stop_token_ids, logprobs, prompt_logprobs,
@@ -165,38 +176,38 @@ focus_status focus_policy_open(char *config, size_t len, focus_handle *out, char
  * of the GenerateResult as JSON in *out (its "tokens", "logprobs" and "prefix_tokens" are
  * null: the prefix is the caller's). See "calls that wait" for ticket. */
 focus_status focus_policy_generate(focus_handle policy, uint64_t ticket, uint32_t *prefix,
-                                   size_t count, char *params, size_t len, char **out,
+                                   size_t count, char *params, size_t len, focus_bytes *out,
                                    uint32_t **tokens, double **logprobs, size_t *generated,
-                                   char **err);
+                                   focus_bytes *err);
 
 /* Contacts the server (health, model info); *out describes it as JSON. Ticket as above. */
-focus_status focus_policy_startup_check(focus_handle policy, uint64_t ticket, char **out,
-                                        char **err);
+focus_status focus_policy_startup_check(focus_handle policy, uint64_t ticket, focus_bytes *out,
+                                        focus_bytes *err);
 
 /* --- trees, preparation, export (core/tree, core/prepare, core/export) ------------- */
 /* reward: RewardConfig JSON {"gamma", "critic_weight", "reward_min", "reward_max",
  * "truncated_reward", "truncation"}; len 0 means the defaults. */
 
 /* A tree from its JSON form (validated); the handle owns it. */
-focus_status focus_tree_from_json(char *json, size_t len, focus_handle *out, char **err);
-focus_status focus_tree_to_json(focus_handle tree, char **out, char **err);
+focus_status focus_tree_from_json(char *json, size_t len, focus_handle *out, focus_bytes *err);
+focus_status focus_tree_to_json(focus_handle tree, focus_bytes *out, focus_bytes *err);
 /* *out = {"problem_id", "nodes" (count), "stats"}: what a caller reads without the nodes. */
-focus_status focus_tree_summary(focus_handle tree, char **out, char **err);
+focus_status focus_tree_summary(focus_handle tree, focus_bytes *out, focus_bytes *err);
 
 /* *out = {"backup": {id: G_bar}, "refined": {id: V*}, "count": {id: n_s}}. */
-focus_status focus_tree_values(focus_handle tree, char *reward, size_t len, char **out, char **err);
+focus_status focus_tree_values(focus_handle tree, char *reward, size_t len, focus_bytes *out, focus_bytes *err);
 
 /* *out = [{"node_id", "context", "target", "diagnostics"}, ...]. */
-focus_status focus_critic_targets(focus_handle tree, char *reward, size_t len, char **out,
-                                  char **err);
+focus_status focus_critic_targets(focus_handle tree, char *reward, size_t len, focus_bytes *out,
+                                  focus_bytes *err);
 
 /* Prepares a batch with the named estimator ("DirectBranchTd", "GroupBaseline", or ""
  * for critic targets only). *out is the batch handle; *summary is its metadata as JSON:
  * {"problem_id", "reward_config", "stats", "failures", "n_actor", "n_critic"}. The samples
  * themselves cross as columns (focus_batch_columns), critic contexts and actor spans on
  * demand (focus_batch_critic_contexts, focus_batch_spans). */
-focus_status focus_prepare(focus_handle tree, char *reward, size_t len, char *estimator,
-                           focus_handle *out, char **summary, char **err);
+focus_status focus_prepare(focus_handle tree, char *reward, size_t len, char *estimator, size_t estimator_len,
+                           focus_handle *out, focus_bytes *summary, focus_bytes *err);
 
 /* A batch's samples column-wise in one buffer (*blob, *size bytes; free it with
  * focus_buffer_free). *layout (JSON) gives n_actor, n_critic, estimators, the diagnostic
@@ -206,30 +217,30 @@ focus_status focus_prepare(focus_handle tree, char *reward, size_t len, char *es
  * actor_search_pass (i64, -1 = none), actor_estimator (i32 index into estimators),
  * actor_diagnostics (f64, n_actor rows of len(actor_diagnostics)), critic_node_id (i64),
  * critic_target (f64), critic_diagnostics (f64, n_critic rows). */
-focus_status focus_batch_columns(focus_handle batch, char **layout, void **blob, size_t *size,
-                                 char **err);
+focus_status focus_batch_columns(focus_handle batch, focus_bytes *layout, void **blob, size_t *size,
+                                 focus_bytes *err);
 
 /* Every critic sample's context text in one buffer (free it with focus_buffer_free):
  * *layout gives n_critic and sections offsets (i64, n_critic + 1) and context (UTF-8 bytes;
  * sample i's text is context[offsets[i]:offsets[i+1]]). */
-focus_status focus_batch_critic_contexts(focus_handle batch, char **layout, void **blob,
-                                         size_t *size, char **err);
+focus_status focus_batch_critic_contexts(focus_handle batch, focus_bytes *layout, void **blob,
+                                         size_t *size, focus_bytes *err);
 
 /* A batch from Python-made samples with explicit spans. */
-focus_status focus_batch_from_json(char *json, size_t len, focus_handle *out, char **err);
+focus_status focus_batch_from_json(char *json, size_t len, focus_handle *out, focus_bytes *err);
 
 /* The full-context spans of actor sample `sample`: [{"tokens", "trainable", "logprobs"}]. */
-focus_status focus_batch_spans(focus_handle batch, int64_t sample, char **out, char **err);
+focus_status focus_batch_spans(focus_handle batch, int64_t sample, focus_bytes *out, focus_bytes *err);
 
 /* kind "describe" (Batch.describe) or "edges" (format_edges). */
-focus_status focus_batch_text(focus_handle batch, char *kind, char **out, char **err);
+focus_status focus_batch_text(focus_handle batch, char *kind, size_t kind_len, focus_bytes *out, focus_bytes *err);
 
 /* format_tree; batch may be 0. */
-focus_status focus_format_tree(focus_handle tree, focus_handle batch, char **out, char **err);
+focus_status focus_format_tree(focus_handle tree, focus_handle batch, focus_bytes *out, focus_bytes *err);
 
 /* A self-contained HTML picture of the tree; batch may be 0. */
 focus_status focus_tree_html(focus_handle tree, char *reward, size_t len, focus_handle batch,
-                             char **out, char **err);
+                             focus_bytes *out, focus_bytes *err);
 
 /* Trainer records of a batch, column-wise in one buffer (*blob, *size bytes; free it with
  * focus_buffer_free). *layout (JSON) gives problem_id, group_index, estimators, n_actor,
@@ -241,7 +252,7 @@ focus_status focus_tree_html(focus_handle tree, char *reward, size_t len, focus_
  * critic_context (UTF-8 bytes), critic_target (f64), critic_node_id (i64). min_abs_advantage
  * 0 keeps every record. */
 focus_status focus_batch_export(focus_handle batch, int64_t group_index, double min_abs_advantage,
-                                char **layout, void **blob, size_t *size, char **err);
+                                focus_bytes *layout, void **blob, size_t *size, focus_bytes *err);
 
 /* --- the simulated inference server (backends/sim) --------------------------------- */
 
@@ -249,19 +260,19 @@ focus_status focus_batch_export(focus_handle batch, int64_t group_index, double 
  * sim.Config JSON ({"seed", "latency": {"first_token", "per_token", ...}, "faults": [...],
  * ...}; len 0 = defaults). *info = {"url", "model_dir", "model_name", "eos", "problems"}.
  * Releasing the handle stops the server. */
-focus_status focus_sim_start(char *config, size_t len, focus_handle *out, char **info, char **err);
+focus_status focus_sim_start(char *config, size_t len, focus_handle *out, focus_bytes *info, focus_bytes *err);
 
 /* Request and token counters as JSON. */
-focus_status focus_sim_stats(focus_handle sim, char **out, char **err);
+focus_status focus_sim_stats(focus_handle sim, focus_bytes *out, focus_bytes *err);
 
 /* Replaces the fault rules (a JSON list of sim.Fault). */
-focus_status focus_sim_set_faults(focus_handle sim, char *faults, size_t len, char **err);
+focus_status focus_sim_set_faults(focus_handle sim, char *faults, size_t len, focus_bytes *err);
 
 /* --- math grading (core/mathenv) ----------------------------------------------------- */
 
 /* Grades the last \boxed{...} of a response against a label: request {"text", "label"},
  * *out = {"answer", "correct"}. */
-focus_status focus_math_grade(char *request, size_t len, char **out, char **err);
+focus_status focus_math_grade(char *request, size_t len, focus_bytes *out, focus_bytes *err);
 
 /* --- collection (core/collect, core/bridge) --------------------------------------- */
 
@@ -280,7 +291,7 @@ focus_status focus_math_grade(char *request, size_t len, char **out, char **err)
  *         segment, segments = the turn's max_tokens; needs codec).
  * Remote parts are served by polling the collection (see core/bridge for the request
  * kinds and payloads). Releasing the handle cancels the collection and waits for it. */
-focus_status focus_collect_start(char *config, size_t len, focus_handle *out, char **err);
+focus_status focus_collect_start(char *config, size_t len, focus_handle *out, focus_bytes *err);
 
 /* The next requests for remote parts, oldest first, at most max (at least one):
  * *out = [{"id", "kind", "object", "payload", "tokens"?}]. A policy.generate request's
@@ -290,32 +301,32 @@ focus_status focus_collect_start(char *config, size_t len, focus_handle *out, ch
  * and FOCUS_ERR_CANCELLED once the collection has finished (stop polling). ticket: see
  * "calls that wait". */
 focus_status focus_collection_poll(focus_handle collection, uint64_t ticket, int64_t timeout_ms,
-                                   int32_t max, char **out, uint32_t **tokens, size_t *n_tokens,
-                                   char **err);
+                                   int32_t max, focus_bytes *out, uint32_t **tokens, size_t *n_tokens,
+                                   focus_bytes *err);
 
 /* Answers request `id` with a JSON payload, or fails it with a status code and message. */
 focus_status focus_collection_resolve(focus_handle collection, uint64_t id, char *payload,
-                                      size_t len, char **err);
+                                      size_t len, focus_bytes *err);
 /* Answers policy.generate request `id`: n generated ids and their logprobs as arrays, the
  * rest of the result ("text", "stop_reason", "matched_stop", ...) as a JSON payload. */
 focus_status focus_collection_resolve_generate(focus_handle collection, uint64_t id,
                                                uint32_t *tokens, double *logprobs, size_t n,
-                                               char *payload, size_t len, char **err);
+                                               char *payload, size_t len, focus_bytes *err);
 focus_status focus_collection_fail(focus_handle collection, uint64_t id, int32_t code,
-                                   char *message, char **err);
+                                   char *message, size_t message_len, focus_bytes *err);
 
 /* Asks the collection to stop; it then finishes with FOCUS_ERR_CANCELLED and the partial tree. */
-focus_status focus_collection_cancel(focus_handle collection, char **err);
+focus_status focus_collection_cancel(focus_handle collection, focus_bytes *err);
 
 /* Waits up to timeout_ms (negative: without limit) for the collection to end; *done = 1 if
  * it has. ticket: see "calls that wait". */
 focus_status focus_collection_wait(focus_handle collection, uint64_t ticket, int64_t timeout_ms,
-                                   int32_t *done, char **err);
+                                   int32_t *done, focus_bytes *err);
 
 /* The finished collection's tree (*tree = a new tree handle, 0 if none) and outcome:
  * *out = {"code", "message", "failures": [{"node_id", "message"}]}. */
-focus_status focus_collection_result(focus_handle collection, focus_handle *tree, char **out,
-                                     char **err);
+focus_status focus_collection_result(focus_handle collection, focus_handle *tree, focus_bytes *out,
+                                     focus_bytes *err);
 
 /* --- native API policies (OpenAI) and SGLang wire helpers (capi/openai.go) --------- */
 /* An OpenAI Chat Completions or Responses client. config = {"api": "chat" | "responses",
@@ -323,7 +334,7 @@ focus_status focus_collection_result(focus_handle collection, focus_handle *tree
  * (seconds), "max_concurrency", "max_retries", "env": {"OPENAI_API_KEY", "OPENAI_BASE_URL"}}.
  * An empty base_url and api_key come from env; the default base URL needs a key. The handle
  * is released with focus_handle_release. */
-focus_status focus_openai_open(char *config, size_t len, focus_handle *out, char **err);
+focus_status focus_openai_open(char *config, size_t len, focus_handle *out, focus_bytes *err);
 
 /* One request: request = {"messages", "tools", "tool_choice", "params"}; *out = {"id",
  * "text", "reasoning", "tool_calls": [{"name", "arguments", "call_id"}], "stop_reason",
@@ -331,32 +342,32 @@ focus_status focus_openai_open(char *config, size_t len, focus_handle *out, char
  * "native_output", "prompt_tokens", "completion_tokens", "cached_tokens",
  * "reasoning_tokens"}. See "calls that wait" for ticket. */
 focus_status focus_openai_generate(focus_handle policy, uint64_t ticket, char *request,
-                                   size_t len, char **out, char **err);
+                                   size_t len, focus_bytes *out, focus_bytes *err);
 
 /* Checks a conversation's roles and tool-call / tool-reply ordering (no request). */
-focus_status focus_openai_validate(char *messages, size_t len, char **err);
+focus_status focus_openai_validate(char *messages, size_t len, focus_bytes *err);
 
 /* Estimated token accounting for models without a local tokenizer: request = {"messages",
  * "tools"} or {"text"}; *out = {"text", "tokens"}. focus_native_decode inverts it. */
-focus_status focus_native_estimate(char *request, size_t len, char **out, char **err);
-focus_status focus_native_decode(uint32_t *ids, size_t count, char **out, char **err);
+focus_status focus_native_estimate(char *request, size_t len, focus_bytes *out, focus_bytes *err);
+focus_status focus_native_decode(uint32_t *ids, size_t count, focus_bytes *out, focus_bytes *err);
 
 /* The SGLang /generate body for prefix and params (JSON SamplingParams), for a caller that
  * sends it itself (Slime's post); *out is the JSON body. */
 focus_status focus_sglang_request(uint32_t *prefix, size_t count, char *params, size_t len,
-                                  char **out, char **err);
+                                  focus_bytes *out, focus_bytes *err);
 
 /* Parses and validates a /generate reply to that request; the result comes back as
  * focus_policy_generate returns it. */
 focus_status focus_sglang_parse(char *body, size_t body_len, uint32_t *prefix, size_t count,
-                                char *params, size_t len, char **out, uint32_t **tokens,
-                                double **logprobs, size_t *generated, char **err);
+                                char *params, size_t len, focus_bytes *out, uint32_t **tokens,
+                                double **logprobs, size_t *generated, focus_bytes *err);
 
 /* Checks a token-exact result {"tokens", "logprobs", "stop_reason"} from an SDK backend:
  * a known stop reason, at most max_tokens tokens, one finite logprob per token. backend
  * prefixes the error. */
-focus_status focus_result_validate(char *backend, char *result, size_t len, int64_t max_tokens,
-                                   char **err);
+focus_status focus_result_validate(char *backend, size_t backend_len, char *result, size_t len, int64_t max_tokens,
+                                   focus_bytes *err);
 
 #ifdef __cplusplus
 }

@@ -8,7 +8,7 @@ import "C"
 import "github.com/focus-go/focus-go/core/mathenv"
 
 //export focus_math_grade
-func focus_math_grade(request *C.char, n C.size_t, out **C.char, errOut **C.char) C.focus_status {
+func focus_math_grade(request *C.char, n C.size_t, out *C.focus_bytes, errOut *C.focus_bytes) C.focus_status {
 	return guard(errOut, func() error {
 		var req struct {
 			Text  string `json:"text"`

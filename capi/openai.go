@@ -40,7 +40,7 @@ type wireOpenAIConfig struct {
 }
 
 //export focus_openai_open
-func focus_openai_open(config *C.char, n C.size_t, out *C.focus_handle, errOut **C.char) C.focus_status {
+func focus_openai_open(config *C.char, n C.size_t, out *C.focus_handle, errOut *C.focus_bytes) C.focus_status {
 	return guard(errOut, func() error {
 		var w wireOpenAIConfig
 		if err := decodeJSON(config, n, "openai config", &w); err != nil {
@@ -68,7 +68,7 @@ type wireOpenAIRequest struct {
 }
 
 //export focus_openai_generate
-func focus_openai_generate(h C.focus_handle, ticket C.uint64_t, request *C.char, n C.size_t, out **C.char, errOut **C.char) C.focus_status {
+func focus_openai_generate(h C.focus_handle, ticket C.uint64_t, request *C.char, n C.size_t, out *C.focus_bytes, errOut *C.focus_bytes) C.focus_status {
 	return run(ticket, errOut, func() (func(context.Context) error, error) {
 		p, err := handleAs[openaiPolicy](uint64(h), "openai policy")
 		if err != nil {
@@ -89,7 +89,7 @@ func focus_openai_generate(h C.focus_handle, ticket C.uint64_t, request *C.char,
 }
 
 //export focus_openai_validate
-func focus_openai_validate(messages *C.char, n C.size_t, errOut **C.char) C.focus_status {
+func focus_openai_validate(messages *C.char, n C.size_t, errOut *C.focus_bytes) C.focus_status {
 	return guard(errOut, func() error {
 		var msgs []openai.Message
 		if err := decodeJSON(messages, n, "messages", &msgs); err != nil {
@@ -100,7 +100,7 @@ func focus_openai_validate(messages *C.char, n C.size_t, errOut **C.char) C.focu
 }
 
 //export focus_native_estimate
-func focus_native_estimate(request *C.char, n C.size_t, out **C.char, errOut **C.char) C.focus_status {
+func focus_native_estimate(request *C.char, n C.size_t, out *C.focus_bytes, errOut *C.focus_bytes) C.focus_status {
 	return guard(errOut, func() error {
 		var req struct {
 			Messages []openai.Message `json:"messages"`
@@ -121,15 +121,15 @@ func focus_native_estimate(request *C.char, n C.size_t, out **C.char, errOut **C
 }
 
 //export focus_native_decode
-func focus_native_decode(ids *C.uint32_t, count C.size_t, out **C.char, errOut **C.char) C.focus_status {
+func focus_native_decode(ids *C.uint32_t, count C.size_t, out *C.focus_bytes, errOut *C.focus_bytes) C.focus_status {
 	return guard(errOut, func() error {
-		*out = C.CString(openai.DecodeEstimate(goIDs(ids, count)))
+		setBytes(out, openai.DecodeEstimate(goIDs(ids, count)))
 		return nil
 	})
 }
 
 //export focus_sglang_request
-func focus_sglang_request(prefix *C.uint32_t, count C.size_t, params *C.char, n C.size_t, out **C.char, errOut **C.char) C.focus_status {
+func focus_sglang_request(prefix *C.uint32_t, count C.size_t, params *C.char, n C.size_t, out *C.focus_bytes, errOut *C.focus_bytes) C.focus_status {
 	return guard(errOut, func() error {
 		var sp generate.SamplingParams
 		if err := decodeJSON(params, n, "sampling params", &sp); err != nil {
@@ -139,14 +139,14 @@ func focus_sglang_request(prefix *C.uint32_t, count C.size_t, params *C.char, n 
 		if err != nil {
 			return err
 		}
-		*out = C.CString(string(body))
+		setBytes(out, body)
 		return nil
 	})
 }
 
 //export focus_sglang_parse
 func focus_sglang_parse(body *C.char, bodyLen C.size_t, prefix *C.uint32_t, count C.size_t, params *C.char, n C.size_t,
-	out **C.char, tokens **C.uint32_t, logprobs **C.double, generated *C.size_t, errOut **C.char) C.focus_status {
+	out *C.focus_bytes, tokens **C.uint32_t, logprobs **C.double, generated *C.size_t, errOut *C.focus_bytes) C.focus_status {
 	return guard(errOut, func() error {
 		var sp generate.SamplingParams
 		if err := decodeJSON(params, n, "sampling params", &sp); err != nil {
@@ -162,7 +162,7 @@ func focus_sglang_parse(body *C.char, bodyLen C.size_t, prefix *C.uint32_t, coun
 }
 
 //export focus_result_validate
-func focus_result_validate(backend *C.char, result *C.char, n C.size_t, maxTokens C.int64_t, errOut **C.char) C.focus_status {
+func focus_result_validate(backend *C.char, backendLen C.size_t, result *C.char, n C.size_t, maxTokens C.int64_t, errOut *C.focus_bytes) C.focus_status {
 	return guard(errOut, func() error {
 		var r struct {
 			Tokens     []uint32  `json:"tokens"`
@@ -179,6 +179,6 @@ func focus_result_validate(backend *C.char, result *C.char, n C.size_t, maxToken
 		if res.Logprobs == nil {
 			res.Logprobs = []float64{}
 		}
-		return res.Validate(C.GoString(backend), int(maxTokens))
+		return res.Validate(goString(backend, backendLen), int(maxTokens))
 	})
 }

@@ -67,24 +67,24 @@ func decodeJSON(data *C.char, n C.size_t, what string, v any) error {
 	return nil
 }
 
-// returnJSON encodes v into a C string for the caller.
-func returnJSON(out **C.char, v any) error {
+// returnJSON encodes v as JSON into a focus_bytes for the caller.
+func returnJSON(out *C.focus_bytes, v any) error {
 	data, err := jsonAPI.Marshal(v)
 	if err != nil {
 		return err
 	}
-	*out = C.CString(string(data))
+	setBytes(out, data)
 	return nil
 }
 
 //export focus_parse
-func focus_parse(profile *C.char, request *C.char, n C.size_t, out **C.char, errOut **C.char) C.focus_status {
+func focus_parse(profile *C.char, profileLen C.size_t, request *C.char, n C.size_t, out *C.focus_bytes, errOut *C.focus_bytes) C.focus_status {
 	return guard(errOut, func() error {
 		var req wireParseRequest
 		if err := decodeJSON(request, n, "parse request", &req); err != nil {
 			return err
 		}
-		parser, err := parse.ForProfile(C.GoString(profile), req.Tools)
+		parser, err := parse.ForProfile(goString(profile, profileLen), req.Tools)
 		if err != nil {
 			return err
 		}
@@ -111,7 +111,7 @@ func focus_parse(profile *C.char, request *C.char, n C.size_t, out **C.char, err
 }
 
 //export focus_tool_blocks
-func focus_tool_blocks(text *C.char, n C.size_t, out **C.char, errOut **C.char) C.focus_status {
+func focus_tool_blocks(text *C.char, n C.size_t, out *C.focus_bytes, errOut *C.focus_bytes) C.focus_status {
 	return guard(errOut, func() error {
 		var blocks []string
 		turn := parse.BuildToolTurn(string(goBytes(text, n)), func(block string) parse.ToolCall {
@@ -126,20 +126,8 @@ func focus_tool_blocks(text *C.char, n C.size_t, out **C.char, errOut **C.char) 
 	})
 }
 
-//export focus_profile_for_model
-func focus_profile_for_model(model *C.char, out **C.char, errOut **C.char) C.focus_status {
-	return guard(errOut, func() error {
-		profile, err := parse.ProfileForModel(C.GoString(model))
-		if err != nil {
-			return err
-		}
-		*out = C.CString(profile)
-		return nil
-	})
-}
-
 //export focus_profile_resolve
-func focus_profile_resolve(request *C.char, n C.size_t, out **C.char, errOut **C.char) C.focus_status {
+func focus_profile_resolve(request *C.char, n C.size_t, out *C.focus_bytes, errOut *C.focus_bytes) C.focus_status {
 	return guard(errOut, func() error {
 		var req struct {
 			Model        string `json:"model"`

@@ -46,7 +46,7 @@ type wirePolicyConfig struct {
 func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 
 //export focus_policy_open
-func focus_policy_open(config *C.char, n C.size_t, out *C.focus_handle, errOut **C.char) C.focus_status {
+func focus_policy_open(config *C.char, n C.size_t, out *C.focus_handle, errOut *C.focus_bytes) C.focus_status {
 	return guard(errOut, func() error {
 		var cfg wirePolicyConfig
 		if err := decodeJSON(config, n, "policy config", &cfg); err != nil {
@@ -97,7 +97,7 @@ func toWireResult(r *generate.Result) wireResult {
 // returnResult hands a Result to Python: the generated ids and their logprobs as two
 // malloc'd arrays of *n entries, everything else as JSON. The caller passed the prefix, so
 // it is not sent back.
-func returnResult(r *generate.Result, out **C.char, tokens **C.uint32_t, logprobs **C.double, n *C.size_t) error {
+func returnResult(r *generate.Result, out *C.focus_bytes, tokens **C.uint32_t, logprobs **C.double, n *C.size_t) error {
 	if len(r.Logprobs) != len(r.Tokens) {
 		return status.Errorf(status.Internal, "result has %d tokens but %d logprobs", len(r.Tokens), len(r.Logprobs))
 	}
@@ -113,8 +113,8 @@ func returnResult(r *generate.Result, out **C.char, tokens **C.uint32_t, logprob
 
 //export focus_policy_generate
 func focus_policy_generate(h C.focus_handle, ticket C.uint64_t, prefix *C.uint32_t, count C.size_t,
-	params *C.char, n C.size_t, out **C.char, tokens **C.uint32_t, logprobs **C.double, generated *C.size_t,
-	errOut **C.char) C.focus_status {
+	params *C.char, n C.size_t, out *C.focus_bytes, tokens **C.uint32_t, logprobs **C.double, generated *C.size_t,
+	errOut *C.focus_bytes) C.focus_status {
 	return run(ticket, errOut, func() (func(context.Context) error, error) {
 		p, err := handleAs[closingPolicy](uint64(h), "policy")
 		if err != nil {
@@ -136,7 +136,7 @@ func focus_policy_generate(h C.focus_handle, ticket C.uint64_t, prefix *C.uint32
 }
 
 //export focus_policy_startup_check
-func focus_policy_startup_check(h C.focus_handle, ticket C.uint64_t, out **C.char, errOut **C.char) C.focus_status {
+func focus_policy_startup_check(h C.focus_handle, ticket C.uint64_t, out *C.focus_bytes, errOut *C.focus_bytes) C.focus_status {
 	return run(ticket, errOut, func() (func(context.Context) error, error) {
 		p, err := handleAs[closingPolicy](uint64(h), "policy")
 		if err != nil {

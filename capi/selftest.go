@@ -16,12 +16,12 @@ import (
 type box struct{ value any }
 
 //export focus_selftest_panic
-func focus_selftest_panic(message *C.char, errOut **C.char) C.focus_status {
-	return guard(errOut, func() error { panic(C.GoString(message)) })
+func focus_selftest_panic(message *C.char, messageLen C.size_t, errOut *C.focus_bytes) C.focus_status {
+	return guard(errOut, func() error { panic(goString(message, messageLen)) })
 }
 
 //export focus_selftest_box
-func focus_selftest_box(data *C.char, n C.size_t, out *C.focus_handle, errOut **C.char) C.focus_status {
+func focus_selftest_box(data *C.char, n C.size_t, out *C.focus_handle, errOut *C.focus_bytes) C.focus_status {
 	return guard(errOut, func() error {
 		var v any
 		if err := jsoniter.ConfigCompatibleWithStandardLibrary.Unmarshal(goBytes(data, n), &v); err != nil {
@@ -33,7 +33,7 @@ func focus_selftest_box(data *C.char, n C.size_t, out *C.focus_handle, errOut **
 }
 
 //export focus_selftest_unbox
-func focus_selftest_unbox(h C.focus_handle, out **C.char, errOut **C.char) C.focus_status {
+func focus_selftest_unbox(h C.focus_handle, out *C.focus_bytes, errOut *C.focus_bytes) C.focus_status {
 	return guard(errOut, func() error {
 		b, err := handleAs[*box](uint64(h), "selftest box")
 		if err != nil {
@@ -43,7 +43,7 @@ func focus_selftest_unbox(h C.focus_handle, out **C.char, errOut **C.char) C.foc
 		if err != nil {
 			return err
 		}
-		*out = C.CString(string(data))
+		setBytes(out, data)
 		return nil
 	})
 }
@@ -54,7 +54,7 @@ func focus_selftest_unbox(h C.focus_handle, out **C.char, errOut **C.char) C.foc
 // through the C boundary without collecting first.
 //
 //export focus_selftest_search_tree
-func focus_selftest_search_tree(rollouts, segments, tokens C.int64_t, seed C.uint64_t, out *C.focus_handle, errOut **C.char) C.focus_status {
+func focus_selftest_search_tree(rollouts, segments, tokens C.int64_t, seed C.uint64_t, out *C.focus_handle, errOut *C.focus_bytes) C.focus_status {
 	return guard(errOut, func() error {
 		if rollouts < 1 || segments < 1 || tokens < 1 {
 			return status.Errorf(status.InvalidArgument, "selftest: rollouts, segments and tokens must be >= 1")

@@ -14,7 +14,7 @@ func simOf(h C.focus_handle) (*sim.Server, error) {
 }
 
 //export focus_sim_start
-func focus_sim_start(config *C.char, n C.size_t, out *C.focus_handle, info **C.char, errOut **C.char) C.focus_status {
+func focus_sim_start(config *C.char, n C.size_t, out *C.focus_handle, info *C.focus_bytes, errOut *C.focus_bytes) C.focus_status {
 	return guard(errOut, func() error {
 		var cfg sim.Config
 		if n > 0 {
@@ -37,7 +37,7 @@ func focus_sim_start(config *C.char, n C.size_t, out *C.focus_handle, info **C.c
 }
 
 //export focus_sim_stats
-func focus_sim_stats(h C.focus_handle, out **C.char, errOut **C.char) C.focus_status {
+func focus_sim_stats(h C.focus_handle, out *C.focus_bytes, errOut *C.focus_bytes) C.focus_status {
 	return guard(errOut, func() error {
 		s, err := simOf(h)
 		if err != nil {
@@ -48,7 +48,7 @@ func focus_sim_stats(h C.focus_handle, out **C.char, errOut **C.char) C.focus_st
 }
 
 //export focus_sim_set_faults
-func focus_sim_set_faults(h C.focus_handle, faults *C.char, n C.size_t, errOut **C.char) C.focus_status {
+func focus_sim_set_faults(h C.focus_handle, faults *C.char, n C.size_t, errOut *C.focus_bytes) C.focus_status {
 	return guard(errOut, func() error {
 		s, err := simOf(h)
 		if err != nil {

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 
@@ -80,11 +81,11 @@ def test_abi_mismatch_is_refused():
 
 def test_go_panic_becomes_python_exception_and_process_survives():
     with pytest.raises(InternalError, match="Go panic: kaboom"):
-        _lib.call("focus_selftest_panic", b"kaboom")
+        _lib.call("focus_selftest_panic", *_lib.text_arg("kaboom"))
     # The library still works after the panic.
     assert _lib.abi_version() == _lib.ABI_VERSION
     with pytest.raises(InternalError):
-        _lib.call("focus_selftest_panic", b"again")
+        _lib.call("focus_selftest_panic", *_lib.text_arg("again"))
 
 
 def test_bad_json_is_a_config_error():
@@ -138,7 +139,7 @@ def test_hundred_concurrent_calls_from_threads():
 
     def panics(i: int):
         with pytest.raises(InternalError, match=f"boom {i}"):
-            _lib.call("focus_selftest_panic", f"boom {i}".encode())
+            _lib.call("focus_selftest_panic", *_lib.text_arg(f"boom {i}"))
         return i
 
     with ThreadPoolExecutor(max_workers=16) as pool:
@@ -171,3 +172,72 @@ def test_cli_version():
     assert proc.returncode == 0, proc.stderr
     assert f"focus-go {focus_go.__version__}" in proc.stdout
     assert f"C ABI {_lib.ABI_VERSION}" in proc.stdout
+
+
+# --- NUL bytes cross the boundary intact (ABI 4: every string and payload has a length) ---
+
+QWEN3 = Path(os.environ.get("FOCUS_QWEN3_DIR", Path(__file__).resolve().parents[1] / "build" / "testdata" / "qwen3"))
+
+
+@pytest.fixture(scope="module")
+def qwen3_tokenizer():
+    from focus_go.generation.format import HFTokenizer
+
+    if not (QWEN3 / "tokenizer.json").is_file():
+        if os.environ.get("CI"):
+            pytest.fail(f"Qwen3 tokenizer missing in {QWEN3}: CI must run make testdata")
+        pytest.skip(f"Qwen3 tokenizer missing in {QWEN3}: run make testdata")
+    tok = HFTokenizer(QWEN3)
+    yield tok
+    tok.close()
+
+
+def test_nul_in_error_messages_and_string_inputs():
+    with pytest.raises(InternalError) as info:
+        _lib.call("focus_selftest_panic", *_lib.text_arg("boom\x00tail"))
+    assert "Go panic: boom\x00tail" in str(info.value)
+    data = b'{"result": {}}'
+    with pytest.raises(ConfigError) as info:
+        _lib.call_string("focus_parse", *_lib.text_arg("hermes\x00x"), data, len(data))
+    assert 'unknown profile "hermes\\x00x"' in str(info.value), "Go saw the whole profile name"
+
+
+def test_nul_in_boxed_json_round_trips():
+    value = {"a\x00b": ["\x00", "x\x00\x00y"]}
+    handle = box(value)
+    try:
+        assert unbox(handle) == value
+    finally:
+        _lib.release(handle)
+
+
+def test_nul_encode_decode_render_round_trip(qwen3_tokenizer):
+    tok = qwen3_tokenizer
+    assert tok.encode("a\x00b") == [64, 188, 65]  # PyPI tokenizers' ids
+    assert tok.decode([64, 188, 65]) == "a\x00b"
+    assert tok.decode([188]) == "\x00"
+    assert tok.decode([188, 151645, 188], skip_special_tokens=True) == "\x00\x00"
+    text, tokens = tok.render([{"role": "user", "content": "x\x00y"}], add_generation_prompt=False)
+    assert "<|im_start|>user\nx\x00y<|im_end|>" in text
+    assert list(tokens) == tok.encode(text)
+    assert tok.decode(tokens) == text
+
+
+def test_nul_parse_tool_blocks_and_grade():
+    from focus_go.env import grade_math
+    from focus_go.generation.parsing import HermesToolCallParser
+    from focus_go.generation.parsing.base import tool_turn
+    from focus_go.generation.types import GenerateResult
+
+    text = '<think>r\x00r</think>say\x00so<tool_call>{"name": "f\x00n", "arguments": {"a": "1\x002"}}</tool_call>'
+    turn = tool_turn(text, decode=lambda block: block)
+    assert turn.reasoning == "r\x00r"
+    assert turn.text == "say\x00so"
+    assert turn.tool_calls == ('{"name": "f\x00n", "arguments": {"a": "1\x002"}}',)
+    text = 'say\x00so<tool_call>{"name": "f\\u0000n", "arguments": {"a": "1\\u00002"}}</tool_call>'
+    parsed = HermesToolCallParser().parse(GenerateResult(text=text))
+    assert parsed.text == "say\x00so"
+    assert [(c.name, json.loads(c.arguments)) for c in parsed.tool_calls] == [("f\x00n", {"a": "1\x002"})]
+    assert grade_math("so \\boxed{5}", "5")
+    assert not grade_math("so \\boxed{5}", "5\x00"), "the label's NUL is part of it"
+    assert grade_math("a\x00b \\boxed{7}", "7")

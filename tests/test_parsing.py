@@ -115,4 +115,4 @@ def test_unknown_profile_is_a_config_error():
 
     data = b'{"result": {}}'
     with pytest.raises(ConfigError, match="unknown profile"):
-        _lib.call_string("focus_parse", b"klingon", data, len(data))
+        _lib.call_string("focus_parse", *_lib.text_arg("klingon"), data, len(data))

@@ -2,8 +2,10 @@ package chat
 
 import (
 	"encoding/json"
+	"sort"
 
 	"github.com/focus-go/focus-go/backends/tokenizer"
+	"github.com/focus-go/focus-go/core/status"
 )
 
 // Prompt is a rendered conversation and its exact token ids.
@@ -15,10 +17,11 @@ type Prompt struct {
 // Codec renders conversations with a model's chat template and encodes them with the same
 // model's tokenizer.
 type Codec struct {
-	template  *Template
+	template  *Template // nil when the model has no default chat template
 	tokenizer *tokenizer.Tokenizer
 	config    *tokenizer.Config
-	owned     bool // Load opened the tokenizer, so Close frees it
+	dir       string // where Load found the files ("" for NewCodec)
+	owned     bool   // Load opened the tokenizer, so Close frees it
 }
 
 // NewCodec pairs a template with a tokenizer. The caller keeps ownership of tok: Close on
@@ -28,8 +31,11 @@ func NewCodec(tmpl *Template, tok *tokenizer.Tokenizer) *Codec {
 }
 
 // Load resolves model (a local directory or a Hugging Face model id in the local cache; see
-// tokenizer.Resolve), loads its tokenizer.json and compiles the default chat template of its
-// tokenizer_config.json. The Codec owns the tokenizer: Close it when done.
+// tokenizer.Resolve), loads its tokenizer.json and compiles its default chat template
+// (tokenizer.LoadConfig: chat_template.jinja, or tokenizer_config.json's chat_template). A
+// model without a default template loads too: it encodes and decodes, and rendering a
+// conversation is an error that names the directory. The Codec owns the tokenizer: Close
+// it when done.
 func Load(model string, opts ...Option) (*Codec, error) {
 	dir, err := tokenizer.Resolve(model)
 	if err != nil {
@@ -39,19 +45,55 @@ func Load(model string, opts ...Option) (*Codec, error) {
 	if err != nil {
 		return nil, err
 	}
-	tmpl, err := FromConfig(cfg, opts...)
-	if err != nil {
-		return nil, err
+	var tmpl *Template
+	if cfg.ChatTemplate != "" {
+		if tmpl, err = FromConfig(cfg, opts...); err != nil {
+			return nil, err
+		}
 	}
 	tok, err := tokenizer.Load(dir)
 	if err != nil {
 		return nil, err
 	}
-	return &Codec{template: tmpl, tokenizer: tok, config: cfg, owned: true}, nil
+	return &Codec{template: tmpl, tokenizer: tok, config: cfg, dir: dir, owned: true}, nil
 }
 
-// Template is the codec's compiled chat template.
+// Template is the codec's compiled chat template, nil when the model has none (see
+// RequireTemplate).
 func (c *Codec) Template() *Template { return c.template }
+
+// TemplateSource is the chat template's source, "" when the model has none.
+func (c *Codec) TemplateSource() string {
+	if c.template == nil {
+		return ""
+	}
+	return c.template.Source()
+}
+
+// RequireTemplate is the chat template, or a NotFound error naming the model directory
+// when it has none: rendering a conversation needs one, encoding and decoding do not.
+func (c *Codec) RequireTemplate() (*Template, error) {
+	if c.template != nil {
+		return c.template, nil
+	}
+	var named []string
+	if c.config != nil {
+		for name := range c.config.ChatTemplates {
+			named = append(named, name)
+		}
+		sort.Strings(named)
+	}
+	return nil, status.Errorf(status.NotFound,
+		"chat: %s has no default chat template (neither %s nor a chat_template in %s; named templates: %v), so it cannot render a conversation; it can still encode and decode text",
+		c.where(), tokenizer.ChatTemplateFileName, tokenizer.ConfigFileName, named)
+}
+
+func (c *Codec) where() string {
+	if c.dir == "" {
+		return "the tokenizer"
+	}
+	return c.dir
+}
 
 // Tokenizer is the codec's tokenizer.
 func (c *Codec) Tokenizer() *tokenizer.Tokenizer { return c.tokenizer }
@@ -63,7 +105,11 @@ func (c *Codec) Config() *tokenizer.Config { return c.config }
 // with addSpecial=false, as apply_chat_template(tokenize=True) does: the template already
 // wrote every special token it wants, and those become their special ids.
 func (c *Codec) Encode(messages []Message, tools []json.RawMessage, addGenerationPrompt bool, kwargs map[string]any) (Prompt, error) {
-	text, err := c.template.Render(messages, tools, addGenerationPrompt, kwargs)
+	tmpl, err := c.RequireTemplate()
+	if err != nil {
+		return Prompt{}, err
+	}
+	text, err := tmpl.Render(messages, tools, addGenerationPrompt, kwargs)
 	if err != nil {
 		return Prompt{}, err
 	}

@@ -57,9 +57,3 @@ func FamilyFor(model, chatTemplate string) (Family, error) {
 			"(Qwen, Llama 3, Llama 4, DeepSeek V3, Gemma 3, gpt-oss); pass profile= one of %s for tool calls, "+
 			"or text / token_chunk for replies without tool calls", model, strings.Join(toolProfiles, ", "))
 }
-
-// ProfileForModel is the profile of FamilyFor(model, ""): the model name alone.
-func ProfileForModel(model string) (string, error) {
-	f, err := FamilyFor(model, "")
-	return f.Profile, err
-}

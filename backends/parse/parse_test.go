@@ -261,9 +261,9 @@ func TestParsersAndProfiles(t *testing.T) {
 	models := map[string]string{"Qwen/Qwen3.5-4B": ProfileQwenXML, "Qwen/Qwen3-Coder-30B-A3B-Instruct": ProfileQwenXML,
 		"/models/qwen3_6-35b": ProfileQwenXML, "Qwen/Qwen3-8B": ProfileHermes, "Qwen/Qwen2.5-7B-Instruct": ProfileHermes}
 	for model, want := range models {
-		got, err := ProfileForModel(model)
+		got, err := FamilyFor(model, "")
 		require.NoError(t, err)
-		assert.Equal(t, want, got, model)
+		assert.Equal(t, want, got.Profile, model)
 	}
 }
 
@@ -406,7 +406,7 @@ func TestFamilyFor(t *testing.T) {
 	assert.Equal(t, status.InvalidArgument, status.CodeOf(err))
 	assert.ErrorContains(t, err, `cannot tell the tool-call dialect of model "mistralai/Mistral-7B-Instruct-v0.3"`)
 	assert.ErrorContains(t, err, "qwen_xml, hermes, llama3_json, deepseek_v3, pythonic, harmony, native")
-	_, err = ProfileForModel("custom")
+	_, err = FamilyFor("custom", "")
 	assert.Error(t, err)
 	for _, p := range Profiles() {
 		_, err := ForProfile(p, nil)

@@ -1,7 +1,6 @@
 package tokenizer
 
 import (
-	"bytes"
 	"unicode/utf8"
 	"unsafe"
 
@@ -86,7 +85,7 @@ func byteLevelBytes(dst []byte, token string) []byte {
 
 // newByteLevelTable builds the table for data, or returns nil when the file is outside
 // what it reproduces exactly; the caller then keeps decoding through Rust. It mirrors
-// tokenizers 0.20.4: decode maps each id through the added vocabulary, then the model's
+// the tokenizers crate ffi/ links (see ffi/Cargo.toml): decode maps each id through the added vocabulary, then the model's
 // vocabulary, drops unknown ids, drops tokens whose text is a special added token's when
 // skipping specials, and runs the decoder over the token strings.
 func newByteLevelTable(data []byte) *byteLevelTable {
@@ -160,10 +159,8 @@ func newByteLevelTable(data []byte) *byteLevelTable {
 }
 
 // decode concatenates the ids' bytes and repairs invalid UTF-8 as Rust's
-// String::from_utf8_lossy does. ok is false when the result holds a NUL byte: the Rust
-// binding cannot pass such a string through C and returns "", so the caller asks Rust.
-// Ids must already be checked against the vocabulary size.
-func (t *byteLevelTable) decode(ids []uint32, skipSpecial bool) (text string, ok bool) {
+// String::from_utf8_lossy does. Ids must already be checked against the vocabulary size.
+func (t *byteLevelTable) decode(ids []uint32, skipSpecial bool) string {
 	n := 0
 	for _, id := range ids {
 		if int(id) < len(t.present) {
@@ -177,17 +174,14 @@ func (t *byteLevelTable) decode(ids []uint32, skipSpecial bool) (text string, ok
 		}
 		buf = append(buf, t.data[t.offsets[id]:t.offsets[id+1]]...)
 	}
-	if bytes.IndexByte(buf, 0) >= 0 {
-		return "", false
-	}
 	if len(buf) == 0 {
-		return "", true
+		return ""
 	}
 	if utf8.Valid(buf) {
 		// buf is ours alone and never written again, so it can back the string directly.
-		return unsafe.String(&buf[0], len(buf)), true
+		return unsafe.String(&buf[0], len(buf))
 	}
-	return fromUTF8Lossy(buf), true
+	return fromUTF8Lossy(buf)
 }
 
 // fromUTF8Lossy is Rust's String::from_utf8_lossy: each maximal prefix of a valid UTF-8

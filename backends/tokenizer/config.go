@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/focus-go/focus-go/core/status"
 )
@@ -13,6 +14,10 @@ import (
 // ChatTemplateFileName is where newer transformers versions save the chat template,
 // beside tokenizer_config.json instead of inside it.
 const ChatTemplateFileName = "chat_template.jinja"
+
+// ChatTemplateDirName is the folder beside tokenizer_config.json where transformers saves
+// named chat templates, one NAME.jinja file each.
+const ChatTemplateDirName = "additional_chat_templates"
 
 // DefaultTemplate is the name transformers uses for the template to apply when
 // tokenizer_config.json lists several named ones.
@@ -79,12 +84,13 @@ func (c *Config) SpecialIDs() []uint32 {
 	return ids
 }
 
-// LoadConfig reads tokenizer_config.json from a file path or a model directory. In a
-// directory, a chat_template.jinja file supplies the template when the JSON has none.
+// LoadConfig reads tokenizer_config.json from a file path or a model directory, with the
+// chat template files saved beside it, as transformers' from_pretrained reads them: when
+// chat_template.jinja (the default template) or additional_chat_templates/NAME.jinja
+// (named ones) exist, they take the place of every template in the JSON. A file that
+// exists but cannot be read is an error, not a silent fallback to the JSON's template.
 func LoadConfig(path string) (*Config, error) {
-	dir := ""
 	if info, err := os.Stat(path); err == nil && info.IsDir() {
-		dir = path
 		path = filepath.Join(path, ConfigFileName)
 	}
 	data, err := os.ReadFile(path)
@@ -95,13 +101,45 @@ func LoadConfig(path string) (*Config, error) {
 	if err != nil {
 		return nil, status.Wrap(status.InvalidArgument, err, "tokenizer: %s", path)
 	}
-	if cfg.ChatTemplate == "" && dir != "" {
-		if tmpl, err := os.ReadFile(filepath.Join(dir, ChatTemplateFileName)); err == nil {
-			cfg.ChatTemplate = string(tmpl)
-			cfg.ChatTemplates[DefaultTemplate] = cfg.ChatTemplate
-		}
+	files, err := templateFiles(filepath.Dir(path))
+	if err != nil {
+		return nil, err
+	}
+	if len(files) > 0 {
+		cfg.ChatTemplates = files
+		cfg.ChatTemplate = files[DefaultTemplate]
 	}
 	return cfg, nil
+}
+
+// templateFiles reads dir's chat_template.jinja (as "default") and
+// additional_chat_templates/*.jinja (by file name); none is an empty map.
+func templateFiles(dir string) (map[string]string, error) {
+	out := map[string]string{}
+	read := func(name, file string) error {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return status.Wrap(status.InvalidArgument, err, "tokenizer: cannot read chat template %s", file)
+		}
+		out[name] = string(data)
+		return nil
+	}
+	file := filepath.Join(dir, ChatTemplateFileName)
+	if _, err := os.Stat(file); err == nil {
+		if err := read(DefaultTemplate, file); err != nil {
+			return nil, err
+		}
+	}
+	named, err := filepath.Glob(filepath.Join(dir, ChatTemplateDirName, "*.jinja"))
+	if err != nil {
+		return nil, status.Wrap(status.Internal, err, "tokenizer: listing %s", ChatTemplateDirName)
+	}
+	for _, file := range named {
+		if err := read(strings.TrimSuffix(filepath.Base(file), ".jinja"), file); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // ParseConfig parses tokenizer_config.json content.

@@ -6,11 +6,16 @@ package tokenizer
 // HasFastDecode reports whether Decode runs in Go for this tokenizer.
 func (t *Tokenizer) HasFastDecode() bool { return t.fast != nil }
 
-// DecodeRust is Decode through the Rust library only.
+// DecodeRust is Decode through the Rust library only (an error becomes its message, which
+// no comparison with a decoded text mistakes for one).
 func (t *Tokenizer) DecodeRust(ids []uint32, skipSpecial bool) string {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
-	return t.tk.Decode(ids, skipSpecial)
+	text, err := t.tk.decode(ids, skipSpecial)
+	if err != nil {
+		return "<DecodeRust error: " + err.Error() + ">"
+	}
+	return text
 }
 
 // TinyBPE is the small byte-level BPE tokenizer.json of the internal tests; its ids 0-255

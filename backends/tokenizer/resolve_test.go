@@ -188,6 +188,44 @@ func TestLoadConfigFromDirectory(t *testing.T) {
 	assert.ErrorContains(t, err, "cannot read")
 }
 
+// transformers' from_pretrained: chat template files beside tokenizer_config.json take the
+// place of every template in the JSON (PreTrainedTokenizerBase._from_pretrained).
+func TestLoadConfigTemplateFilesWinOverTheJSON(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) {
+		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644))
+	}
+	write(ConfigFileName, `{"chat_template": [{"name": "default", "template": "JSON"}, {"name": "rag", "template": "JSON-RAG"}]}`)
+	c, err := LoadConfig(dir)
+	require.NoError(t, err)
+	assert.Equal(t, "JSON", c.ChatTemplate, "no files: the JSON's template")
+
+	write(ChatTemplateFileName, "FILE")
+	for _, path := range []string{dir, filepath.Join(dir, ConfigFileName)} {
+		c, err = LoadConfig(path)
+		require.NoError(t, err)
+		assert.Equal(t, "FILE", c.ChatTemplate, "chat_template.jinja wins (%s)", path)
+		assert.Equal(t, map[string]string{"default": "FILE"}, c.ChatTemplates, "and replaces the JSON's named ones")
+	}
+
+	write(filepath.Join(ChatTemplateDirName, "tool_use.jinja"), "FILE-TOOLS")
+	c, err = LoadConfig(dir)
+	require.NoError(t, err)
+	assert.Equal(t, "FILE", c.ChatTemplate)
+	assert.Equal(t, map[string]string{"default": "FILE", "tool_use": "FILE-TOOLS"}, c.ChatTemplates)
+
+	require.NoError(t, os.Remove(filepath.Join(dir, ChatTemplateFileName)))
+	c, err = LoadConfig(dir)
+	require.NoError(t, err)
+	assert.Equal(t, "", c.ChatTemplate, "named files alone leave no default, as in transformers")
+	assert.Equal(t, map[string]string{"tool_use": "FILE-TOOLS"}, c.ChatTemplates)
+
+	require.NoError(t, os.Mkdir(filepath.Join(dir, ChatTemplateFileName), 0o755))
+	_, err = LoadConfig(dir)
+	assert.ErrorContains(t, err, "cannot read chat template")
+}
+
 func ExampleParseConfig() {
 	cfg, _ := ParseConfig([]byte(`{"chat_template": [{"name": "default", "template": "{{ messages }}"}],
 		"eos_token": {"content": "<|im_end|>"}, "bos_token": null}`))

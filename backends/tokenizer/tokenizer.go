@@ -1,13 +1,21 @@
-// Package tokenizer wraps Hugging Face tokenizers (the Rust library, through
-// github.com/daulet/tokenizers) for exact token ids: encode, decode and vocabulary size of a
-// model's own tokenizer.json; finding a model's tokenizer files on local disk (Resolve: a
-// directory or the Hugging Face hub cache, never a download); and reading the
-// tokenizer_config.json fields that chat rendering needs (LoadConfig).
+// Package tokenizer wraps Hugging Face tokenizers (the Rust `tokenizers` crate) for exact
+// token ids: encode, decode and vocabulary size of a model's own tokenizer.json; finding a
+// model's tokenizer files on local disk (Resolve: a directory or the Hugging Face hub cache,
+// never a download); and reading the tokenizer_config.json fields that chat rendering needs
+// (LoadConfig).
+//
+// The Rust side is this repository's own small crate, ffi/ (built by the Makefile into
+// build/libfocus_tokenizer.a), whose C API passes every text and id array as pointer +
+// length in both directions. That is the point of it: a binding that passes NUL-terminated
+// C strings truncates a prompt at its first NUL byte ("a\x00b" encoded as "a") and cannot
+// return a decoded text that holds one, so the ids trained on would not be the ids the
+// model saw. Here a NUL byte is ordinary data: Encode and Decode agree with PyPI's
+// tokenizers on every input (tests/test_tokenizer_oracle.py).
 //
 // Decode is the engine's hot path (every generated segment and every graded rollout), so
 // byte-level BPE tokenizers (GPT-2/Qwen: BPE model, ByteLevel decoder) decode in Go from a
-// table built at load, byte-for-byte what the Rust library returns; every other tokenizer,
-// and the rare output Rust cannot return through C (a NUL byte), decodes in Rust.
+// table built at load, byte-for-byte what the Rust library returns and cross-checked
+// against it at load; every other tokenizer decodes in Rust.
 //
 // A Tokenizer is safe for concurrent use: the Rust tokenizer is immutable once loaded and
 // its encode/decode take shared references. Close releases the Rust object; using a closed
@@ -20,7 +28,6 @@ import (
 	"path/filepath"
 	"sync"
 
-	"github.com/daulet/tokenizers"
 	"github.com/focus-go/focus-go/core/status"
 )
 
@@ -30,7 +37,7 @@ const FileName = "tokenizer.json"
 // Tokenizer is one loaded tokenizer.json.
 type Tokenizer struct {
 	mu     sync.RWMutex // guards tk against Close racing with use
-	tk     *tokenizers.Tokenizer
+	tk     *rustTokenizer
 	source string
 	vocab  int             // cached: the Rust side builds the whole vocabulary map to count it
 	fast   *byteLevelTable // Go-native decode for byte-level BPE files; nil: decode in Rust
@@ -55,11 +62,11 @@ func Load(path string) (*Tokenizer, error) {
 
 // FromBytes parses tokenizer.json content.
 func FromBytes(data []byte) (*Tokenizer, error) {
-	tk, err := tokenizers.FromBytes(data)
+	tk, err := loadRust(data)
 	if err != nil {
 		return nil, status.Wrap(status.InvalidArgument, err, "tokenizer: cannot parse tokenizer.json")
 	}
-	t := &Tokenizer{tk: tk, source: "<bytes>", vocab: int(tk.VocabSize())}
+	t := &Tokenizer{tk: tk, source: "<bytes>", vocab: tk.vocabSize()}
 	t.fast = newByteLevelTable(data)
 	if t.fast != nil && !t.fastAgrees() {
 		t.fast = nil
@@ -85,7 +92,8 @@ func (t *Tokenizer) fastAgrees() bool {
 	for _, id := range probe {
 		for _, skip := range []bool{false, true} {
 			one := []uint32{id}
-			if got, ok := t.fast.decode(one, skip); ok && got != t.tk.Decode(one, skip) {
+			want, err := t.tk.decode(one, skip)
+			if got := t.fast.decode(one, skip); err != nil || got != want {
 				return false
 			}
 		}
@@ -105,8 +113,7 @@ func (t *Tokenizer) Encode(text string, addSpecial bool) ([]uint32, error) {
 	if t.tk == nil {
 		return nil, errClosed
 	}
-	ids, _ := t.tk.Encode(text, addSpecial)
-	return ids, nil
+	return t.tk.encode(text, addSpecial)
 }
 
 // Decode turns token ids back into text. An id outside the vocabulary is an error (the
@@ -123,11 +130,9 @@ func (t *Tokenizer) Decode(ids []uint32, skipSpecial bool) (string, error) {
 		}
 	}
 	if t.fast != nil {
-		if text, ok := t.fast.decode(ids, skipSpecial); ok {
-			return text, nil
-		}
+		return t.fast.decode(ids, skipSpecial), nil
 	}
-	return t.tk.Decode(ids, skipSpecial), nil
+	return t.tk.decode(ids, skipSpecial)
 }
 
 // VocabSize is the number of ids, added tokens included.
@@ -140,9 +145,9 @@ func (t *Tokenizer) Close() error {
 	if t.tk == nil {
 		return nil
 	}
-	err := t.tk.Close()
+	t.tk.close()
 	t.tk = nil
-	return err
+	return nil
 }
 
 var errClosed = status.Errorf(status.InvalidArgument, "tokenizer: used after Close")

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -158,4 +159,71 @@ func ExampleTokenizer_Encode() {
 	text, _ := tk.Decode(ids, false)
 	fmt.Println(len(ids), text)
 	// Output: 2 the
+}
+
+// NUL bytes are ordinary text at the Rust boundary: a binding that passes C strings
+// truncates "a\x00b" to "a" when encoding and returns "" for a decoded text holding one.
+func TestNULBytesRoundTrip(t *testing.T) {
+	tk, err := FromBytes(tinyBPE(t))
+	require.NoError(t, err)
+	defer tk.Close()
+
+	for _, tt := range []struct {
+		text string
+		ids  []uint32 // ids 0-255 are the single bytes
+	}{
+		{"a\x00b", []uint32{'a', 0, 'b'}},
+		{"\x00", []uint32{0}},
+		{"\x00\x00<|im_end|>\x00", []uint32{0, 0, 264, 0}},
+	} {
+		ids, err := tk.Encode(tt.text, false)
+		require.NoError(t, err)
+		assert.Equal(t, tt.ids, ids, "encode %q", tt.text)
+		for _, skip := range []bool{false, true} {
+			want := tt.text
+			if skip {
+				want = strings.ReplaceAll(want, "<|im_end|>", "")
+			}
+			got, err := tk.Decode(ids, skip)
+			require.NoError(t, err)
+			assert.Equal(t, want, got, "decode (Go table) %v skip=%v", ids, skip)
+			rust, err := tk.tk.decode(ids, skip)
+			require.NoError(t, err)
+			assert.Equal(t, want, rust, "decode (Rust) %v skip=%v", ids, skip)
+		}
+	}
+}
+
+func TestEncodeRejectsInvalidUTF8(t *testing.T) {
+	tk, err := FromBytes(tinyBPE(t))
+	require.NoError(t, err)
+	defer tk.Close()
+	_, err = tk.Encode("a\xffb", false)
+	assert.ErrorContains(t, err, "not valid UTF-8")
+}
+
+// The real families' ids for "a\x00b" (PyPI tokenizers 0.23.3), when build/testdata has them.
+func TestNULBytesRealTokenizers(t *testing.T) {
+	for family, want := range map[string][]uint32{
+		"qwen3":  {64, 188, 65},
+		"gemma3": {236746, 238, 236763}, // not byte-level: decodes in Rust
+	} {
+		dir := filepath.Join("..", "..", "build", "testdata", family)
+		if _, err := os.Stat(filepath.Join(dir, FileName)); err != nil {
+			if os.Getenv("CI") != "" {
+				t.Fatalf("CI is set but %s is missing: %v", dir, err)
+			}
+			t.Logf("skipping %s: %v", family, err)
+			continue
+		}
+		tk, err := Load(dir)
+		require.NoError(t, err)
+		ids, err := tk.Encode("a\x00b", false)
+		require.NoError(t, err)
+		assert.Equal(t, want, ids, family)
+		text, err := tk.Decode(ids, false)
+		require.NoError(t, err)
+		assert.Equal(t, "a\x00b", text, family)
+		require.NoError(t, tk.Close())
+	}
 }

@@ -43,7 +43,7 @@ async def call(name: str, handle: int, *args: Any, slots: Sequence[Any], convert
     if loop not in _watching:
         _watch(loop)
     future: asyncio.Future[T] = loop.create_future()
-    err = ctypes.c_void_p()
+    err = _lib.Bytes()
     ticket = next(_tickets)
     # Registered before the start, so a call that ends at once is found.
     _pending[ticket] = (loop, future, convert, err, slots)
@@ -100,7 +100,7 @@ def _drain(loop: asyncio.AbstractEventLoop, tickets: Any, codes: Any) -> None:
                 pass  # that loop is closed: nobody awaits these calls any more
 
 
-def _finish(code: int, convert: Callable[[], Any], err: ctypes.c_void_p) -> Tuple[Any, BaseException | None]:
+def _finish(code: int, convert: Callable[[], Any], err: "_lib.Bytes") -> Tuple[Any, BaseException | None]:
     if code:  # a failed call writes no outputs, only its message
         return None, error_for(code, _lib.take_string(err) or f"call failed with status {code}")
     try:

@@ -23,7 +23,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 
 from .errors import ConfigError, LibraryError, error_for
 
-ABI_VERSION = 3
+ABI_VERSION = 4
 LIBRARY_NAME = "libfocus.so"
 ENV_LIBRARY = "FOCUS_GO_LIBRARY"
 
@@ -33,15 +33,25 @@ _path: Path | None = None
 _lock = threading.Lock()
 
 c_handle = ctypes.c_uint64
-_err_p = ctypes.POINTER(ctypes.c_void_p)
-_str_out = ctypes.POINTER(ctypes.c_void_p)
+
+
+class Bytes(ctypes.Structure):
+    """focus_bytes: a string or byte payload the library returns, as pointer + length (it
+    may hold NUL bytes). take_string/take_bytes read exactly ``len`` bytes and free it."""
+
+    _fields_ = [("data", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+
+
+_err_p = ctypes.POINTER(Bytes)
+_str_out = ctypes.POINTER(Bytes)
 # A generation result: JSON, then the generated ids, their logprobs and their count.
 _result_out = (_str_out, ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_size_t))
 _ids_out = ctypes.POINTER(ctypes.POINTER(ctypes.c_uint32))
 _ids_in = ctypes.POINTER(ctypes.c_uint32)
 _size_out = ctypes.POINTER(ctypes.c_size_t)
 
-# name: (restype, argtypes). Every status-returning function takes `char **err` last.
+# name: (restype, argtypes). Every status-returning function takes `focus_bytes *err` last;
+# every string input is (char *, size_t).
 _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "focus_abi_version": (ctypes.c_int32, []),
     "focus_version": (ctypes.c_int32, [_str_out, _err_p]),
@@ -49,7 +59,7 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "focus_buffer_free": (None, [ctypes.c_void_p]),
     "focus_handle_release": (ctypes.c_int32, [c_handle, _err_p]),
     "focus_live_handles": (ctypes.c_int64, []),
-    "focus_selftest_panic": (ctypes.c_int32, [ctypes.c_char_p, _err_p]),
+    "focus_selftest_panic": (ctypes.c_int32, [ctypes.c_char_p, ctypes.c_size_t, _err_p]),
     "focus_selftest_box": (
         ctypes.c_int32,
         [ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(c_handle), _err_p],
@@ -78,20 +88,19 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
         ctypes.c_int32,
         [c_handle, ctypes.c_uint64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t, _err_p],
     ),
-    "focus_collection_fail": (ctypes.c_int32, [c_handle, ctypes.c_uint64, ctypes.c_int32, ctypes.c_char_p, _err_p]),
+    "focus_collection_fail": (ctypes.c_int32, [c_handle, ctypes.c_uint64, ctypes.c_int32, ctypes.c_char_p, ctypes.c_size_t, _err_p]),
     "focus_collection_cancel": (ctypes.c_int32, [c_handle, _err_p]),
     "focus_collection_wait": (ctypes.c_int32, [c_handle, ctypes.c_uint64, ctypes.c_int64, ctypes.POINTER(ctypes.c_int32), _err_p]),
     "focus_collection_result": (ctypes.c_int32, [c_handle, ctypes.POINTER(c_handle), _str_out, _err_p]),
     # action parsing
     "focus_parse": (
         ctypes.c_int32,
-        [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t, _str_out, _err_p],
+        [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t, _str_out, _err_p],
     ),
     "focus_tool_blocks": (ctypes.c_int32, [ctypes.c_char_p, ctypes.c_size_t, _str_out, _err_p]),
-    "focus_profile_for_model": (ctypes.c_int32, [ctypes.c_char_p, _str_out, _err_p]),
     "focus_profile_resolve": (ctypes.c_int32, [ctypes.c_char_p, ctypes.c_size_t, _str_out, _err_p]),
     # tokenizer and chat template
-    "focus_codec_load": (ctypes.c_int32, [ctypes.c_char_p, ctypes.POINTER(c_handle), _err_p]),
+    "focus_codec_load": (ctypes.c_int32, [ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(c_handle), _err_p]),
     "focus_codec_info": (ctypes.c_int32, [c_handle, _str_out, _err_p]),
     "focus_codec_encode": (
         ctypes.c_int32,
@@ -122,7 +131,7 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "focus_critic_targets": (ctypes.c_int32, [c_handle, ctypes.c_char_p, ctypes.c_size_t, _str_out, _err_p]),
     "focus_prepare": (
         ctypes.c_int32,
-        [c_handle, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.POINTER(c_handle), _str_out, _err_p],
+        [c_handle, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(c_handle), _str_out, _err_p],
     ),
     "focus_batch_columns": (ctypes.c_int32, [c_handle, _str_out, ctypes.POINTER(ctypes.c_void_p), _size_out, _err_p]),
     "focus_batch_critic_contexts": (
@@ -131,7 +140,7 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     ),
     "focus_batch_from_json": (ctypes.c_int32, [ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(c_handle), _err_p]),
     "focus_batch_spans": (ctypes.c_int32, [c_handle, ctypes.c_int64, _str_out, _err_p]),
-    "focus_batch_text": (ctypes.c_int32, [c_handle, ctypes.c_char_p, _str_out, _err_p]),
+    "focus_batch_text": (ctypes.c_int32, [c_handle, ctypes.c_char_p, ctypes.c_size_t, _str_out, _err_p]),
     "focus_format_tree": (ctypes.c_int32, [c_handle, c_handle, _str_out, _err_p]),
     "focus_tree_html": (ctypes.c_int32, [c_handle, ctypes.c_char_p, ctypes.c_size_t, c_handle, _str_out, _err_p]),
     "focus_batch_export": (
@@ -161,7 +170,7 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     ),
     "focus_result_validate": (
         ctypes.c_int32,
-        [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_int64, _err_p],
+        [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_int64, _err_p],
     ),
 }
 
@@ -261,20 +270,32 @@ def library_path() -> Path:
     return _path
 
 
-def take_string(ptr: ctypes.c_void_p) -> str:
-    """Decode a C string the library allocated, and free it."""
-    if not ptr.value:
-        return ""
+def take_bytes(out: Bytes) -> bytes:
+    """The exact bytes of a focus_bytes the library filled (NUL bytes included), freeing it."""
+    if not out.data:
+        return b""
     try:
-        return ctypes.string_at(ptr.value).decode("utf-8", "replace")
+        return ctypes.string_at(out.data, out.len)
     finally:
-        lib().focus_string_free(ptr)
+        lib().focus_string_free(ctypes.c_void_p(out.data))
+        out.data, out.len = None, 0
+
+
+def take_string(out: Bytes) -> str:
+    """A focus_bytes the library filled, decoded as UTF-8, and freed."""
+    return take_bytes(out).decode("utf-8", "replace")
+
+
+def text_arg(text: str) -> tuple[bytes, int]:
+    """A string input as UTF-8 bytes and their length (the C side's ``char *, size_t``)."""
+    data = text.encode("utf-8")
+    return data, len(data)
 
 
 def call(name: str, *args: Any) -> None:
     """Call a status-returning function; raise the mapped FocusError on failure."""
     fn: Callable[..., int] = getattr(held() if name in _GIL_HELD else lib(), name)
-    err = ctypes.c_void_p()
+    err = Bytes()
     code = fn(*args, ctypes.byref(err))
     if code != 0:
         message = take_string(err) or f"{name} failed with status {code}"
@@ -282,8 +303,8 @@ def call(name: str, *args: Any) -> None:
 
 
 def call_string(name: str, *args: Any) -> str:
-    """Call a function whose last output is a C string, and return it decoded."""
-    out = ctypes.c_void_p()
+    """Call a function whose last output is a string (focus_bytes), and return it decoded."""
+    out = Bytes()
     call(name, *args, ctypes.byref(out))
     return take_string(out)
 
@@ -330,7 +351,7 @@ def section(data: memoryview, layout: Mapping[str, Any], name: str, fmt: str) ->
 def result_slots() -> tuple[Any, ...]:
     """Output slots for a generation result (see focus.h): its JSON, generated ids, their
     logprobs and their count."""
-    return ctypes.c_void_p(), ctypes.c_void_p(), ctypes.c_void_p(), ctypes.c_size_t()
+    return Bytes(), ctypes.c_void_p(), ctypes.c_void_p(), ctypes.c_size_t()
 
 
 def take_result(slots: Sequence[Any]) -> tuple[str, list[int], list[float]]:

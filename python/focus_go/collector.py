@@ -450,7 +450,7 @@ _POLL_BATCH = 256
 async def _poll(handle: Any) -> List[Dict[str, Any]]:
     """The queued bridge requests (waiting for at least one), each policy.generate prefix put
     back into its payload as a list."""
-    out, tokens, count = ctypes.c_void_p(), ctypes.POINTER(ctypes.c_uint32)(), ctypes.c_size_t()
+    out, tokens, count = _lib.Bytes(), ctypes.POINTER(ctypes.c_uint32)(), ctypes.c_size_t()
 
     def convert() -> List[Dict[str, Any]]:
         try:
@@ -575,7 +575,7 @@ class _Run:
         code = exc.code if isinstance(exc, FocusError) and exc.code > 0 else BackendError.code
         if isinstance(exc, (TimeoutError, asyncio.TimeoutError)):
             code = FocusTimeoutError.code
-        self._answer("focus_collection_fail", handle, rid, code, f"{type(exc).__name__}: {exc}".encode())
+        self._answer("focus_collection_fail", handle, rid, code, *_lib.text_arg(f"{type(exc).__name__}: {exc}"))
 
     @staticmethod
     def _answer(name: str, handle: Any, rid: int, *args: Any) -> None:

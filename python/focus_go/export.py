@@ -60,7 +60,7 @@ def to_samples(
     """Convert a prepared batch into actor and critic records for a trainer: actor
     records first (one per generated span), then critic records. This is what
     ``Batch.to_records()`` calls."""
-    layout_ptr = ctypes.c_void_p()
+    layout_ptr = _lib.Bytes()
     blob = ctypes.c_void_p()
     size = ctypes.c_size_t()
     with result._go_batch() as go:
@@ -167,7 +167,7 @@ def _build_records(view, layout, group_index, sample_factory, critic_sample_fact
 def format_edges(result: Batch) -> str:
     """Actor weights and critic targets of a prepared batch, for inspection."""
     with result._go_batch() as go:
-        return _lib.call_string("focus_batch_text", _lib.c_handle(go.handle), b"edges")
+        return _lib.call_string("focus_batch_text", _lib.c_handle(go.handle), *_lib.text_arg("edges"))
 
 
 def format_tree(view: SchedulerView[Any], result: Optional[Batch] = None) -> str:

@@ -107,7 +107,7 @@ class CriticSample:
 
 def _take_blob(name: str, handle: int) -> Tuple[Dict[str, Any], bytes]:
     """Call a function returning (layout JSON, C buffer); copy the buffer into bytes and free it."""
-    layout_ptr, blob, size = ctypes.c_void_p(), ctypes.c_void_p(), ctypes.c_size_t()
+    layout_ptr, blob, size = _lib.Bytes(), ctypes.c_void_p(), ctypes.c_size_t()
     _lib.call(name, _lib.c_handle(handle), ctypes.byref(layout_ptr), ctypes.byref(blob), ctypes.byref(size))
     try:
         data = ctypes.string_at(blob.value, size.value) if size.value else b""
@@ -301,7 +301,7 @@ class Batch:
         """Each actor edge with its advantage and diagnostics, then each critic target,
         one per line."""
         with self._go_batch() as go:
-            return _lib.call_string("focus_batch_text", _lib.c_handle(go.handle), b"describe")
+            return _lib.call_string("focus_batch_text", _lib.c_handle(go.handle), *_lib.text_arg("describe"))
 
     def _go_batch(self) -> GoObject:
         """The Go batch behind this one: the prepared batch itself (not to be closed), or
@@ -403,10 +403,10 @@ def prepare_samples(
     targets. Failed branches are left out of every backup and listed in
     ``Batch.failures``."""
     cfg = reward_config._json()
-    name = b"" if estimator is None else estimator.name.encode()
+    name = "" if estimator is None else estimator.name
     out = _lib.c_handle()
     summary = _lib.call_string(
-        "focus_prepare", _lib.c_handle(state.handle), cfg, len(cfg), name, ctypes.byref(out)
+        "focus_prepare", _lib.c_handle(state.handle), cfg, len(cfg), *_lib.text_arg(name), ctypes.byref(out)
     )
     go = GoObject(out.value)
     raw = json.loads(summary)

@@ -91,7 +91,7 @@ class _NativeClient(GoObject):
 
     async def agenerate(self, request: Mapping[str, Any]) -> Dict[str, Any]:
         data = json.dumps(request, ensure_ascii=False).encode("utf-8")
-        out = ctypes.c_void_p()
+        out = _lib.Bytes()
         return await _async.call(
             "focus_openai_generate", self.handle, data, len(data), slots=(out,), convert=lambda: json.loads(_lib.take_string(out))
         )

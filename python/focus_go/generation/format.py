@@ -56,11 +56,16 @@ class HFTokenizer(GoObject):
 
     ``model`` is a local directory holding ``tokenizer.json`` and ``tokenizer_config.json``
     or a Hugging Face model id present in the local cache (``HF_HUB_CACHE``, ``HF_HOME`` or
-    ``~/.cache/huggingface/hub``). The tokenizer is safe to share between threads."""
+    ``~/.cache/huggingface/hub``). The chat template is ``chat_template.jinja`` beside the
+    config when there is one (it wins over the config's ``chat_template``, as in
+    transformers); a model without any template still encodes and decodes
+    (``chat_template`` is then ``""``) and ``render`` raises NotFoundError naming the
+    directory. Text crosses to the Rust tokenizer with its length, so NUL bytes are kept.
+    The tokenizer is safe to share between threads."""
 
     def __init__(self, model: Union[str, "os.PathLike[str]"]) -> None:
         self.name_or_path = os.fspath(model)
-        super().__init__(_lib.call_handle("focus_codec_load", self.name_or_path.encode()))
+        super().__init__(_lib.call_handle("focus_codec_load", *_lib.text_arg(self.name_or_path)))
         info = json.loads(_lib.call_string("focus_codec_info", _lib.c_handle(self.handle)))
         self.vocab_size: int = info["vocab_size"]
         self.source: str = info["source"]

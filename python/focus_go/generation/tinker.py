@@ -122,7 +122,7 @@ class TinkerPolicy(Policy[Any]):
         logprobs = [float(v) for v in seq.logprobs]
         stop_reason = str(seq.stop_reason)
         check = json.dumps({"tokens": tokens, "logprobs": logprobs, "stop_reason": stop_reason}).encode()
-        _lib.call("focus_result_validate", b"tinker", check, len(check), max_tokens)
+        _lib.call("focus_result_validate", *_lib.text_arg("tinker"), check, len(check), max_tokens)
         top: Optional[List[Dict[str, float]]] = None
         if params.logprobs:
             rows = getattr(seq, "topk_logprobs", None)

@@ -26,7 +26,7 @@ def _parse(profile: str, result: GenerateResult, tools: Sequence[Mapping[str, An
         "tools": list(tools),
     }
     data = json.dumps(request).encode("utf-8")
-    return json.loads(_lib.call_string("focus_parse", profile.encode(), data, len(data)))
+    return json.loads(_lib.call_string("focus_parse", *_lib.text_arg(profile), data, len(data)))
 
 
 def _turn(action: Dict[str, Any]) -> ToolTurn:
