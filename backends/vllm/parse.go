@@ -21,6 +21,7 @@ type choice struct {
 	finishReason         string
 	hasFinish            bool
 	stopReason           generate.StopMatch
+	stopReasonErr        error
 	tokenIDs             []uint32
 	hasTokenIDs          bool
 	lpTokenIDs           []uint32 // logprobs.tokens parsed from "token_id:N"
@@ -100,6 +101,11 @@ func readGeneral(body []byte, c *choice, u *usage) (choices int, err error) {
 	return choices, nil
 }
 
+// LogprobFloor is the value vLLM's OpenAI endpoints write for a -inf or NaN logprob
+// (vllm 0.33.0 entrypoints/openai/completion/serving.py). The client reads it as NaN, a
+// token without a logprob (generate.Result.Logprobs).
+const LogprobFloor = -9999.0
+
 // result checks what was read and builds the Result.
 func result(c *choice, u *usage, choices int, prompt []uint32, p generate.Resolved) (*generate.Result, error) {
 	if c.err != "" {
@@ -130,7 +136,17 @@ func result(c *choice, u *usage, choices int, prompt []uint32, p generate.Resolv
 		res.Logprobs = []float64{}
 	}
 	if c.finishReason == generate.StopReasonStop {
+		if c.stopReasonErr != nil {
+			return nil, status.Errorf(status.Backend, "%s: stop_reason %v", Name, c.stopReasonErr)
+		}
 		res.MatchedStop = c.stopReason
+	}
+	// vLLM floors -inf (and NaN) at -9999.0 in its OpenAI shapes (completion/serving.py:
+	// max(step_token.logprob, -9999.0)); the floor is no logprob, not a number to train on.
+	for i, lp := range res.Logprobs {
+		if lp == LogprobFloor {
+			res.Logprobs[i] = math.NaN()
+		}
 	}
 	if p.TopLogprobs > 0 {
 		if c.top == nil {
@@ -212,7 +228,7 @@ func readChoice(iter *jsoniter.Iterator, c *choice) {
 				iter.Skip()
 			}
 		case "stop_reason":
-			c.stopReason = generate.ReadStopMatch(iter)
+			c.stopReason, c.stopReasonErr = generate.ReadStopMatch(iter)
 		case "token_ids":
 			if iter.WhatIsNext() == jsoniter.NilValue {
 				iter.Skip()
