@@ -295,10 +295,9 @@ type Result struct {
 	StopReason  string    `json:"stop_reason"` // StopReasonStop, StopReasonLength or StopReasonAbort
 	MatchedStop StopMatch `json:"matched_stop"`
 	// Logprobs holds the sampled token's logprob per generated token, aligned with Tokens.
-	// NaN marks a token the server sent no finite logprob for: SGLang serialises -inf and
-	// NaN as JSON null (orjson), vLLM floors them at -9999.0 (its OpenAI shapes' clamp);
-	// neither says which, so the value is unknown, never 0 or a made-up number. -Inf (a
-	// policy that knows the value) is kept as it is. Such a response is valid
+	// A token the server gave no finite logprob is never 0 or a made-up number: SGLang
+	// serialises -inf and NaN alike as JSON null (orjson), read as NaN (unknown); vLLM
+	// writes -inf as -9999.0 (read back as -Inf) and NaN as null (NaN). Such a response is valid
 	// (NonFiniteLogprobs counts them), but its tokens cannot train the actor: the
 	// collection engine records the edge as inexact (tree.Node.Inexact).
 	Logprobs []float64 `json:"logprobs"`

@@ -101,9 +101,10 @@ func readGeneral(body []byte, c *choice, u *usage) (choices int, err error) {
 	return choices, nil
 }
 
-// LogprobFloor is the value vLLM's OpenAI endpoints write for a -inf or NaN logprob
-// (vllm 0.33.0 entrypoints/openai/completion/serving.py). The client reads it as NaN, a
-// token without a logprob (generate.Result.Logprobs).
+// LogprobFloor is the value vLLM's OpenAI endpoints write for a -inf logprob (vllm 0.33.0
+// entrypoints/openai/completion/serving.py; a NaN logprob is written as null). The client
+// reads it back as -Inf: such a token has no usable behaviour logprob
+// (generate.Result.Logprobs), and the engine makes its edge inexact.
 const LogprobFloor = -9999.0
 
 // result checks what was read and builds the Result.
@@ -141,11 +142,12 @@ func result(c *choice, u *usage, choices int, prompt []uint32, p generate.Resolv
 		}
 		res.MatchedStop = c.stopReason
 	}
-	// vLLM floors -inf (and NaN) at -9999.0 in its OpenAI shapes (completion/serving.py:
-	// max(step_token.logprob, -9999.0)); the floor is no logprob, not a number to train on.
+	// vLLM writes -inf as -9999.0 in its OpenAI shapes (completion/serving.py:765,
+	// max(step_token.logprob, -9999.0); NaN stays NaN and pydantic writes it as null): the
+	// floor is read back as -Inf, the value it stands for, never kept as a number to train on.
 	for i, lp := range res.Logprobs {
 		if lp == LogprobFloor {
-			res.Logprobs[i] = math.NaN()
+			res.Logprobs[i] = math.Inf(-1)
 		}
 	}
 	if p.TopLogprobs > 0 {
@@ -159,6 +161,11 @@ func result(c *choice, u *usage, choices int, prompt []uint32, p generate.Resolv
 			return nil, status.Errorf(status.Backend, "%s: prompt logprobs were requested but the response has none (prompt_logprobs needs vLLM ≥ 0.6)", Name)
 		}
 		res.PromptLogprobs = c.promptLogprobs
+		for i, lp := range res.PromptLogprobs {
+			if lp == LogprobFloor { // generate/base/serving.py clamp_prompt_logprobs: -inf only
+				res.PromptLogprobs[i] = math.Inf(-1)
+			}
+		}
 		if p.PromptLogprobs > 0 {
 			res.PromptTopLogprobs = c.promptTop
 		}
