@@ -157,3 +157,36 @@ def test_completion_stream(server, client):
     lps = [lp for c in chunks if c.choices and c.choices[0].logprobs for lp in c.choices[0].logprobs.token_logprobs]
     assert lps == whole.choices[0].logprobs.token_logprobs
     assert chunks[-1].usage is not None and chunks[-1].usage.completion_tokens == whole.usage.completion_tokens
+
+
+CALCULATOR = {
+    "type": "function",
+    "function": {
+        "name": "calculator",
+        "description": "Evaluate an arithmetic expression.",
+        "parameters": {"type": "object", "properties": {"expression": {"type": "string"}}, "required": ["expression"]},
+    },
+}
+
+
+def test_chat_tool_call_and_its_stream(server, client):
+    kwargs = dict(
+        model=server.model_name,
+        messages=[{"role": "user", "content": _question(server)}],
+        tools=[CALCULATOR],
+        max_tokens=64,
+        temperature=0,
+    )
+    raw = client.chat.completions.with_raw_response.create(**kwargs)
+    reply = _strict(ChatCompletion, raw.http_response.json())
+    call = reply.choices[0].message.tool_calls[0]
+    assert reply.choices[0].finish_reason == "tool_calls"
+    assert call.type == "function" and call.function.name == "calculator"
+    assert "expression" in json.loads(call.function.arguments)
+    with client.chat.completions.with_streaming_response.create(stream=True, **kwargs) as stream:
+        chunks = [_strict(ChatCompletionChunk, c) for c in _stream_chunks(stream)]
+    calls = [tc for c in chunks for tc in (c.choices[0].delta.tool_calls or [])]
+    assert len(calls) == 1
+    assert calls[0].id and calls[0].type == "function"  # ids are per request
+    assert (calls[0].function.name, calls[0].function.arguments) == (call.function.name, call.function.arguments)
+    assert chunks[-1].choices[0].finish_reason == "tool_calls"

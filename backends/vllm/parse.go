@@ -103,8 +103,9 @@ func readGeneral(body []byte, c *choice, u *usage) (choices int, err error) {
 
 // LogprobFloor is the value vLLM's OpenAI endpoints write for a -inf logprob (vllm 0.33.0
 // entrypoints/openai/completion/serving.py; a NaN logprob is written as null). The client
-// reads it back as -Inf: such a token has no usable behaviour logprob
-// (generate.Result.Logprobs), and the engine makes its edge inexact.
+// reads it back as -Inf everywhere (token, top, prompt and prompt-top logprobs): such a
+// generated token has no usable behaviour logprob (generate.Result.Logprobs), and the
+// engine makes its edge inexact.
 const LogprobFloor = -9999.0
 
 // result checks what was read and builds the Result.
@@ -168,6 +169,15 @@ func result(c *choice, u *usage, choices int, prompt []uint32, p generate.Resolv
 		}
 		if p.PromptLogprobs > 0 {
 			res.PromptTopLogprobs = c.promptTop
+		}
+	}
+	for _, ms := range [][]map[uint32]float64{res.TopLogprobs, res.PromptTopLogprobs} {
+		for _, m := range ms {
+			for id, lp := range m {
+				if lp == LogprobFloor {
+					m[id] = math.Inf(-1)
+				}
+			}
 		}
 	}
 	res.Entropy = generate.SampleEntropy(res.Logprobs)

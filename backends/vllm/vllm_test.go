@@ -166,6 +166,11 @@ func TestResponses(t *testing.T) {
 				n, first := r.NonFiniteLogprobs()
 				assert.Equal(t, []int{2, 0}, []int{n, first})
 			}},
+		{name: "floored top alternative is -inf", params: generate.SamplingParams{Logprobs: generate.Int(1)},
+			body:   completion(`"logprobs":{"tokens":["token_id:1"],"token_logprobs":[-0.5],"top_logprobs":[{"token_id:1":-0.5,"token_id:9":-9999.0}]},`+stopNull+`,"token_ids":[1]`, `null`),
+			tokens: []uint32{1}, stop: "stop", check: func(t *testing.T, r *generate.Result) {
+				assert.Equal(t, []map[uint32]float64{{1: -0.5, 9: math.Inf(-1)}}, r.TopLogprobs)
+			}},
 		{name: "a logprob just above the floor is kept", body: completion(`"logprobs":{"tokens":["token_id:1"],"token_logprobs":[-9998.5],"top_logprobs":null,"text_offset":null},`+stopNull+`,"token_ids":[1]`, `null`),
 			tokens: []uint32{1}, stop: "stop", check: func(t *testing.T, r *generate.Result) { assert.Equal(t, []float64{-9998.5}, r.Logprobs) }},
 		{name: "stop_reason list is not a vLLM form", body: completion(lp3+`,"finish_reason":"stop","stop_reason":[1,2],`+ids3, usage3),
