@@ -190,3 +190,13 @@ def test_chat_tool_call_and_its_stream(server, client):
     assert calls[0].id and calls[0].type == "function"  # ids are per request
     assert (calls[0].function.name, calls[0].function.arguments) == (call.function.name, call.function.arguments)
     assert chunks[-1].choices[0].finish_reason == "tool_calls"
+
+
+def test_responses_function_call(server, client):
+    tool = {"type": "function", "name": "calculator", "parameters": CALCULATOR["function"]["parameters"]}
+    raw = client.responses.with_raw_response.create(
+        model=server.model_name, input=[{"role": "user", "content": _question(server)}], tools=[tool], temperature=0
+    )
+    reply = _strict(Response, raw.http_response.json())
+    calls = [item for item in reply.output if item.type == "function_call"]
+    assert calls and calls[0].name == "calculator" and "expression" in json.loads(calls[0].arguments)
