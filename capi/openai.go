@@ -7,6 +7,8 @@ import "C"
 
 import (
 	"context"
+	"math"
+
 	"github.com/focus-go/focus-go/backends/generate"
 	"github.com/focus-go/focus-go/backends/openai"
 	"github.com/focus-go/focus-go/backends/sglang"
@@ -165,9 +167,9 @@ func focus_sglang_parse(body *C.char, bodyLen C.size_t, prefix *C.uint32_t, coun
 func focus_result_validate(backend *C.char, backendLen C.size_t, result *C.char, n C.size_t, maxTokens C.int64_t, errOut *C.focus_bytes) C.focus_status {
 	return guard(errOut, func() error {
 		var r struct {
-			Tokens     []uint32  `json:"tokens"`
-			Logprobs   []float64 `json:"logprobs"`
-			StopReason string    `json:"stop_reason"`
+			Tokens     []uint32   `json:"tokens"`
+			Logprobs   []*float64 `json:"logprobs"` // null: no logprob (NaN)
+			StopReason string     `json:"stop_reason"`
 		}
 		if err := decodeJSON(result, n, "result", &r); err != nil {
 			return err
@@ -175,9 +177,12 @@ func focus_result_validate(backend *C.char, backendLen C.size_t, result *C.char,
 		if maxTokens < 1 {
 			return status.Errorf(status.InvalidArgument, "result check: max_tokens %d must be ≥ 1", int64(maxTokens))
 		}
-		res := generate.Result{Tokens: r.Tokens, Logprobs: r.Logprobs, StopReason: r.StopReason}
-		if res.Logprobs == nil {
-			res.Logprobs = []float64{}
+		res := generate.Result{Tokens: r.Tokens, Logprobs: make([]float64, len(r.Logprobs)), StopReason: r.StopReason}
+		for i, lp := range r.Logprobs {
+			res.Logprobs[i] = math.NaN()
+			if lp != nil {
+				res.Logprobs[i] = *lp
+			}
 		}
 		return res.Validate(goString(backend, backendLen), int(maxTokens))
 	})

@@ -8,6 +8,7 @@ import "C"
 import (
 	"context"
 	"math"
+	"strconv"
 	"time"
 
 	"github.com/focus-go/focus-go/backends/generate"
@@ -78,20 +79,60 @@ func focus_policy_open(config *C.char, n C.size_t, out *C.focus_handle, errOut *
 	})
 }
 
-// wireResult is generate.Result with JSON-safe prompt logprobs (NaN = no value = null).
+// wireResult is generate.Result as Python reads it (json.loads): a missing prompt logprob
+// (NaN) is null (None); other non-finite logprobs, SGLang's null top alternatives (NaN)
+// and vLLM's -9999 floor (-Inf), keep their value as Python's NaN / -Infinity literals
+// instead of failing the encoding or becoming a stand-in number.
 type wireResult struct {
 	*generate.Result
-	PromptLogprobs []*float64 `json:"prompt_logprobs"`
+	TopLogprobs       []map[uint32]pyFloat `json:"top_logprobs"`
+	PromptLogprobs    []*pyFloat           `json:"prompt_logprobs"`
+	PromptTopLogprobs []map[uint32]pyFloat `json:"prompt_top_logprobs"`
 }
 
 func toWireResult(r *generate.Result) wireResult {
-	w := wireResult{Result: r, PromptLogprobs: make([]*float64, len(r.PromptLogprobs))}
+	w := wireResult{Result: r, TopLogprobs: pyMaps(r.TopLogprobs), PromptTopLogprobs: pyMaps(r.PromptTopLogprobs),
+		PromptLogprobs: make([]*pyFloat, len(r.PromptLogprobs))}
 	for i := range r.PromptLogprobs {
-		if v := r.PromptLogprobs[i]; !math.IsNaN(v) {
+		if v := pyFloat(r.PromptLogprobs[i]); !math.IsNaN(float64(v)) {
 			w.PromptLogprobs[i] = &v
 		}
 	}
 	return w
+}
+
+// pyFloat is a float64 whose JSON is Python's: NaN, Infinity and -Infinity for the
+// non-finite values (json.loads reads them; the JSON goes only to the Python wrapper).
+type pyFloat float64
+
+func (f pyFloat) MarshalJSON() ([]byte, error) {
+	switch v := float64(f); {
+	case math.IsNaN(v):
+		return []byte("NaN"), nil
+	case math.IsInf(v, 1):
+		return []byte("Infinity"), nil
+	case math.IsInf(v, -1):
+		return []byte("-Infinity"), nil
+	default:
+		return strconv.AppendFloat(nil, v, 'g', -1, 64), nil
+	}
+}
+
+func pyMaps(ms []map[uint32]float64) []map[uint32]pyFloat {
+	if ms == nil {
+		return nil
+	}
+	out := make([]map[uint32]pyFloat, len(ms))
+	for i, m := range ms {
+		if m == nil {
+			continue
+		}
+		out[i] = make(map[uint32]pyFloat, len(m))
+		for k, v := range m {
+			out[i][k] = pyFloat(v)
+		}
+	}
+	return out
 }
 
 // returnResult hands a Result to Python: the generated ids and their logprobs as two

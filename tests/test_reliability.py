@@ -520,8 +520,10 @@ async def _p_misaligned(result):
     return dataclasses.replace(result, logprobs=list(result.logprobs)[:-1])
 
 
-async def _p_nan_logprob(result):
-    return dataclasses.replace(result, logprobs=[float("nan")] * len(result.logprobs))
+async def _p_positive_logprob(result):
+    # (A NaN logprob, no logprob, is not a fault: the edge is kept as inexact and trains no
+    # actor; tests/test_inexact.py covers it.)
+    return dataclasses.replace(result, logprobs=[0.5] * len(result.logprobs))
 
 
 async def _p_hang(result):
@@ -535,10 +537,10 @@ async def _p_hang(result):
         (_p_wrong_type, "expected GenerateResult"),
         (_p_extra_tokens, "max_tokens was"),
         (_p_misaligned, "logprob"),
-        (_p_nan_logprob, "logprobs must be finite"),
+        (_p_positive_logprob, "logprobs must be <= 0"),
         (_p_hang, "deadline"),
     ],
-    ids=["raises", "wrong_type", "extra_tokens", "misaligned_logprobs", "nan_logprobs", "hangs"],
+    ids=["raises", "wrong_type", "extra_tokens", "misaligned_logprobs", "positive_logprobs", "hangs"],
 )
 def test_python_policy_fault_fails_exactly_the_faulted_rollouts(server, policy, healthy, fault, message):
     # A custom Completion policy (served through the bridge) that misbehaves on the

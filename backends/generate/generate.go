@@ -10,6 +10,7 @@ package generate
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"strconv"
 
@@ -217,16 +218,59 @@ func (m StopMatch) Value() any {
 }
 
 // ReadStopMatch reads a server's matched-stop field (SGLang finish_reason.matched, vLLM
-// stop_reason): a number is a token id, a string a stop string, anything else (null) none.
-func ReadStopMatch(iter *jsoniter.Iterator) StopMatch {
+// stop_reason): a number is a token id, a string a stop string, null none. SGLang's
+// schema (sglang/api/v1/api_types.py, Matched = Union[int, str, MatchedTokens]) also
+// allows a list of token ids: an empty list is no match, a one-id list that id. A list of
+// several ids has no matched_stop form (an int, a string or None), so it is an error
+// naming the list, as is any other value (a negative or fractional id, an object). The
+// value is consumed either way; iter.Error is left for JSON syntax errors.
+func ReadStopMatch(iter *jsoniter.Iterator) (StopMatch, error) {
 	switch iter.WhatIsNext() {
 	case jsoniter.NumberValue:
-		return StopMatch{Kind: MatchToken, Token: iter.ReadUint32()}
+		return tokenMatch(iter.ReadNumber())
 	case jsoniter.StringValue:
-		return StopMatch{Kind: MatchString, String: iter.ReadString()}
+		return StopMatch{Kind: MatchString, String: iter.ReadString()}, nil
+	case jsoniter.NilValue:
+		iter.Skip()
+		return StopMatch{}, nil
+	case jsoniter.ArrayValue:
+		var ids []uint32
+		var err error
+		for iter.ReadArray() {
+			if iter.WhatIsNext() != jsoniter.NumberValue {
+				iter.Skip()
+				if err == nil {
+					err = fmt.Errorf("list entry %d is not a token id", len(ids))
+				}
+				continue
+			}
+			m, e := tokenMatch(iter.ReadNumber())
+			if e != nil && err == nil {
+				err = e
+			}
+			ids = append(ids, m.Token)
+		}
+		switch {
+		case err != nil:
+			return StopMatch{}, err
+		case len(ids) == 0:
+			return StopMatch{}, nil
+		case len(ids) == 1:
+			return StopMatch{Kind: MatchToken, Token: ids[0]}, nil
+		}
+		return StopMatch{}, fmt.Errorf("is a list of %d token ids %v; matched_stop holds one token id, a string or None", len(ids), ids)
 	}
-	iter.Skip()
-	return StopMatch{}
+	raw := iter.SkipAndReturnBytes()
+	return StopMatch{}, fmt.Errorf("is %.40s; expected a token id, a string, a list of token ids or null", raw)
+}
+
+// tokenMatch reads a JSON number that must be a token id in [0, 2^32).
+func tokenMatch(v json.Number) (StopMatch, error) {
+	id, err := strconv.ParseUint(string(v), 10, 32)
+	if err != nil {
+		return StopMatch{}, fmt.Errorf("token id %s is not an integer in [0, 2^32)", v)
+	}
+	return StopMatch{Kind: MatchToken, Token: uint32(id)}, nil
 }
 
 // MarshalJSON writes null, the token id, or the string.
@@ -251,6 +295,11 @@ type Result struct {
 	StopReason  string    `json:"stop_reason"` // StopReasonStop, StopReasonLength or StopReasonAbort
 	MatchedStop StopMatch `json:"matched_stop"`
 	// Logprobs holds the sampled token's logprob per generated token, aligned with Tokens.
+	// A token the server gave no finite logprob is never 0 or a made-up number: SGLang
+	// serialises -inf and NaN alike as JSON null (orjson), read as NaN (unknown); vLLM
+	// writes -inf as -9999.0 (read back as -Inf) and NaN as null (NaN). Such a response is valid
+	// (NonFiniteLogprobs counts them), but its tokens cannot train the actor: the
+	// collection engine records the edge as inexact (tree.Node.Inexact).
 	Logprobs []float64 `json:"logprobs"`
 	// TopLogprobs, when alternatives were asked for, maps token id → logprob per generated
 	// position (aligned with Tokens); nil otherwise.
@@ -275,20 +324,41 @@ type Result struct {
 	AbortMessage string `json:"abort_message,omitempty"`
 }
 
-// SampleEntropy is -mean(logprobs), the sample estimate of the per-token entropy.
+// SampleEntropy is -mean(logprobs), the sample estimate of the per-token entropy, over
+// the tokens with a finite logprob (NaN, the server's missing values, and -Inf are left
+// out, so the estimate stays a number JSON can carry); 0 with none.
 func SampleEntropy(logprobs []float64) float64 {
-	if len(logprobs) == 0 {
+	sum, n := 0.0, 0
+	for _, lp := range logprobs {
+		if !math.IsNaN(lp) && !math.IsInf(lp, 0) {
+			sum -= lp
+			n++
+		}
+	}
+	if n == 0 {
 		return 0
 	}
-	sum := 0.0
-	for _, lp := range logprobs {
-		sum -= lp
+	return sum / float64(n)
+}
+
+// NonFiniteLogprobs is the number of generated tokens without a finite logprob (NaN:
+// the server sent none; -Inf), and the index of the first (-1 with none).
+func (r *Result) NonFiniteLogprobs() (n, first int) {
+	first = -1
+	for i, lp := range r.Logprobs {
+		if math.IsNaN(lp) || math.IsInf(lp, -1) {
+			if first < 0 {
+				first = i
+			}
+			n++
+		}
 	}
-	return sum / float64(len(logprobs))
+	return n, first
 }
 
 // Validate checks what the execution service relies on: a known stop reason, at most
-// maxTokens tokens, one finite logprob per token, and top-logprob maps (when present)
+// maxTokens tokens, one logprob per token (≤ 0: finite, -Inf, or NaN where the server
+// sent none; see Logprobs), and top-logprob maps (when present)
 // aligned with the tokens. backend prefixes the error ("sglang: response has 300 tokens,
 // max_tokens was 256"). Every failure is status.Backend: the server broke its contract.
 func (r *Result) Validate(backend string, maxTokens int) error {
@@ -305,8 +375,8 @@ func (r *Result) Validate(backend string, maxTokens int) error {
 			backend, len(r.Tokens), len(r.Logprobs))
 	}
 	for i, lp := range r.Logprobs {
-		if math.IsNaN(lp) || math.IsInf(lp, 0) || lp > 1e-6 {
-			return status.Errorf(status.Backend, "%s: logprob %v of token %d (id %d) is not a finite value ≤ 0", backend, lp, i, r.Tokens[i])
+		if lp > 1e-6 { // false for NaN; true for +Inf
+			return status.Errorf(status.Backend, "%s: logprob %v of token %d (id %d) is positive; expected a value ≤ 0 (NaN for none)", backend, lp, i, r.Tokens[i])
 		}
 	}
 	if r.TopLogprobs != nil {

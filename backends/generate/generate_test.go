@@ -5,6 +5,7 @@ import (
 	"math"
 	"testing"
 
+	jsoniter "github.com/json-iterator/go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -107,7 +108,11 @@ func TestValidate(t *testing.T) {
 		{name: "unknown finish", max: 3, mutate: func(r *Result) { r.StopReason = "eos" }, want: `sglang: unknown finish reason "eos", expected stop, length or abort`},
 		{name: "empty finish", max: 3, mutate: func(r *Result) { r.StopReason = "" }, want: `sglang: unknown finish reason "", expected stop, length or abort`},
 		{name: "missing logprobs", max: 3, mutate: func(r *Result) { r.Logprobs = nil }, want: "sglang: response has 3 tokens but 0 logprobs; expected one logprob per token"},
-		{name: "infinite logprob", max: 3, mutate: func(r *Result) { r.Logprobs[1] = math.Inf(-1) }, want: "sglang: logprob -Inf of token 1 (id 2) is not a finite value ≤ 0"},
+		{name: "positive infinite logprob", max: 3, mutate: func(r *Result) { r.Logprobs[1] = math.Inf(1) }, want: "sglang: logprob +Inf of token 1 (id 2) is positive; expected a value ≤ 0 (NaN for none)"},
+		{name: "positive logprob", max: 3, mutate: func(r *Result) { r.Logprobs[1] = 0.5 }, want: "sglang: logprob 0.5 of token 1 (id 2) is positive; expected a value ≤ 0 (NaN for none)"},
+		// SGLang sends null for -inf and NaN (orjson); the client reads it as NaN.
+		{name: "missing logprob (server null) is valid", max: 3, mutate: func(r *Result) { r.Logprobs[1] = math.NaN() }},
+		{name: "-Inf logprob is valid", max: 3, mutate: func(r *Result) { r.Logprobs[1] = math.Inf(-1) }},
 		{name: "top misaligned", max: 3, mutate: func(r *Result) { r.TopLogprobs = []map[uint32]float64{{1: -1}} }, want: "sglang: response has 3 tokens but 1 top-logprob entries"},
 		{name: "prompt logprobs misaligned", max: 3, mutate: func(r *Result) { r.PromptLogprobs = []float64{math.NaN(), -1} }, want: "sglang: prompt has 1 tokens but 2 prompt logprobs"},
 	}
@@ -131,4 +136,62 @@ func TestValidate(t *testing.T) {
 func TestSampleEntropy(t *testing.T) {
 	assert.Equal(t, 0.0, SampleEntropy(nil))
 	assert.InDelta(t, 0.5, SampleEntropy([]float64{-1, 0}), 1e-12)
+}
+
+// TestReadStopMatch covers every shape of SGLang's finish_reason.matched in its
+// schema (sglang 0.5.23 sglang/api/v1/api_types.py: Matched = Union[int, str,
+// MatchedTokens], MatchedTokens = List[int]; schedule_batch.py FINISH_MATCHED_TOKEN,
+// FINISH_MATCHED_STR, FINISHED_MATCHED_REGEX, and "NaN happened") and vLLM's
+// stop_reason (int | str | None, vllm 0.33.0 completion/protocol.py).
+func TestReadStopMatch(t *testing.T) {
+	tests := []struct {
+		json string
+		want StopMatch
+		err  string
+	}{
+		{json: `151645`, want: StopMatch{Kind: MatchToken, Token: 151645}},
+		{json: `0`, want: StopMatch{Kind: MatchToken, Token: 0}},
+		{json: `"</answer>"`, want: StopMatch{Kind: MatchString, String: "</answer>"}},
+		{json: `"NaN happened"`, want: StopMatch{Kind: MatchString, String: "NaN happened"}},
+		{json: `null`, want: StopMatch{}},
+		{json: `[]`, want: StopMatch{}},
+		{json: `[151645]`, want: StopMatch{Kind: MatchToken, Token: 151645}},
+		{json: `[151645, 151643]`, err: "is a list of 2 token ids [151645 151643]; matched_stop holds one token id, a string or None"},
+		{json: `[1, "a"]`, err: "list entry 1 is not a token id"},
+		{json: `-1`, err: "token id -1 is not an integer in [0, 2^32)"},
+		{json: `1.5`, err: "token id 1.5 is not an integer in [0, 2^32)"},
+		{json: `4294967296`, err: "token id 4294967296 is not an integer in [0, 2^32)"},
+		{json: `{"id": 1}`, err: `is {"id": 1}; expected a token id, a string, a list of token ids or null`},
+		{json: `true`, err: "expected a token id, a string, a list of token ids or null"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.json, func(t *testing.T) {
+			// Inside an object, as it is on the wire (a bare top-level number ends at EOF).
+			iter := jsoniter.ConfigDefault.BorrowIterator([]byte(`{"matched": ` + tt.json + `}`))
+			defer jsoniter.ConfigDefault.ReturnIterator(iter)
+			require.Equal(t, "matched", iter.ReadObject())
+			got, err := ReadStopMatch(iter)
+			assert.Equal(t, "", iter.ReadObject(), "the value is consumed")
+			require.NoError(t, iter.Error)
+			if tt.err != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tt.err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}
+
+func TestEntropyAndNonFiniteLogprobs(t *testing.T) {
+	r := &Result{Tokens: []uint32{1, 2, 3, 4}, Logprobs: []float64{-1, math.NaN(), -3, math.Inf(-1)}}
+	n, first := r.NonFiniteLogprobs()
+	assert.Equal(t, 2, n)
+	assert.Equal(t, 1, first)
+	assert.Equal(t, 2.0, SampleEntropy(r.Logprobs)) // mean over the two finite values
+	assert.Equal(t, 0.0, SampleEntropy([]float64{math.NaN()}))
+	n, first = (&Result{Logprobs: []float64{-1}}).NonFiniteLogprobs()
+	assert.Equal(t, 0, n)
+	assert.Equal(t, -1, first)
 }

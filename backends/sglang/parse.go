@@ -24,6 +24,7 @@ type metaInfo struct {
 	finishType, abortMessage string
 	hasFinish                bool
 	matched                  generate.StopMatch
+	matchedErr               error
 	promptTokens             int
 	completionTokens         int // -1 when absent
 	cachedTokens             int
@@ -114,6 +115,9 @@ func resultOf(r *response, prompt []uint32, p generate.Resolved) (*generate.Resu
 	}
 	switch m.finishType {
 	case generate.StopReasonStop:
+		if m.matchedErr != nil {
+			return nil, status.Errorf(status.Backend, "%s: meta_info.finish_reason.matched %v", Name, m.matchedErr)
+		}
 		res.MatchedStop = m.matched
 	case generate.StopReasonAbort:
 		res.AbortMessage = m.abortMessage
@@ -226,7 +230,7 @@ func readCount(iter *jsoniter.Iterator) int {
 	return int(iter.ReadInt64())
 }
 
-// readFinish reads {"type":"stop","matched":17|"</answer>"|null}, {"type":"length",...},
+// readFinish reads {"type":"stop","matched":17|[17]|"</answer>"|null}, {"type":"length",...},
 // {"type":"abort","message":...}; a bare string is taken as the type (very old builds).
 func readFinish(iter *jsoniter.Iterator, m *metaInfo) {
 	switch iter.WhatIsNext() {
@@ -247,7 +251,7 @@ func readFinish(iter *jsoniter.Iterator, m *metaInfo) {
 		case "type":
 			m.finishType = iter.ReadString()
 		case "matched":
-			m.matched = generate.ReadStopMatch(iter)
+			m.matched, m.matchedErr = generate.ReadStopMatch(iter)
 		case "message":
 			if iter.WhatIsNext() == jsoniter.StringValue {
 				m.abortMessage = iter.ReadString()
@@ -261,6 +265,8 @@ func readFinish(iter *jsoniter.Iterator, m *metaInfo) {
 }
 
 // readTriples reads [[logprob|null, id, text|null], ...]; a null logprob becomes NaN.
+// SGLang writes null for -inf and NaN (orjson's float rule: sglang/srt/utils/json_response.py
+// dumps_json), so NaN here is "no logprob", never 0 or a stand-in number.
 func readTriples(iter *jsoniter.Iterator, field string, num *transport.NumberReader) ([]float64, []uint32) {
 	lps := make([]float64, 0, 64)
 	ids := make([]uint32, 0, 64)

@@ -221,8 +221,36 @@ func TestResponses(t *testing.T) {
 			err: "sglang: response has 3 tokens, max_tokens was 2"},
 		{name: "no output_token_logprobs", body: reply(`[1,2,3]`, `{"type":"stop","matched":3}`, `,"completion_tokens":3`, ""),
 			code: status.Backend, err: "sglang: response has no meta_info.output_token_logprobs; the server ignored return_logprob"},
-		{name: "null logprob", body: reply("", `{"type":"length","length":3}`, "", `[[-0.5,1,null],[null,2,null],[-0.125,3,null]]`),
-			code: status.Backend, err: "sglang: logprob NaN of token 1 (id 2) is not a finite value ≤ 0"},
+		// SGLang's orjson writes -inf and NaN as null (sglang 0.5.23 srt/utils/json_response.py
+		// dumps_json; the schema's LogprobEntry.logprob is Optional[float]): the response is
+		// valid, the token has no logprob (NaN), and the entropy averages the others.
+		{name: "null logprob (-inf or NaN on the server)", body: reply("", `{"type":"length","length":3}`, "", `[[-0.5,1,null],[null,2,null],[-0.125,3,null]]`),
+			tokens: []uint32{1, 2, 3}, stop: "length", check: func(t *testing.T, r *generate.Result) {
+				require.Len(t, r.Logprobs, 3)
+				assert.Equal(t, -0.5, r.Logprobs[0])
+				assert.True(t, math.IsNaN(r.Logprobs[1]))
+				assert.Equal(t, -0.125, r.Logprobs[2])
+				assert.InDelta(t, 0.3125, r.Entropy, 1e-12)
+				n, first := r.NonFiniteLogprobs()
+				assert.Equal(t, []int{1, 1}, []int{n, first})
+			}},
+		// Every shape of finish_reason.matched in SGLang's schema (api/v1/api_types.py
+		// Matched = Union[int, str, MatchedTokens]; schedule_batch.py FINISH_MATCHED_TOKEN
+		// takes Union[int, List[int]], FINISH_MATCHED_STR / FINISHED_MATCHED_REGEX a str).
+		{name: "matched: one-id list", body: reply("", `{"type":"stop","matched":[3]}`, `,"completion_tokens":3`, threeLogprobs),
+			tokens: []uint32{1, 2, 3}, stop: "stop", matched: int64(3)},
+		{name: "matched: empty list", body: reply("", `{"type":"stop","matched":[]}`, `,"completion_tokens":3`, threeLogprobs),
+			tokens: []uint32{1, 2, 3}, stop: "stop", matched: nil},
+		{name: "matched: null (EOS with no recorded match)", body: reply("", `{"type":"stop","matched":null}`, `,"completion_tokens":3`, threeLogprobs),
+			tokens: []uint32{1, 2, 3}, stop: "stop", matched: nil},
+		{name: "matched: stop regex text", body: reply("", `{"type":"stop","matched":"\n\n"}`, `,"completion_tokens":3`, threeLogprobs),
+			tokens: []uint32{1, 2, 3}, stop: "stop", matched: "\n\n"},
+		{name: "matched: the NaN finish", body: reply("", `{"type":"stop","matched":"NaN happened"}`, `,"completion_tokens":3`, threeLogprobs),
+			tokens: []uint32{1, 2, 3}, stop: "stop", matched: "NaN happened"},
+		{name: "matched: several ids", body: reply("", `{"type":"stop","matched":[2,3]}`, `,"completion_tokens":3`, threeLogprobs),
+			code: status.Backend, err: "sglang: meta_info.finish_reason.matched is a list of 2 token ids [2 3]; matched_stop holds one token id, a string or None"},
+		{name: "matched: negative id", body: reply("", `{"type":"stop","matched":-1}`, `,"completion_tokens":3`, threeLogprobs),
+			code: status.Backend, err: "sglang: meta_info.finish_reason.matched token id -1 is not an integer in [0, 2^32)"},
 		{name: "positive logprob", body: reply("", `{"type":"length","length":3}`, "", `[[-0.5,1,null],[0.5,2,null],[-0.125,3,null]]`),
 			code: status.Backend, err: "logprob 0.5 of token 1 (id 2)"},
 		{name: "completion_tokens disagrees", body: reply("", `{"type":"length","length":4}`, `,"completion_tokens":4`, threeLogprobs),

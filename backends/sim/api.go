@@ -216,7 +216,7 @@ func (f floatList) MarshalJSON() ([]byte, error) {
 	return append(b, ']'), nil
 }
 
-// triples encodes SGLang's [[logprob, token_id, text|null], ...].
+// triples encodes SGLang's [[logprob|null, token_id, text|null], ...].
 type triples struct {
 	lps   []float64
 	ids   []uint32
@@ -235,7 +235,13 @@ func (t triples) appendJSON(b []byte) []byte {
 			b = append(b, ',')
 		}
 		b = append(b, '[')
-		b = ft.append(b, t.lps[i])
+		if lp := t.lps[i]; math.IsNaN(lp) || math.IsInf(lp, 0) || lp <= logFloor {
+			// SGLang's orjson writes -inf and NaN as null (sglang 0.5.23
+			// srt/utils/json_response.py dumps_json); the model's floor is its -inf.
+			b = append(b, "null"...)
+		} else {
+			b = ft.append(b, lp)
+		}
 		b = append(b, ',')
 		b = strconv.AppendUint(b, uint64(id), 10)
 		b = append(b, ',')

@@ -49,13 +49,24 @@
 // same state. Reported logprobs are log-probabilities of the sampled token under the
 // distribution it was drawn from (Config.LogprobMode "processed", default: after
 // temperature and truncation, renormalised) or under the model's own distribution ("raw",
-// vLLM V1's default); at temperature 0 both are the raw value. They are clamped at -9999.
+// vLLM V1's default); at temperature 0 both are the raw value. A zero probability (-inf)
+// is written as each server writes it: -9999.0 on the vLLM and OpenAI shapes (vLLM's
+// clamp), null on SGLang's (its orjson writes -inf and NaN as null).
 // Max tokens are never exceeded (except by the extra_tokens fault); EOS, stop_token_ids and
 // stop strings end a sequence with the finish reasons and matched values of each API.
 //
-// Not simulated: streaming (stream=true is refused with 400), echo and prompt logprobs
-// (400), SGLang input_token_logprobs, repetition/frequency/presence penalties and
-// logit_bias (accepted, ignored), n>1 top-level expansion on /v1/responses.
+// Prompt logprobs are the model's raw next-token log-probabilities of each prompt token
+// given the tokens before it: SGLang input_token_logprobs / input_top_logprobs from
+// logprob_start_len (first entry null), vLLM prompt_logprobs (null first, each position
+// the prompt token and the top alternatives with logprob, rank and decoded_token).
+// stream=true is served on /generate (cumulative events, SGLang's default), /v1/completions
+// and /v1/chat/completions (vLLM's chunk formats, stream_options.include_usage and
+// continuous_usage_stats) as server-sent events ending in data: [DONE]; see stream.go.
+//
+// Not simulated: echo (400), streaming a /generate batch and /v1/responses streaming
+// (400), event timing within a stream (the body is sent whole), repetition/frequency/
+// presence penalties and logit_bias (accepted, ignored), n>1 top-level expansion on
+// /v1/responses.
 //
 // Concurrency and resources: a Server is safe for concurrent requests and for concurrent
 // calls of its methods; SetFaults takes effect for requests that have not yet drawn their

@@ -89,23 +89,36 @@ func writeSglItem(st *jsoniter.Stream, it *sglItem) {
 	}
 	if len(m.OutputTopLogprobs) > 0 {
 		st.WriteRaw(`,"output_top_logprobs":`)
-		st.WriteArrayStart()
-		for i, x := range m.OutputTopLogprobs {
-			if i > 0 {
-				st.WriteMore()
-			}
-			switch v := x.(type) {
-			case nil:
-				st.WriteNil()
-			case triples:
-				writeMarshaler(st, v)
-			default:
-				st.WriteVal(v)
-			}
-		}
-		st.WriteArrayEnd()
+		writeTopList(st, m.OutputTopLogprobs)
+	}
+	if m.InputTokenLogprobs != nil {
+		st.WriteRaw(`,"input_token_logprobs":`)
+		writeMarshaler(st, *m.InputTokenLogprobs)
+	}
+	if len(m.InputTopLogprobs) > 0 {
+		st.WriteRaw(`,"input_top_logprobs":`)
+		writeTopList(st, m.InputTopLogprobs)
 	}
 	st.WriteRaw(`}}`)
+}
+
+// writeTopList writes [null | [[logprob, id, text], ...], ...].
+func writeTopList(st *jsoniter.Stream, list []any) {
+	st.WriteArrayStart()
+	for i, x := range list {
+		if i > 0 {
+			st.WriteMore()
+		}
+		switch v := x.(type) {
+		case nil:
+			st.WriteNil()
+		case triples:
+			writeMarshaler(st, v)
+		default:
+			st.WriteVal(v)
+		}
+	}
+	st.WriteArrayEnd()
 }
 
 // writeMarshaler writes t's MarshalJSON output straight into the stream's buffer (it never

@@ -196,6 +196,14 @@ func goldenRequests(t *testing.T, server string, s *Server) []goldenReq {
 			chatReq(map[string]any{"messages": []any{user(12)}, "tools": []any{calculator}, "tool_choice": "none", "max_completion_tokens": 120}),
 			goldenReq{"/v1/responses", map[string]any{"input": probs[13].Prompt, "max_output_tokens": 200, "include": []string{"message.output_text.logprobs"}, "top_logprobs": 1, "seed": 5}},
 			goldenReq{"/v1/responses", map[string]any{"input": []any{user(14)}, "tools": []any{map[string]any{"type": "function", "name": "calculator", "parameters": obj(obj(calculator["function"])["parameters"])}}, "seed": 6}},
+			// prompt logprobs and streaming (issue #15): SGLang input_token_logprobs, vLLM
+			// prompt_logprobs, and stream=true on the three streamed endpoints
+			gen(map[string]any{"input_ids": chat(15), "sampling_params": map[string]any{"max_new_tokens": 12, "sampling_seed": 2}, "return_logprob": true, "logprob_start_len": 0, "top_logprobs_num": 2}),
+			gen(map[string]any{"input_ids": chat(16), "sampling_params": map[string]any{"max_new_tokens": 12, "sampling_seed": 3}, "return_logprob": true, "stream": true}),
+			cmpl(map[string]any{"prompt": chat(17), "max_tokens": 12, "logprobs": 1, "prompt_logprobs": 2, "seed": 4}),
+			cmpl(map[string]any{"prompt": chat(18), "max_tokens": 12, "logprobs": 1, "seed": 5, "return_token_ids": true, "stream": true, "stream_options": map[string]any{"include_usage": true}}),
+			chatReq(map[string]any{"messages": []any{user(19)}, "max_tokens": 16, "seed": 6, "logprobs": true, "stream": true, "stream_options": map[string]any{"include_usage": true}}),
+			chatReq(map[string]any{"messages": []any{user(20)}, "tools": []any{calculator}, "seed": 7, "stream": true}),
 		)
 	case "no-cache":
 		p, q := chat(1), chat(2)

@@ -256,11 +256,17 @@ func (m *mathMemo) temper(p, temperature float64) float64 {
 
 func (m *mathMemo) clampLog(p float64) float64 { return m.log.get(p, clampLog) }
 
+// logFloor is where reported logprobs are clamped: vLLM's OpenAI shapes write -inf (and
+// NaN) as -9999.0 (vllm 0.33.0 entrypoints/openai/completion/serving.py); the SGLang API
+// writes a floored value as null, as its orjson writes -inf. No positive probability has a
+// log this small, so the floor stands for exactly p = 0.
+const logFloor = -9999.0
+
 func clampLog(p float64) float64 {
 	if p <= 0 {
-		return -9999
+		return logFloor
 	}
-	return math.Max(-9999, math.Log(p))
+	return math.Max(logFloor, math.Log(p))
 }
 
 // distribution turns the model's candidates into the sampling distribution (temperature,
@@ -373,4 +379,40 @@ func topCands(cands []cand, report []float64, n int) []cand {
 		out = out[:n]
 	}
 	return out
+}
+
+// promptLogprobs scores a prompt as the servers' prompt logprobs do: for each position
+// i ≥ 1, the log-probability of prompt[i] under the model's own (raw) next-token
+// distribution given prompt[:i], the one a request with prompt[:i] would draw from, and
+// the n most likely candidates there (nil when n is 0). A token the model gives no mass
+// is -Inf (each API writes it its own way); position 0 has no logprob (NaN).
+func (m *model) promptLogprobs(prompt []uint32, n int) ([]float64, [][]cand) {
+	lps := make([]float64, len(prompt))
+	var tops [][]cand
+	if n > 0 {
+		tops = make([][]cand, len(prompt))
+	}
+	if len(prompt) > 0 {
+		lps[0] = math.NaN()
+	}
+	var buf []byte
+	var cands []cand
+	var report []float64
+	for i := 1; i < len(prompt); i++ {
+		buf = m.v.appendBytes(buf[:0], prompt[:i], false)
+		cur, _ := m.start(buf, toolMode{})
+		cands = cur.candidates(m.v, cands)
+		lps[i] = math.Inf(-1)
+		report = report[:0]
+		for _, c := range cands {
+			report = append(report, c.p)
+			if c.id == prompt[i] && c.p > 0 {
+				lps[i] = math.Log(c.p)
+			}
+		}
+		if n > 0 {
+			tops[i] = topCands(cands, report, n)
+		}
+	}
+	return lps, tops
 }

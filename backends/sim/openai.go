@@ -44,6 +44,7 @@ type chatReq struct {
 	N                   *int              `json:"n"`
 	ReturnTokenIDs      *bool             `json:"return_token_ids"`
 	Stream              bool              `json:"stream"`
+	StreamOptions       json.RawMessage   `json:"stream_options"`
 }
 
 // chatTurn is a conversation ready for the template plus what generation needs.
@@ -133,8 +134,9 @@ func (s *Server) chatCompletions(body []byte, f *Fault) reply {
 		return s.apiErr(famOpenAI, apiError{status: 404, msg: fmt.Sprintf("The model `%s` does not exist or you do not have access to it.", *req.Model),
 			typ: "invalid_request_error", code: "model_not_found"})
 	}
-	if req.Stream {
-		return bad("stream=true is not supported by the simulated server; send stream=false.", "stream")
+	opts, msg := streamOptionsOK(req.StreamOptions, req.Stream)
+	if msg != "" {
+		return bad(msg, "stream_options")
 	}
 	if len(req.Messages) == 0 {
 		return bad("[] is too short - 'messages'", "messages")
@@ -259,6 +261,7 @@ func (s *Server) chatCompletions(body []byte, f *Fault) reply {
 	withIDs := req.ReturnTokenIDs != nil && *req.ReturnTokenIDs
 	id := s.nextID()
 	var choices []choice
+	var streamed []chatStreamChoice
 	completion, cached := 0, 0
 	for k, res := range results {
 		text := s.outputText(res, true, false)
@@ -287,6 +290,17 @@ func (s *Server) chatCompletions(body []byte, f *Fault) reply {
 			c.TokenIDs, _ = jsonx.Marshal(orEmpty(res.ids))
 		}
 		choices = append(choices, c)
+		if req.Stream {
+			sc := chatStreamChoice{index: k, content: c.Message.Content, finish: c.FinishReason, res: res}
+			for ci, tc := range c.Message.ToolCalls {
+				sc.toolCalls = append(sc.toolCalls, map[string]any{"index": ci, "id": tc.ID, "type": tc.Type,
+					"function": map[string]any{"name": tc.Function.Name, "arguments": tc.Function.Arguments}})
+			}
+			if lp, ok := c.Logprobs.(map[string]any); ok {
+				sc.logprobs, sc.hasLPs = lp["content"].([]openaiTokenLogprob), true
+			}
+			streamed = append(streamed, sc)
+		}
 		completion += len(res.ids)
 		cached += res.cached
 	}
@@ -300,6 +314,9 @@ func (s *Server) chatCompletions(body []byte, f *Fault) reply {
 	}
 	if withIDs {
 		resp["prompt_token_ids"] = prompt
+	}
+	if req.Stream {
+		return s.chatStream(resp["id"].(string), resp["created"].(int64), streamed, resp["usage"].(map[string]any), opts)
 	}
 	return jsonReply(200, resp)
 }
@@ -412,7 +429,7 @@ func (s *Server) responses(body []byte, f *Fault) reply {
 			typ: "invalid_request_error", code: "model_not_found"})
 	}
 	if req.Stream {
-		return bad("stream=true is not supported by the simulated server; send stream=false.", "stream")
+		return bad("stream=true on /v1/responses is not supported by the simulated server; send stream=false.", "stream")
 	}
 	mode, ok := toolChoice(req.ToolChoice)
 	if !ok {
@@ -569,13 +586,20 @@ func (s *Server) responses(body []byte, f *Fault) reply {
 	if flat == nil {
 		flat = []any{}
 	}
+	// The prefix cache stores every prompt it serves: what it did not reuse it wrote.
+	written := 0
+	if !s.cfg.Cache.Disabled {
+		written = len(prompt) - res.cached
+	}
 	return jsonReply(200, map[string]any{
 		"id": "resp_" + hexID(id), "object": "response", "created_at": now(), "status": respStatus,
 		"model": s.name, "error": nil, "incomplete_details": details, "instructions": req.Instructions,
 		"max_output_tokens": req.MaxOutputTokens, "output": output, "parallel_tool_calls": true,
 		"temperature": sp.temperature, "top_p": sp.topP, "tools": flat, "tool_choice": rawOr(req.ToolChoice, "auto"),
 		"store": req.Store == nil || *req.Store, "truncation": "disabled",
-		"usage": map[string]any{"input_tokens": len(prompt), "input_tokens_details": map[string]any{"cached_tokens": res.cached},
+		// ResponseUsage.input_tokens_details requires cache_write_tokens (openai 3.57.0
+		// types/responses/response_usage.py).
+		"usage": map[string]any{"input_tokens": len(prompt), "input_tokens_details": map[string]any{"cached_tokens": res.cached, "cache_write_tokens": written},
 			"output_tokens": len(res.ids), "output_tokens_details": map[string]any{"reasoning_tokens": reasoningTokens},
 			"total_tokens": len(prompt) + len(res.ids)},
 	})

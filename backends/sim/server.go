@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"io"
 	"math/rand"
 	"net"
@@ -251,9 +252,10 @@ func (s *Server) hijack(ctx *fasthttp.RequestCtx, fn func(c net.Conn)) {
 
 // reply is a handler's answer.
 type reply struct {
-	status     int
-	body       []byte
-	retryAfter int
+	status      int
+	body        []byte
+	retryAfter  int
+	contentType string // "" = application/json
 }
 
 func (s *Server) handle(ctx *fasthttp.RequestCtx) {
@@ -332,7 +334,7 @@ func (s *Server) send(ctx *fasthttp.RequestCtx, r reply) {
 		ctx.Response.Header.Set("Retry-After", itoa(r.retryAfter))
 	}
 	if len(r.body) > 0 {
-		ctx.SetContentType("application/json")
+		ctx.SetContentType(cmp.Or(r.contentType, "application/json"))
 		ctx.Response.SetBodyRaw(r.body) // bodies are built per reply and never changed: no copy
 	}
 }

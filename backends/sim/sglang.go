@@ -3,6 +3,7 @@ package sim
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -52,6 +53,8 @@ type sglMeta struct {
 	E2ELatency          float64  `json:"e2e_latency"`
 	OutputTokenLogprobs *triples `json:"output_token_logprobs,omitempty"`
 	OutputTopLogprobs   []any    `json:"output_top_logprobs,omitempty"`
+	InputTokenLogprobs  *triples `json:"input_token_logprobs,omitempty"`
+	InputTopLogprobs    []any    `json:"input_top_logprobs,omitempty"`
 }
 
 type finishStop struct {
@@ -78,9 +81,6 @@ func (s *Server) generateHandler(body []byte, f *Fault) reply {
 	flat, err := decodeGenerateReq(body, &req)
 	if err != nil {
 		return validationReply("body", "JSON decode error: "+err.Error())
-	}
-	if req.Stream {
-		return bad("stream=true is not supported by the simulated server; send stream=false.")
 	}
 	var prompts [][]uint32
 	batch := false
@@ -123,6 +123,9 @@ func (s *Server) generateHandler(body []byte, f *Fault) reply {
 	}
 	if len(prompts) == 0 {
 		return bad("The input batch is empty.")
+	}
+	if req.Stream && batch {
+		return bad("stream=true with a batch of inputs is not supported by the simulated server; stream one input per request.")
 	}
 	params := make([]sglSampling, len(prompts))
 	if !isNull(req.SamplingParams) {
@@ -254,6 +257,9 @@ func (s *Server) generateHandler(body []byte, f *Fault) reply {
 			}
 			it.MetaInfo.OutputTopLogprobs = tops
 		}
+		if m.logprob && req.LogprobStartLen != nil && *req.LogprobStartLen >= 0 {
+			it.MetaInfo.InputTokenLogprobs, it.MetaInfo.InputTopLogprobs = s.sglangInputLogprobs(seqs[k].prompt, *req.LogprobStartLen, m.topN, req.ReturnTextInLogprobs)
+		}
 		if f != nil && f.Kind == FaultPromptInOutputIDs {
 			prompt := seqs[k].prompt
 			lead := prompt[max(0, len(prompt)-3):]
@@ -261,7 +267,46 @@ func (s *Server) generateHandler(body []byte, f *Fault) reply {
 		}
 		items[k] = it
 	}
+	if req.Stream {
+		sm := make([]sglStreamMeta, len(metas))
+		for k, m := range metas {
+			sm[k] = sglStreamMeta{skip: m.skip}
+		}
+		return s.sglangStream(items, results, sm)
+	}
 	return sglReply(items, !batch && len(items) == 1)
+}
+
+// sglangInputLogprobs is meta_info.input_token_logprobs (and input_top_logprobs when
+// topN > 0) for logprob_start_len start, as SGLang 0.5.23 builds them
+// (scheduler_components/logprob_result_processor.py): one [logprob, id, text] per prompt
+// token from start on, the first with a null logprob; the top lists start with null.
+func (s *Server) sglangInputLogprobs(prompt []uint32, start, topN int, withText bool) (*triples, []any) {
+	start = min(start, max(len(prompt)-1, 0))
+	lps, tops := s.model.promptLogprobs(prompt, topN)
+	tr := &triples{ids: append([]uint32{}, prompt[start:]...), lps: append([]float64{}, lps[start:]...)}
+	if len(tr.lps) > 0 {
+		tr.lps[0] = math.NaN() // the first scored position has no logprob
+	}
+	if withText {
+		tr.texts = s.tokenStrings(tr.ids)
+	}
+	if topN <= 0 {
+		return tr, nil
+	}
+	out := make([]any, len(tr.ids))
+	for j := 1; j < len(tr.ids); j++ {
+		ct := triples{}
+		for _, c := range tops[start+j] {
+			ct.lps = append(ct.lps, clampLog(c.p))
+			ct.ids = append(ct.ids, c.id)
+			if withText {
+				ct.texts = append(ct.texts, s.tokenString(c.id))
+			}
+		}
+		out[j] = ct
+	}
+	return tr, out
 }
 
 func (s *Server) tokenStrings(ids []uint32) []string {

@@ -3,6 +3,8 @@ package sim
 import (
 	"encoding/json"
 	"fmt"
+	"math"
+	"strconv"
 )
 
 // vLLM OpenAI-compatible POST /v1/completions with token-id prompts.
@@ -29,6 +31,7 @@ type completionReq struct {
 	MinTokens              int             `json:"min_tokens"`
 	Echo                   bool            `json:"echo"`
 	Stream                 bool            `json:"stream"`
+	StreamOptions          json.RawMessage `json:"stream_options"`
 }
 
 type cmplResp struct {
@@ -85,13 +88,20 @@ func (s *Server) completions(body []byte, f *Fault) reply {
 	if !s.modelOK(req.Model) {
 		return s.errorReply(famVLLM, 404, fmt.Sprintf("The model `%s` does not exist.", *req.Model), "", nil)
 	}
+	opts, msg := streamOptionsOK(req.StreamOptions, req.Stream)
 	switch {
-	case req.Stream:
-		return bad("stream=true is not supported by the simulated server; send stream=false.")
+	case msg != "":
+		return bad(msg)
+	case req.Stream && req.PromptLogprobs != nil && (*req.PromptLogprobs > 0 || *req.PromptLogprobs == -1):
+		// vllm 0.33.0 completion/protocol.py, CompletionRequest.check_logprobs
+		return bad("`prompt_logprobs` are not available when `stream=True`.")
 	case req.Echo:
 		return bad("echo=true is not supported by the simulated server.")
-	case req.PromptLogprobs != nil:
-		return bad("prompt_logprobs is not supported by the simulated server.")
+	case req.PromptLogprobs != nil && *req.PromptLogprobs < 0 && *req.PromptLogprobs != -1:
+		// vllm 0.33.0 completion/protocol.py, CompletionRequest.check_logprobs
+		return bad("`prompt_logprobs` must be a positive value or -1.")
+	case req.PromptLogprobs != nil && *req.PromptLogprobs > maxLogprobs:
+		return bad(fmt.Sprintf("Requested prompt logprobs of %d, which is greater than max allowed: %d", *req.PromptLogprobs, maxLogprobs))
 	}
 	var prompts [][]uint32
 	if texts, ok := stringOrList(req.Prompt); ok && len(texts) > 0 {
@@ -225,6 +235,9 @@ func (s *Server) completions(body []byte, f *Fault) reply {
 		if req.Logprobs != nil && (f == nil || f.Kind != FaultMissingLogprobs) {
 			c.Logprobs = s.completionLogprobs(res, *req.Logprobs, asIDs)
 		}
+		if req.PromptLogprobs != nil {
+			c.PromptLogprobs = s.vllmPromptLogprobs(seqs[k].prompt, *req.PromptLogprobs)
+		}
 		resp.Choices = append(resp.Choices, c)
 		resp.Usage.CompletionTokens += len(res.ids)
 		cachedTotal += res.cached / block * block
@@ -234,7 +247,66 @@ func (s *Server) completions(body []byte, f *Fault) reply {
 	}
 	resp.Usage.TotalTokens = resp.Usage.PromptTokens + resp.Usage.CompletionTokens
 	resp.Usage.PromptTokensDetails = &tokensDetails{CachedTokens: cachedTotal}
+	if req.Stream {
+		streamed := make([][]uint32, len(seqs))
+		for k := range seqs {
+			streamed[k] = seqs[k].prompt
+		}
+		return s.completionStream(resp, results, skip, opts, withIDs, streamed)
+	}
 	return jsonReply(200, resp)
+}
+
+// vllmPromptLogprobs is choices[].prompt_logprobs as vLLM 0.33.0 writes it
+// (CompletionResponseChoice.prompt_logprobs: list[dict[int, Logprob] | None]): null for the
+// first prompt token, then per position the prompt token and the topN most likely tokens,
+// each {"logprob", "rank", "decoded_token"}, -inf floored at -9999.0
+// (generate/base/serving.py clamp_prompt_logprobs). topN -1 is every candidate.
+func (s *Server) vllmPromptLogprobs(prompt []uint32, topN int) json.RawMessage {
+	n := topN
+	if n < 0 {
+		n = s.model.v.size()
+	}
+	lps, tops := s.model.promptLogprobs(prompt, s.model.v.size()) // every candidate, for the ranks
+	b := []byte{'['}
+	entry := func(id uint32, lp float64, rank int) {
+		b = append(b, '"')
+		b = strconv.AppendUint(b, uint64(id), 10)
+		b = append(b, `":{"logprob":`...)
+		b = strconv.AppendFloat(b, math.Max(lp, logFloor), 'g', -1, 64)
+		b = append(b, `,"rank":`...)
+		b = strconv.AppendInt(b, int64(rank), 10)
+		b = append(b, `,"decoded_token":`...)
+		q, _ := json.Marshal(s.tokenString(id))
+		b = append(b, q...)
+		b = append(b, '}')
+	}
+	for i, id := range prompt {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if i == 0 {
+			b = append(b, "null"...)
+			continue
+		}
+		b = append(b, '{')
+		// rank: 1 + the number of tokens more likely than the prompt token
+		rank := 1
+		for _, c := range tops[i] {
+			if c.p > math.Exp(lps[i]) {
+				rank++
+			}
+		}
+		entry(id, lps[i], rank)
+		for r, c := range tops[i][:min(n, len(tops[i]))] {
+			if c.id != id {
+				b = append(b, ',')
+				entry(c.id, math.Log(c.p), r+1)
+			}
+		}
+		b = append(b, '}')
+	}
+	return append(b, ']')
 }
 
 func orEmpty(ids []uint32) []uint32 {

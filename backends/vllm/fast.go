@@ -52,7 +52,7 @@ func fastChoice(s *transport.Scanner, c *choice) bool {
 				}
 			})
 		case "stop_reason":
-			return s.Small(func(iter *jsoniter.Iterator) { c.stopReason = generate.ReadStopMatch(iter) })
+			return s.Small(func(iter *jsoniter.Iterator) { c.stopReason, c.stopReasonErr = generate.ReadStopMatch(iter) })
 		case "token_ids":
 			if s.Null() {
 				return true

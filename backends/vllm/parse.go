@@ -21,6 +21,7 @@ type choice struct {
 	finishReason         string
 	hasFinish            bool
 	stopReason           generate.StopMatch
+	stopReasonErr        error
 	tokenIDs             []uint32
 	hasTokenIDs          bool
 	lpTokenIDs           []uint32 // logprobs.tokens parsed from "token_id:N"
@@ -100,6 +101,13 @@ func readGeneral(body []byte, c *choice, u *usage) (choices int, err error) {
 	return choices, nil
 }
 
+// LogprobFloor is the value vLLM's OpenAI endpoints write for a -inf logprob (vllm 0.33.0
+// entrypoints/openai/completion/serving.py; a NaN logprob is written as null). The client
+// reads it back as -Inf everywhere (token, top, prompt and prompt-top logprobs): such a
+// generated token has no usable behaviour logprob (generate.Result.Logprobs), and the
+// engine makes its edge inexact.
+const LogprobFloor = -9999.0
+
 // result checks what was read and builds the Result.
 func result(c *choice, u *usage, choices int, prompt []uint32, p generate.Resolved) (*generate.Result, error) {
 	if c.err != "" {
@@ -130,7 +138,18 @@ func result(c *choice, u *usage, choices int, prompt []uint32, p generate.Resolv
 		res.Logprobs = []float64{}
 	}
 	if c.finishReason == generate.StopReasonStop {
+		if c.stopReasonErr != nil {
+			return nil, status.Errorf(status.Backend, "%s: stop_reason %v", Name, c.stopReasonErr)
+		}
 		res.MatchedStop = c.stopReason
+	}
+	// vLLM writes -inf as -9999.0 in its OpenAI shapes (completion/serving.py:765,
+	// max(step_token.logprob, -9999.0); NaN stays NaN and pydantic writes it as null): the
+	// floor is read back as -Inf, the value it stands for, never kept as a number to train on.
+	for i, lp := range res.Logprobs {
+		if lp == LogprobFloor {
+			res.Logprobs[i] = math.Inf(-1)
+		}
 	}
 	if p.TopLogprobs > 0 {
 		if c.top == nil {
@@ -143,8 +162,22 @@ func result(c *choice, u *usage, choices int, prompt []uint32, p generate.Resolv
 			return nil, status.Errorf(status.Backend, "%s: prompt logprobs were requested but the response has none (prompt_logprobs needs vLLM ≥ 0.6)", Name)
 		}
 		res.PromptLogprobs = c.promptLogprobs
+		for i, lp := range res.PromptLogprobs {
+			if lp == LogprobFloor { // generate/base/serving.py clamp_prompt_logprobs: -inf only
+				res.PromptLogprobs[i] = math.Inf(-1)
+			}
+		}
 		if p.PromptLogprobs > 0 {
 			res.PromptTopLogprobs = c.promptTop
+		}
+	}
+	for _, ms := range [][]map[uint32]float64{res.TopLogprobs, res.PromptTopLogprobs} {
+		for _, m := range ms {
+			for id, lp := range m {
+				if lp == LogprobFloor {
+					m[id] = math.Inf(-1)
+				}
+			}
 		}
 	}
 	res.Entropy = generate.SampleEntropy(res.Logprobs)
@@ -212,7 +245,7 @@ func readChoice(iter *jsoniter.Iterator, c *choice) {
 				iter.Skip()
 			}
 		case "stop_reason":
-			c.stopReason = generate.ReadStopMatch(iter)
+			c.stopReason, c.stopReasonErr = generate.ReadStopMatch(iter)
 		case "token_ids":
 			if iter.WhatIsNext() == jsoniter.NilValue {
 				iter.Skip()

@@ -153,8 +153,28 @@ func TestResponses(t *testing.T) {
 		{name: "abort keeps the partial output", body: completion(lp3+`,"finish_reason":"abort","stop_reason":null,`+ids3, usage3),
 			tokens: []uint32{1, 2, 3}, stop: "abort"},
 		{name: "older server: ids from token_id strings only", body: completion(lp3+`,`+stopNull, usage3), tokens: []uint32{1, 2, 3}, stop: "stop"},
-		{name: "clamped logprob", body: completion(`"logprobs":{"tokens":["token_id:1"],"token_logprobs":[-9999.0],"top_logprobs":null,"text_offset":null},`+stopNull+`,"token_ids":[1]`, `null`),
-			tokens: []uint32{1}, stop: "stop", check: func(t *testing.T, r *generate.Result) { assert.Equal(t, []float64{-9999}, r.Logprobs) }},
+		// vLLM writes -inf as its floor -9999.0 (vllm 0.33.0 completion/serving.py:765,
+		// max(step_token.logprob, -9999.0)) and NaN as null (pydantic): read back as -Inf and
+		// NaN, never kept as numbers to train on.
+		{name: "floored logprob is -inf, null is NaN", body: completion(`"logprobs":{"tokens":["token_id:1","token_id:2","token_id:3"],"token_logprobs":[-9999.0,-0.5,null],"top_logprobs":null,"text_offset":null},`+stopNull+`,"token_ids":[1,2,3]`, `null`),
+			tokens: []uint32{1, 2, 3}, stop: "stop", check: func(t *testing.T, r *generate.Result) {
+				require.Len(t, r.Logprobs, 3)
+				assert.True(t, math.IsInf(r.Logprobs[0], -1))
+				assert.Equal(t, -0.5, r.Logprobs[1])
+				assert.True(t, math.IsNaN(r.Logprobs[2]))
+				assert.Equal(t, 0.5, r.Entropy)
+				n, first := r.NonFiniteLogprobs()
+				assert.Equal(t, []int{2, 0}, []int{n, first})
+			}},
+		{name: "floored top alternative is -inf", params: generate.SamplingParams{Logprobs: generate.Int(1)},
+			body:   completion(`"logprobs":{"tokens":["token_id:1"],"token_logprobs":[-0.5],"top_logprobs":[{"token_id:1":-0.5,"token_id:9":-9999.0}]},`+stopNull+`,"token_ids":[1]`, `null`),
+			tokens: []uint32{1}, stop: "stop", check: func(t *testing.T, r *generate.Result) {
+				assert.Equal(t, []map[uint32]float64{{1: -0.5, 9: math.Inf(-1)}}, r.TopLogprobs)
+			}},
+		{name: "a logprob just above the floor is kept", body: completion(`"logprobs":{"tokens":["token_id:1"],"token_logprobs":[-9998.5],"top_logprobs":null,"text_offset":null},`+stopNull+`,"token_ids":[1]`, `null`),
+			tokens: []uint32{1}, stop: "stop", check: func(t *testing.T, r *generate.Result) { assert.Equal(t, []float64{-9998.5}, r.Logprobs) }},
+		{name: "stop_reason list is not a vLLM form", body: completion(lp3+`,"finish_reason":"stop","stop_reason":[1,2],`+ids3, usage3),
+			code: status.Backend, err: "vllm: stop_reason is a list of 2 token ids [1 2]"},
 		{name: "top logprobs", params: generate.SamplingParams{Logprobs: generate.Int(1)},
 			body:   completion(`"logprobs":{"tokens":["token_id:1","token_id:2"],"token_logprobs":[-0.5,-0.25],"top_logprobs":[{"token_id:1":-0.5,"token_id:9":-1.5},{"token_id:2":-0.25}]},`+stopNull+`,"token_ids":[1,2]`, `null`),
 			tokens: []uint32{1, 2}, stop: "stop", check: func(t *testing.T, r *generate.Result) {

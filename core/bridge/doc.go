@@ -14,7 +14,9 @@
 //	"policy.generate" {"params": SamplingParams, "id": "request id"} + Request.Tokens (the prefix)
 //	                  -> {"tokens", "logprobs", "text", "stop_reason",
 //	                      "matched_stop"?, "top_logprobs"?, "prompt_tokens"?,
-//	                      "cached_tokens"?, "abort_message"?}
+//	                      "cached_tokens"?, "abort_message"?, "exact"?}
+//	                  ("exact" is Policy.is_exact(result); absent means true, false
+//	                  makes the edge inexact: no actor training from it)
 //	                  (or "tokens" and "logprobs" beside the JSON in Reply.Tokens and
 //	                  Reply.Logprobs: token ids and logprobs cross the C ABI as arrays)
 //	"env.reset"       {} -> {"observation": {"text", "tokens"?} | null}

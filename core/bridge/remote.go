@@ -55,6 +55,9 @@ type resultWire struct {
 	PromptTokens int                  `json:"prompt_tokens"`
 	CachedTokens int                  `json:"cached_tokens"`
 	AbortMessage string               `json:"abort_message"`
+	// Exact is Policy.is_exact(result): false when the ids are not the ones the model
+	// sampled (Policy(exact=False), exact_generation False). Absent means exact.
+	Exact *bool `json:"exact"`
 }
 
 // Generate sends a "policy.generate" request (the prefix in Request.Tokens) and decodes
@@ -86,7 +89,7 @@ func (p Policy) Generate(ctx context.Context, req generate.Request) (*generate.R
 	res := &generate.Result{
 		Tokens: *w.Tokens, PrefixTokens: req.Tokens, Text: w.Text, StopReason: w.StopReason,
 		PromptTokens: w.PromptTokens, CachedTokens: w.CachedTokens, AbortMessage: w.AbortMessage,
-		ExactGeneration: true,
+		ExactGeneration: w.Exact == nil || *w.Exact,
 	}
 	if rep.Tokens != nil {
 		res.Logprobs = rep.Logprobs
@@ -94,7 +97,7 @@ func (p Policy) Generate(ctx context.Context, req generate.Request) (*generate.R
 		res.Logprobs = make([]float64, len(w.Logprobs))
 		for i, lp := range w.Logprobs {
 			if lp == nil {
-				// null (Python's None) is no logprob: the engine rejects it as not finite.
+				// null (Python's None) is no logprob: the engine makes the edge inexact.
 				res.Logprobs[i] = math.NaN()
 			} else {
 				res.Logprobs[i] = *lp

@@ -59,7 +59,7 @@ func (p answerPolicy) Generate(_ context.Context, req generate.Request) (*genera
 	for i := range lps {
 		lps[i] = -0.125 * float64(i%4)
 	}
-	return &generate.Result{Tokens: byteIDs(answer[done : done+n]), Logprobs: lps, StopReason: stop, Text: answer[done : done+n]}, nil
+	return &generate.Result{Tokens: byteIDs(answer[done : done+n]), Logprobs: lps, StopReason: stop, Text: answer[done : done+n], ExactGeneration: true}, nil
 }
 
 // python plays the Python driver: it polls, serves each request in its own
@@ -339,13 +339,33 @@ func TestRemoteDecoding(t *testing.T) {
 				}
 				return err
 			}, ""},
-		{"null logprob is rejected by validation", KindPolicyGenerate, `{"tokens":[5],"logprobs":[null],"stop_reason":"stop"}`,
+		{"null logprob is no logprob (valid; the engine makes the edge inexact)", KindPolicyGenerate, `{"tokens":[5],"logprobs":[null],"stop_reason":"stop"}`,
 			func(t *testing.T, b *Bridge) error {
 				res, err := Policy{b, 1}.Generate(context.Background(), generate.Request{})
 				require.NoError(t, err)
 				assert.True(t, math.IsNaN(res.Logprobs[0]))
 				return res.Validate("policy", 4)
-			}, "not a finite value"},
+			}, ""},
+		{"positive logprob is rejected by validation", KindPolicyGenerate, `{"tokens":[5],"logprobs":[0.5],"stop_reason":"stop"}`,
+			func(t *testing.T, b *Bridge) error {
+				res, err := Policy{b, 1}.Generate(context.Background(), generate.Request{})
+				require.NoError(t, err)
+				return res.Validate("policy", 4)
+			}, "is positive"},
+		{"exact defaults to true", KindPolicyGenerate, `{"tokens":[5],"logprobs":[-1],"stop_reason":"stop"}`,
+			func(t *testing.T, b *Bridge) error {
+				res, err := Policy{b, 1}.Generate(context.Background(), generate.Request{})
+				require.NoError(t, err)
+				assert.True(t, res.ExactGeneration)
+				return nil
+			}, ""},
+		{"exact false (Policy.is_exact) reaches the result", KindPolicyGenerate, `{"tokens":[5],"logprobs":[-1],"stop_reason":"stop","exact":false}`,
+			func(t *testing.T, b *Bridge) error {
+				res, err := Policy{b, 1}.Generate(context.Background(), generate.Request{})
+				require.NoError(t, err)
+				assert.False(t, res.ExactGeneration)
+				return nil
+			}, ""},
 		{"no tokens", KindPolicyGenerate, `{"text":"hi","stop_reason":"stop"}`,
 			func(t *testing.T, b *Bridge) error {
 				_, err := Policy{b, 1}.Generate(context.Background(), generate.Request{})

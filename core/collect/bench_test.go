@@ -23,7 +23,7 @@ type benchPolicy struct {
 
 func newBenchPolicy(promptLen int) *benchPolicy {
 	mk := func(stop string) *generate.Result {
-		r := &generate.Result{Tokens: make([]uint32, 256), Logprobs: make([]float64, 256), StopReason: stop, Text: "segment"}
+		r := &generate.Result{Tokens: make([]uint32, 256), Logprobs: make([]float64, 256), StopReason: stop, Text: "segment", ExactGeneration: true}
 		for i := range r.Tokens {
 			r.Tokens[i] = uint32(i)
 			r.Logprobs[i] = -0.25

@@ -11,6 +11,12 @@
 // with; native implementations live in backends/ and core/mathenv, remote
 // (Python) ones in core/bridge.
 //
+// Only exact responses train the actor: a result whose ExactGeneration is
+// false, or with a generated token without a finite logprob (NaN: the server
+// sent none; -Inf), becomes an edge marked tree.Node.Inexact with the reason,
+// whose tokens are conditioning only; the rollout goes on, its rewards and
+// critic targets count, and preparation makes no actor sample for it.
+//
 // Concurrency and resources: Run (and Collect) may be called concurrently
 // for different problems; one call's collaborators must not be shared with
 // another call unless they are safe for concurrent use (the HTTP policies

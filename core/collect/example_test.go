@@ -46,7 +46,7 @@ func (g guesser) Generate(_ context.Context, req generate.Request) (*generate.Re
 		stop = generate.StopReasonStop
 	}
 	ids, _ := bytes{}.Encode(answer[done:done+n], false)
-	return &generate.Result{Tokens: ids, Logprobs: make([]float64, n), StopReason: stop}, nil
+	return &generate.Result{Tokens: ids, Logprobs: make([]float64, n), StopReason: stop, ExactGeneration: true}, nil
 }
 
 func Example() {

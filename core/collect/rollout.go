@@ -246,15 +246,18 @@ func (e *engine) rollout(ctx context.Context, l *launch) (out outcome) {
 		}
 		copy(span.Tokens, res.Tokens)
 		copy(span.Tokens[n:], obsTokens)
-		copy(span.Logprobs, res.Logprobs)
-		for i := range n {
-			span.Trainable[i] = true
+		inexact := inexactReason(res)
+		if inexact == "" {
+			copy(span.Logprobs, res.Logprobs)
+			for i := range n {
+				span.Trainable[i] = true
+			}
 		}
 		generated += n
 		depth++
 		node := tree.Node{
 			Spans: []tree.PackedSequence{span}, Reward: step.Reward, Text: text + obsText,
-			Observation: obsText, Done: step.Done, SearchPass: l.pass,
+			Observation: obsText, Done: step.Done, SearchPass: l.pass, Inexact: inexact,
 		}
 		if !node.Done && (generated >= cfg.MaxTotalTokens || depth >= cfg.MaxSegments) {
 			node.Truncated, node.Reward = true, cfg.Reward.TruncatedReward
@@ -281,6 +284,22 @@ func (e *engine) rollout(ctx context.Context, l *launch) (out outcome) {
 		}
 		prefix = append(prefix, span.Tokens...)
 	}
+}
+
+// inexactReason says why res cannot train the actor ("" when it can): its ids are not
+// the ones the model sampled, or a generated token has no finite behaviour logprob
+// (SGLang's null, vLLM's -9999 floor, a policy's -inf). The edge then keeps its tokens as
+// conditioning (tree.Node.Inexact).
+func inexactReason(res *generate.Result) string {
+	if !res.ExactGeneration {
+		return "the policy's response is not token-exact (exact=False or exact_generation=False): " +
+			"actor training needs a backend that preserves exact token ids"
+	}
+	if n, first := res.NonFiniteLogprobs(); n > 0 {
+		return fmt.Sprintf("the server gave no finite logprob for %d of %d generated tokens (first: token %d, id %d, logprob %v): "+
+			"actor training needs the behaviour logprob of every token", n, len(res.Tokens), first, res.Tokens[first], res.Logprobs[first])
+	}
+	return ""
 }
 
 // branchable reports whether a checkpoint with this many generated tokens on

@@ -119,6 +119,12 @@ func encode(b *prepare.Batch, groupIndex int, opts Options, st *SharedTokens) (*
 	records, tokens, own := 0, 0, 0
 	for i := range b.Actor {
 		a := &b.Actor[i]
+		// Prepare never makes these; a batch assembled by hand could.
+		if t := a.Tree(); t != nil && a.NodeID > 0 && a.NodeID < len(t.Nodes) && t.Nodes[a.NodeID].Inexact != "" {
+			return nil, status.Errorf(status.InvalidArgument,
+				"export: actor sample %d is for node %d, an inexact edge (%s); inexact edges train no actor (use its critic target only)",
+				i, a.NodeID, t.Nodes[a.NodeID].Inexact)
+		}
 		if !keep(a, opts) {
 			continue
 		}

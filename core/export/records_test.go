@@ -227,3 +227,17 @@ func TestWriteJSONL(t *testing.T) {
 	require.NoError(t, sc.Err())
 	require.Equal(t, f.Len(), i)
 }
+
+// An actor sample for an inexact edge (one built by hand: Prepare makes none) is refused.
+func TestEncodeRefusesInexactEdges(t *testing.T) {
+	tr := &tree.Tree{ProblemID: "p", Nodes: []tree.Node{
+		{ID: 0, Parent: -1, Children: []int{1}, Spans: []tree.PackedSequence{{Tokens: []uint32{1}, Trainable: []bool{false}, Logprobs: []float64{0}}}},
+		{ID: 1, Parent: 0, Depth: 1, Done: true, Reward: 1, Inexact: "the policy's response is not token-exact",
+			Spans: []tree.PackedSequence{{Tokens: []uint32{2, 3}, Trainable: []bool{false, false}, Logprobs: []float64{0, 0}}}},
+	}}
+	require.NoError(t, tr.Validate())
+	b := &prepare.Batch{ProblemID: "p", Actor: []prepare.ActorSample{prepare.EdgeSample(tr, 1, "DirectBranchTd", 0.5, prepare.Diagnostics{})}}
+	_, err := export.Encode(b, 0, export.Options{})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "export: actor sample 0 is for node 1, an inexact edge (the policy's response is not token-exact)")
+}

@@ -393,7 +393,11 @@ func (c *CriticSample) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-// Failure is a failed branch: the node marked failed and its message.
+// InexactPrefix opens the failure message of an inexact edge, which trained no actor.
+const InexactPrefix = "inexact edge: "
+
+// Failure is a failed branch (the node marked failed and its message), or an inexact
+// edge that made no actor sample (InexactPrefix + the node's Inexact reason).
 type Failure struct {
 	NodeID  int    `json:"node_id"`
 	Message string `json:"message"`
@@ -431,7 +435,8 @@ type Batch struct {
 func (b *Batch) Len() int { return len(b.Actor) + len(b.Critic) }
 
 // Prepare computes values, critic targets and (unless est is nil) actor
-// samples for t. Failed branches are excluded and listed in Failures.
+// samples for t. Failed branches are excluded and listed in Failures; inexact
+// edges (tree.Node.Inexact) make no actor sample and are listed there too.
 func Prepare(t *tree.Tree, cfg RewardConfig, est Estimator) (*Batch, error) {
 	v, err := Values(t, cfg)
 	if err != nil {
@@ -443,6 +448,16 @@ func Prepare(t *tree.Tree, cfg RewardConfig, est Estimator) (*Batch, error) {
 			return nil, fmt.Errorf("prepare: %s: %w", est.Name(), err)
 		}
 	}
+	// An inexact edge (tree.Node.Inexact) trains no actor: whatever the estimator made
+	// for it is dropped, and the failures say why. Its values and critic target stay.
+	kept := b.Actor[:0]
+	for _, a := range b.Actor {
+		if a.NodeID > 0 && a.NodeID < len(t.Nodes) && t.Nodes[a.NodeID].Inexact != "" {
+			continue
+		}
+		kept = append(kept, a)
+	}
+	b.Actor = kept
 	// One pass over the nodes: failures, leaves, and every edge's generated
 	// tokens and spans, which the actor samples keep.
 	n := len(t.Nodes)
@@ -450,8 +465,11 @@ func Prepare(t *tree.Tree, cfg RewardConfig, est Estimator) (*Batch, error) {
 	leaves, trainable := 0, 0
 	for id := range t.Nodes {
 		nd := &t.Nodes[id]
-		if nd.Failed != "" {
+		switch {
+		case nd.Failed != "":
 			b.Failures = append(b.Failures, Failure{NodeID: id, Message: nd.Failed})
+		case nd.Inexact != "":
+			b.Failures = append(b.Failures, Failure{NodeID: id, Message: InexactPrefix + nd.Inexact})
 		}
 		if id > 0 && len(nd.Children) == 0 {
 			leaves++

@@ -5,6 +5,10 @@
 // lossless JSON form and the structural validation applied when a tree is
 // read or handed to preparation.
 //
+// An edge marked Inexact (the policy's ids or behaviour logprobs were not
+// exact) holds conditioning tokens only: validation refuses a trainable token
+// on it, and preparation makes no actor sample for it.
+//
 // Validation comes in two parts. The per-token span checks (trainable and
 // log-probability slices as long as the tokens, finite log-probabilities, no
 // generated token in the prompt) are made once, as a node enters the tree

@@ -76,6 +76,13 @@ type Node struct {
 	Failed      string           `json:"failed"` // failure message; "" = ok
 	Critic      *float64         `json:"critic"` // V_phi prediction; nil = not scored
 	SearchPass  int              `json:"search_pass"`
+	// Inexact, when not "", says why the edge's generated tokens cannot train the actor:
+	// the policy did not preserve exact token ids (Policy(exact=False), an API backend,
+	// exact_generation False) or the server gave no finite logprob for one of them. Such
+	// an edge keeps its tokens as conditioning only (no trainable token, logprobs 0.0),
+	// so its values and critic target are computed as usual, but preparation emits no
+	// actor sample for it and lists it in the batch's failures with this reason.
+	Inexact string `json:"inexact,omitempty"`
 }
 
 // Terminal reports whether the node ends its path (done or truncated).

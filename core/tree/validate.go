@@ -177,7 +177,10 @@ func (nd *Node) validateFields(id, n int, spans bool) *ValidationError {
 	if nd.Terminal() && len(nd.Children) > 0 {
 		return invalid(id, "children", "a terminal (done or truncated) node has %d children", len(nd.Children))
 	}
-	for _, f := range [...]struct{ name, s string }{{"text", nd.Text}, {"observation", nd.Observation}, {"failed", nd.Failed}} {
+	if nd.Inexact != "" && id == 0 {
+		return invalid(0, "inexact", "the root (prompt) has no generated tokens to be inexact")
+	}
+	for _, f := range [...]struct{ name, s string }{{"text", nd.Text}, {"observation", nd.Observation}, {"failed", nd.Failed}, {"inexact", nd.Inexact}} {
 		if !utf8.ValidString(f.s) {
 			return invalid(id, f.name, "not valid UTF-8")
 		}
@@ -202,6 +205,9 @@ func (nd *Node) validateSpans(id int) *ValidationError {
 		}
 		if id == 0 && s.HasTrainable() {
 			return invalid(0, fmt.Sprintf("spans[%d].trainable", k), "the prompt has no generated tokens")
+		}
+		if nd.Inexact != "" && s.HasTrainable() {
+			return invalid(id, fmt.Sprintf("spans[%d].trainable", k), "an inexact edge (%.60s) has trainable tokens; its tokens are conditioning only", nd.Inexact)
 		}
 	}
 	return nil

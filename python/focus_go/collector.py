@@ -143,16 +143,25 @@ class _Remote:
         result = await policy.agenerate_tokens(payload["tokens"], params)
         if not isinstance(result, GenerateResult):
             raise ConfigError(f"policy returned {type(result).__name__}, expected GenerateResult")
-        if not all(map(math.isfinite, result.logprobs)):
-            i, lp = next((i, lp) for i, lp in enumerate(result.logprobs) if not math.isfinite(lp))
-            raise ConfigError(f"policy returned logprob {lp} for generated token {i}; logprobs must be finite")
+        # NaN (no logprob: what SGLang's null reads as) and -inf are kept: the engine makes
+        # the edge inexact, so it trains no actor. A positive logprob is a broken policy.
+        if any(lp > 0 for lp in result.logprobs):
+            i, lp = next((i, lp) for i, lp in enumerate(result.logprobs) if lp > 0)
+            raise ConfigError(f"policy returned logprob {lp} for generated token {i}; logprobs must be <= 0 (NaN for none)")
         if len(result.logprobs) != len(result.tokens):
             raise ConfigError(f"policy returned {len(result.tokens)} tokens but {len(result.logprobs)} logprobs")
         try:
             tokens = array.array("I", result.tokens)
         except (OverflowError, TypeError):
             raise ConfigError("policy returned token ids that are not integers in [0, 2**32)") from None
-        meta = {"text": result.text, "stop_reason": result.stop_reason, "matched_stop": result.matched_stop}
+        # exact=False (or a result with exact_generation False) makes the edge inexact: its
+        # tokens condition later turns but train no actor; critic targets still use it.
+        meta = {
+            "text": result.text,
+            "stop_reason": result.stop_reason,
+            "matched_stop": result.matched_stop,
+            "exact": bool(policy.is_exact(result)),
+        }
         return _Generated(tokens, array.array("d", result.logprobs), json.dumps(meta).encode())
 
     async def _score(self, critic: Critic, contexts: List[str]) -> Dict[str, Any]:

@@ -401,7 +401,9 @@ def prepare_samples(
 
     Critic targets do not depend on the recipe; ``estimator=None`` prepares only critic
     targets. Failed branches are left out of every backup and listed in
-    ``Batch.failures``."""
+    ``Batch.failures``; an inexact edge (``NodeView.inexact``: the policy's ids or
+    logprobs were not exact) keeps its values and critic target but makes no actor
+    sample, and is listed there as ``"inexact edge: <reason>"``."""
     cfg = reward_config._json()
     name = "" if estimator is None else estimator.name
     out = _lib.c_handle()

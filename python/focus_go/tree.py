@@ -128,6 +128,9 @@ class NodeView:
     context_tokens: Tuple[int, ...]
     text: str
     observation: str = ""
+    inexact: Optional[str] = None
+    """Why the edge trains no actor (the policy's ids were not exact, or a token had no
+    finite logprob); None for an exact edge. Its tokens are conditioning only."""
 
     @property
     def terminal(self) -> bool:
@@ -178,6 +181,7 @@ class SchedulerView(Generic[R]):
                     context_tokens=context,
                     text=n.get("text", ""),
                     observation=n.get("observation", ""),
+                    inexact=n.get("inexact") or None,
                 )
             )
         return tuple(views)

@@ -42,8 +42,13 @@ class Policy(Generic[A]):
 
     ``complete`` returns generated tokens and their log probabilities, which stay attached
     to those tokens through training-data preparation. ``exact=False`` marks a policy whose
-    token ids are estimated (they cannot train the actor); ``native=True`` one that speaks
-    a structured chat API rather than tokens."""
+    token ids are estimated: in a collection its edges are recorded as inexact
+    (``NodeView.inexact``), keep their tokens as conditioning only, and make no actor
+    sample (``Batch.failures`` lists each with the reason), while values, critic targets
+    and evaluation work as usual. The same holds for one response whose
+    ``exact_generation`` is False or that has a generated token without a finite logprob
+    (NaN, SGLang's null). ``native=True`` marks a policy that speaks a structured chat API
+    rather than tokens."""
 
     def __init__(
         self,

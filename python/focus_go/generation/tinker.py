@@ -121,7 +121,11 @@ class TinkerPolicy(Policy[Any]):
             raise BackendError("tinker: the sampled sequence has no logprobs; exact training needs the sampler's logprobs")
         logprobs = [float(v) for v in seq.logprobs]
         stop_reason = str(seq.stop_reason)
-        check = json.dumps({"tokens": tokens, "logprobs": logprobs, "stop_reason": stop_reason}).encode()
+        # JSON has no NaN or -inf: a logprob without a finite value goes to the check as
+        # null (no logprob), and stays in the result as it is (the collection engine makes
+        # such an edge inexact).
+        checked = [v if math.isfinite(v) else None for v in logprobs]
+        check = json.dumps({"tokens": tokens, "logprobs": checked, "stop_reason": stop_reason}).encode()
         _lib.call("focus_result_validate", *_lib.text_arg("tinker"), check, len(check), max_tokens)
         top: Optional[List[Dict[str, float]]] = None
         if params.logprobs:
@@ -143,7 +147,7 @@ class TinkerPolicy(Policy[Any]):
             logprobs=logprobs,
             top_logprobs=top,
             prompt_logprobs=prompt_lps,
-            entropy=-sum(logprobs) / len(logprobs) if logprobs else 0.0,
+            entropy=_entropy(logprobs),
             exact_generation=True,
         )
 
@@ -161,3 +165,9 @@ class TinkerPolicy(Policy[Any]):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _entropy(logprobs: Sequence[float]) -> float:
+    """-mean of the finite logprobs, as the Go backends compute GenerateResult.entropy."""
+    finite = [v for v in logprobs if math.isfinite(v)]
+    return -sum(finite) / len(finite) if finite else 0.0

@@ -108,9 +108,14 @@ class GenerateResult:
     """One model response: generated tokens, text, probabilities and stopping information.
 
     ``tokens`` are the exact generated ids, ``logprobs`` their behaviour log probabilities
-    (aligned 1:1), ``prefix_tokens`` the prompt they continue. ``stop_reason`` is ``"stop"``
-    (EOS, stop token or stop string, named by ``matched_stop``), ``"length"`` or
-    ``"abort"``. ``exact_generation`` is False when the ids were estimated (API backends)."""
+    (aligned 1:1), ``prefix_tokens`` the prompt they continue. A token the server gave no
+    finite logprob keeps the value it stands for, never 0 or a stand-in: ``nan`` where
+    SGLang sent null (its JSON writes -inf and NaN alike as null) or vLLM sent null (NaN),
+    ``-inf`` where vLLM wrote its -9999.0 floor; ``entropy`` averages the finite ones, and a
+    collection trains no actor on such a response. ``stop_reason`` is ``"stop"`` (EOS, stop
+    token or stop string, named by ``matched_stop``: a token id, the stop text, or None),
+    ``"length"`` or ``"abort"``. ``exact_generation`` is False when the ids were estimated
+    (API backends)."""
 
     tokens: Tuple[TokenId, ...] = field(default_factory=tuple)
     prefix_tokens: Tuple[TokenId, ...] = field(default_factory=tuple)
