@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/focus-go/focus-go/backends/tokenizer"
+	"github.com/focus-go/focus-go/core/status"
 )
 
 // Prompt is a rendered conversation and its exact token ids.
@@ -64,6 +65,23 @@ func (c *Codec) Config() *tokenizer.Config { return c.config }
 // wrote every special token it wants, and those become their special ids.
 func (c *Codec) Encode(messages []Message, tools []json.RawMessage, addGenerationPrompt bool, kwargs map[string]any) (Prompt, error) {
 	text, err := c.template.Render(messages, tools, addGenerationPrompt, kwargs)
+	if err != nil {
+		return Prompt{}, err
+	}
+	ids, err := c.tokenizer.Encode(text, false)
+	if err != nil {
+		return Prompt{}, err
+	}
+	return Prompt{Text: text, Tokens: ids}, nil
+}
+
+// EncodeJSON is Encode for messages given as JSON objects (see Template.RenderJSON). Like
+// transformers' apply_chat_template, it refuses an empty conversation.
+func (c *Codec) EncodeJSON(messages []json.RawMessage, tools []json.RawMessage, addGenerationPrompt bool, kwargs map[string]any) (Prompt, error) {
+	if len(messages) == 0 {
+		return Prompt{}, status.Errorf(status.InvalidArgument, "chat: cannot apply the chat template to an empty conversation; give at least one message")
+	}
+	text, err := c.template.RenderJSON(messages, tools, addGenerationPrompt, kwargs)
 	if err != nil {
 		return Prompt{}, err
 	}
