@@ -20,7 +20,20 @@ import (
 const (
 	tojsonFilter = "__focus_tojson"
 	mapFilter    = "__focus_map"
+	strFilter    = "__focus_str"
 )
+
+// printValue is what {{ value }} prints in Python Jinja2: str(value), and "" for an
+// undefined value.
+func printValue(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+	if len(args) == 0 || args[0].IsUndefined() {
+		return jinja.NewString(""), nil
+	}
+	if args[0].IsCallable() {
+		return jinja.Value{}, status.Errorf(status.InvalidArgument, "chat: the template prints a function (%s), which has no text form", args[0].String())
+	}
+	return jinja.NewString(pyStr(args[0])), nil
+}
 
 // pyJSON holds json.dumps's options.
 type pyJSON struct {

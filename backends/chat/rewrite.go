@@ -2,61 +2,94 @@ package chat
 
 import "strings"
 
-// rewriteFilters renames, inside the template's {{ }} and {% %} tags, each filter
-// application `| tojson` to tojsonFilter and `| map` to mapFilter, leaving text, comments,
-// string literals and {% raw %} blocks alone. The engine looks up built-in filters before
-// the render scope, so these two must carry names the engine does not define.
+// rewriteFilters prepares a template source for the engine. Inside {{ }} and {% %} tags
+// it renames each filter application `| tojson` to tojsonFilter and `| map` to mapFilter
+// (the engine looks up built-in filters before the render scope, so these two must carry
+// names it does not define), leaving text, comments, string literals and {% raw %} blocks
+// alone. It also applies Jinja2's whitespace control here, lexically as Jinja2's lexer
+// does: a tag opened with "-" ({%-, {{-, {#-) strips the whitespace before it, one closed
+// with "-" strips the whitespace after it, and the "-" is removed (the engine strips the
+// neighbouring output of the tag's parent node instead, which loses spaces Jinja2 keeps).
+//
+// Every {{ expr }} becomes {{ (expr)|strFilter }}, so values print as Python's str()
+// prints them (None as "None", 1.0 as "1.0", dicts and lists as their repr); the engine's
+// own printing differs.
 //
 // It also returns the string literals the tags hold (the role names a template compares
 // message roles with, among others).
 func rewriteFilters(src string) (string, map[string]bool) {
 	literals := map[string]bool{}
-	var b strings.Builder
-	b.Grow(len(src) + 64)
+	out := make([]byte, 0, len(src)+64)
+	textStart := 0     // where the text since the last tag begins in out
+	stripNext := false // the last tag closed with "-"
+	writeText := func(text string) {
+		if stripNext {
+			text = strings.TrimLeft(text, jinjaSpace)
+			stripNext = false
+		}
+		out = append(out, text...)
+	}
 	i := 0
 	for i < len(src) {
-		open := strings.Index(src[i:], "{")
+		open := strings.IndexByte(src[i:], '{')
 		if open < 0 || i+open+1 >= len(src) {
-			b.WriteString(src[i:])
+			writeText(src[i:])
 			break
 		}
 		open += i
-		next := src[open+1]
-		switch next {
-		case '#':
-			end := strings.Index(src[open+2:], "#}")
-			if end < 0 {
-				b.WriteString(src[i:])
-				return b.String(), literals
-			}
-			end += open + 4
-			b.WriteString(src[i:end])
-			i = end
-			continue
-		case '{', '%':
-		default:
-			b.WriteString(src[i : open+1])
+		kind := src[open+1]
+		if kind != '{' && kind != '%' && kind != '#' {
+			writeText(src[i : open+1])
 			i = open + 1
 			continue
 		}
-		b.WriteString(src[i : open+2])
-		closer := "}}"
-		if next == '%' {
-			closer = "%}"
+		writeText(src[i:open])
+		body := open + 2
+		if body < len(src) && src[body] == '-' {
+			for len(out) > textStart && strings.IndexByte(jinjaSpace, out[len(out)-1]) >= 0 {
+				out = out[:len(out)-1]
+			}
+			body++
 		}
-		end, tag := rewriteTag(src[open+2:], closer, literals)
-		b.WriteString(tag)
-		i = open + 2 + end
-		if next == '%' && isRawTag(tag) {
+		out = append(out, src[open:open+2]...)
+		closer := map[byte]string{'{': "}}", '%': "%}", '#': "#}"}[kind]
+		var end int
+		var tag string
+		if kind == '#' {
+			end = strings.Index(src[body:], "#}")
+			if end < 0 {
+				out = append(out, src[body:]...)
+				return string(out), literals
+			}
+			end += 2
+			tag = src[body : body+end]
+		} else {
+			end, tag = rewriteTag(src[body:], closer, literals)
+		}
+		if strings.HasSuffix(tag, "-"+closer) {
+			tag = tag[:len(tag)-len(closer)-1] + closer
+			stripNext = true
+		}
+		if kind == '{' {
+			// Print as Python's str() does (None, floats, dicts and lists differ in the engine).
+			tag = " (" + strings.TrimSuffix(tag, closer) + ")|" + strFilter + " " + closer
+		}
+		out = append(out, tag...)
+		i = body + end
+		textStart = len(out)
+		if kind == '%' && isRawTag(tag) {
 			// Copy the raw block through its {% endraw %} untouched.
-			rest := src[i:]
-			stop := rawEnd(rest)
-			b.WriteString(rest[:stop])
+			stop := rawEnd(src[i:])
+			out = append(out, src[i:i+stop]...)
 			i += stop
+			textStart = len(out)
 		}
 	}
-	return b.String(), literals
+	return string(out), literals
 }
+
+// jinjaSpace is the whitespace "-" strips.
+const jinjaSpace = " \t\n\r\f\v"
 
 // rewriteTag copies one tag body up to and including closer (outside string literals),
 // renaming filters; it returns how many bytes of s it consumed.

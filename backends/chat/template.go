@@ -84,6 +84,7 @@ func Compile(source string, opts ...Option) (*Template, error) {
 	}
 	t.globals[tojsonFilter] = jinja.NewCallable("tojson", tojson)
 	t.globals[mapFilter] = jinja.NewCallable("map", pyMap)
+	t.globals[strFilter] = jinja.NewCallable("print", printValue)
 	now := o.now
 	t.globals["strftime_now"] = jinja.NewCallable("strftime_now", func(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
 		if len(args) != 1 || !args[0].IsString() {
