@@ -446,3 +446,117 @@ func pyStringRepr(s string) string {
 	b.WriteByte(quote)
 	return b.String()
 }
+
+// pyTypeName is Python's type(v).__name__ for a template value.
+func pyTypeName(v jinja.Value) string {
+	switch {
+	case v.IsNone():
+		return "NoneType"
+	case v.IsBool():
+		return "bool"
+	case v.IsInt():
+		return "int"
+	case v.IsFloat():
+		return "float"
+	case v.IsString():
+		return "str"
+	case v.IsList():
+		return "list"
+	case v.IsDict():
+		return "dict"
+	case v.IsUndefined():
+		return "Undefined"
+	}
+	return "function"
+}
+
+func isPyNumber(v jinja.Value) bool { return v.IsInt() || v.IsFloat() || v.IsBool() }
+
+func pyNumber(v jinja.Value) (int64, float64) {
+	switch {
+	case v.IsInt():
+		return v.AsInt(), float64(v.AsInt())
+	case v.IsBool():
+		if v.AsBool() {
+			return 1, 1
+		}
+		return 0, 0
+	}
+	return 0, v.AsFloat()
+}
+
+// pyAdd is Python's a + b inside a template: str + str, list + list and numbers add;
+// anything else raises as Python does (TypeError, or UndefinedError for a missing value,
+// which is also what a null message field becomes). The third argument is the source of
+// the expression, for the error.
+func pyAdd(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+	if len(args) != 3 {
+		return jinja.Value{}, status.Errorf(status.Internal, "chat: %s takes 3 arguments, got %d", addFunc, len(args))
+	}
+	a, b, src := args[0], args[1], args[2].AsString()
+	switch {
+	case a.IsUndefined() || b.IsUndefined():
+		return jinja.Value{}, status.Errorf(status.InvalidArgument,
+			"chat: the template computes %s with a missing value (a key the message does not have, or one whose value is null, which transformers drops): Jinja2 raises UndefinedError here", src)
+	case a.IsString() && b.IsString():
+		return jinja.NewString(a.AsString() + b.AsString()), nil
+	case a.IsList() && b.IsList():
+		items := append(append(make([]jinja.Value, 0, a.AsList().Len()+b.AsList().Len()), a.AsList().Items...), b.AsList().Items...)
+		return jinja.NewList(items), nil
+	case isPyNumber(a) && isPyNumber(b):
+		ai, af := pyNumber(a)
+		bi, bf := pyNumber(b)
+		if a.IsFloat() || b.IsFloat() {
+			return jinja.NewFloat(af + bf), nil
+		}
+		return jinja.NewInt(ai + bi), nil
+	case a.IsString() || a.IsList():
+		return jinja.Value{}, status.Errorf(status.InvalidArgument,
+			"chat: the template computes %s: TypeError: can only concatenate %s (not \"%s\") to %s", src, pyTypeName(a), pyTypeName(b), pyTypeName(a))
+	}
+	return jinja.Value{}, status.Errorf(status.InvalidArgument,
+		"chat: the template computes %s: TypeError: unsupported operand type(s) for +: '%s' and '%s'", src, pyTypeName(a), pyTypeName(b))
+}
+
+// pyIn is Python's item in container inside a template (an undefined container is empty,
+// as Jinja2's Undefined iterates).
+func pyIn(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+	if len(args) != 3 {
+		return jinja.Value{}, status.Errorf(status.Internal, "chat: %s takes 3 arguments, got %d", inFunc, len(args))
+	}
+	item, c, src := args[0], args[1], args[2].AsString()
+	switch {
+	case c.IsUndefined():
+		return jinja.NewBool(false), nil
+	case c.IsString():
+		if !item.IsString() {
+			return jinja.Value{}, status.Errorf(status.InvalidArgument,
+				"chat: the template computes %s: TypeError: 'in <string>' requires string as left operand, not %s", src, pyTypeName(item))
+		}
+		return jinja.NewBool(strings.Contains(c.AsString(), item.AsString())), nil
+	case c.IsList():
+		for _, x := range c.AsList().Items {
+			if x.Equals(item) {
+				return jinja.NewBool(true), nil
+			}
+		}
+		return jinja.NewBool(false), nil
+	case c.IsDict():
+		if !item.IsString() {
+			return jinja.NewBool(false), nil
+		}
+		return jinja.NewBool(c.AsDict().Has(item.AsString())), nil
+	}
+	return jinja.Value{}, status.Errorf(status.InvalidArgument,
+		"chat: the template computes %s: TypeError: argument of type '%s' is not iterable", src, pyTypeName(c))
+}
+
+// pyIterable is Jinja2's `is iterable`: strings, lists, dicts and undefined values (which
+// iterate as empty) are; None, numbers and booleans are not.
+func pyIterable(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+	if len(args) != 1 {
+		return jinja.Value{}, status.Errorf(status.Internal, "chat: %s takes 1 argument, got %d", iterableFunc, len(args))
+	}
+	v := args[0]
+	return jinja.NewBool(v.IsString() || v.IsList() || v.IsDict() || v.IsUndefined()), nil
+}

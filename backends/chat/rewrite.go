@@ -70,9 +70,18 @@ func rewriteFilters(src string) (string, map[string]bool) {
 			tag = tag[:len(tag)-len(closer)-1] + closer
 			stripNext = true
 		}
-		if kind == '{' {
+		inner := strings.TrimSuffix(tag, closer)
+		switch kind {
+		case '{':
+			if e, ok := rewriteExpr(inner); ok {
+				inner = e
+			}
 			// Print as Python's str() does (None, floats, dicts and lists differ in the engine).
-			tag = " (" + strings.TrimSuffix(tag, closer) + ")|" + strFilter + " " + closer
+			tag = " (" + inner + ")|" + strFilter + " " + closer
+		case '%':
+			if st, ok := rewriteStatement(inner); ok {
+				tag = " " + st + " " + closer
+			}
 		}
 		out = append(out, tag...)
 		i = body + end

@@ -85,6 +85,9 @@ func Compile(source string, opts ...Option) (*Template, error) {
 	t.globals[tojsonFilter] = jinja.NewCallable("tojson", tojson)
 	t.globals[mapFilter] = jinja.NewCallable("map", pyMap)
 	t.globals[strFilter] = jinja.NewCallable("print", printValue)
+	t.globals[addFunc] = jinja.NewCallable("+", pyAdd)
+	t.globals[inFunc] = jinja.NewCallable("in", pyIn)
+	t.globals[iterableFunc] = jinja.NewCallable("iterable", pyIterable)
 	now := o.now
 	t.globals["strftime_now"] = jinja.NewCallable("strftime_now", func(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
 		if len(args) != 1 || !args[0].IsString() {
