@@ -10,7 +10,8 @@ import (
 // TypeError or UndefinedError, finds nothing in None where Python raises, and calls an
 // undefined value not iterable where Jinja2 iterates it as empty. rewriteExpr parses a
 // tag's expression with Jinja2's grammar and re-emits it with those three operations as
-// calls to Python-faithful functions (pyAdd, pyIn, pyIterable); everything else is emitted as written.
+// calls to Python-faithful functions (pyAdd, pyIn, pyIterable), the operands of ~ and the
+// |string filter converted with Python's str(), and everything else emitted as written.
 const (
 	addFunc      = "__focus_add"
 	inFunc       = "__focus_in"
@@ -233,13 +234,21 @@ func (p *exprParser) parseMath1() (string, error) {
 
 func (p *exprParser) parseConcat() (string, error) {
 	a, err := p.parseMath2()
-	for err == nil && p.op("~") {
-		p.pos++
-		var b string
-		b, err = p.parseMath2()
-		a = a + " ~ " + b
+	if err != nil || !p.op("~") {
+		return a, err
 	}
-	return a, err
+	// Each operand is converted with str() first: the engine's ~ prints None, floats and
+	// dicts its own way.
+	a = "(" + a + ")|" + strFilter
+	for p.op("~") {
+		p.pos++
+		b, err := p.parseMath2()
+		if err != nil {
+			return "", err
+		}
+		a = a + " ~ (" + b + ")|" + strFilter
+	}
+	return a, nil
 }
 
 func (p *exprParser) parseMath2() (string, error) {
@@ -466,6 +475,8 @@ func (p *exprParser) parseFilters(a string) (string, error) {
 				name = tojsonFilter
 			case "map":
 				name = mapFilter
+			case "string":
+				name = strFilter
 			}
 			a = a + "|" + name
 			if p.op("(") {

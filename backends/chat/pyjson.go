@@ -245,7 +245,7 @@ func (e pyJSON) str(b *strings.Builder, s string) {
 			b.WriteString(`\f`)
 		case r < 0x20:
 			u4(r)
-		case e.ensureASCII && r > 0x7e && r != 0x7f:
+		case e.ensureASCII && r > 0x7e:
 			if r >= 0x10000 {
 				r -= 0x10000
 				u4(0xd800 + r>>10)

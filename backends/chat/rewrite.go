@@ -16,9 +16,11 @@ import "strings"
 // own printing differs.
 //
 // It also returns the string literals the tags hold (the role names a template compares
-// message roles with, among others).
-func rewriteFilters(src string) (string, map[string]bool) {
+// message roles with, among others) and the tags whose expressions the rewriter does not
+// parse (kept as written, with only the filter renames; tests check real templates have none).
+func rewriteFilters(src string) (string, map[string]bool, []string) {
 	literals := map[string]bool{}
+	var unparsed []string
 	out := make([]byte, 0, len(src)+64)
 	textStart := 0     // where the text since the last tag begins in out
 	stripNext := false // the last tag closed with "-"
@@ -59,7 +61,7 @@ func rewriteFilters(src string) (string, map[string]bool) {
 			end = strings.Index(src[body:], "#}")
 			if end < 0 {
 				out = append(out, src[body:]...)
-				return string(out), literals
+				return string(out), literals, unparsed
 			}
 			end += 2
 			tag = src[body : body+end]
@@ -75,12 +77,16 @@ func rewriteFilters(src string) (string, map[string]bool) {
 		case '{':
 			if e, ok := rewriteExpr(inner); ok {
 				inner = e
+			} else {
+				unparsed = append(unparsed, tag)
 			}
 			// Print as Python's str() does (None, floats, dicts and lists differ in the engine).
 			tag = " (" + inner + ")|" + strFilter + " " + closer
 		case '%':
 			if st, ok := rewriteStatement(inner); ok {
 				tag = " " + st + " " + closer
+			} else {
+				unparsed = append(unparsed, tag)
 			}
 		}
 		out = append(out, tag...)
@@ -94,7 +100,7 @@ func rewriteFilters(src string) (string, map[string]bool) {
 			textStart = len(out)
 		}
 	}
-	return string(out), literals
+	return string(out), literals, unparsed
 }
 
 // jinjaSpace is the whitespace "-" strips.

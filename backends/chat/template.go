@@ -63,7 +63,7 @@ func Compile(source string, opts ...Option) (*Template, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	rewritten, literals := rewriteFilters(normalizeSource(source))
+	rewritten, literals, _ := rewriteFilters(normalizeSource(source))
 	tmpl, err := jinja.Compile(rewritten)
 	if err != nil {
 		return nil, status.Wrap(status.InvalidArgument, err, "chat: cannot compile the chat template")
