@@ -174,6 +174,8 @@ CASES = {
     "tool_dict_content": ([user("go"), assistant("", tool_calls=[call("now", {})]), tool({"time": "12:00"})], [NOARGS], True, {}),
     "none_user_content": ([{"role": "user", "content": None}], None, True, {}),
     "alternation_broken": ([user("a"), user("b")], None, True, {}),
+    "user_dict_content": ([user("hi"), assistant("ok"), {"role": "user", "content": {"text": "hi"}}], None, True, {}),
+    "user_list_content": ([{"role": "user", "content": [{"type": "text", "text": "hi"}]}], None, True, {}),
     "builtin_tool": ([user("search it"), assistant("", tool_calls=[call("builtin.brave_search", {"query": "a & b"}), call("search", {"query": "x"})])], TOOLS, False, {}),
 }
 
@@ -292,3 +294,27 @@ def test_enough_rendered_conversations_per_family(pairs):
                 continue
             rendered += 1
         assert rendered >= 30, f"{variant}: only {rendered} conversations render in transformers"
+
+
+@pytest.mark.parametrize(
+    "case,message,cause",
+    [
+        # DeepSeek V3 writes arguments with +: Python raises TypeError for a dict (issue #15 item 7).
+        # transformers 5 drops the null content DeepSeek's tool-call branch tests for, so the
+        # template adds a missing content instead (UndefinedError in Python).
+        ("tool_call_dict", 'messages[1] (role "assistant")', "with a missing value"),
+        # transformers drops a null content; the template then adds a missing value.
+        ("tool_round_trip_none", 'messages[1] (role "assistant")', "with a missing value"),
+        ("none_user_content", 'messages[0] (role "user")', "with a missing value"),
+        # Python raises TypeError for str + dict.
+        ("user_dict_content", 'messages[2] (role "user")', 'can only concatenate str (not "dict") to str'),
+    ],
+)
+def test_deepseek_errors_name_the_message(pairs, case, message, cause):
+    pair = pairs("deepseek_v3")
+    messages, tools, add_generation_prompt, kwargs = CASES[case]
+    with pytest.raises(Exception):
+        pair.want(messages, tools, add_generation_prompt, kwargs, False)
+    with pytest.raises(FocusError) as caught:
+        pair.got(messages, tools, add_generation_prompt, kwargs, False)
+    assert message in str(caught.value) and cause in str(caught.value)

@@ -189,3 +189,17 @@ func TestRewriterParsesRealTemplates(t *testing.T) {
 		assert.Empty(t, unparsed, name)
 	}
 }
+
+func TestRenderErrorNamesTheMessage(t *testing.T) {
+	// DeepSeek V3's template concatenates tool-call arguments as text; Python raises
+	// TypeError for a dict there, and UndefinedError for a null content.
+	tmpl, err := Compile(`{% for m in messages %}{% if m.tool_calls is defined %}{{ 'args: ' + m.tool_calls[0].function.arguments }}{% else %}{{ '>' + m.content }}{% endif %}{% endfor %}`)
+	require.NoError(t, err)
+	_, err = tmpl.Render([]Message{{Role: "user", Content: Text("hi")},
+		{Role: "assistant", ToolCalls: []ToolCall{{Function: FunctionCall{Name: "f", Arguments: json.RawMessage(`{"city": "Paris"}`)}}}}}, nil, false, nil)
+	require.ErrorContains(t, err, `once messages[1] (role "assistant") is included`)
+	require.ErrorContains(t, err, `can only concatenate str (not "dict") to str`)
+	_, err = tmpl.Render([]Message{{Role: "user", Content: Text("hi")}, {Role: "assistant"}, {Role: "user", Content: Text("x")}}, nil, false, nil)
+	require.ErrorContains(t, err, `once messages[1] (role "assistant") is included`)
+	require.ErrorContains(t, err, "'>' + m.content with a missing value")
+}

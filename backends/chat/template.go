@@ -187,9 +187,32 @@ func (t *Template) RenderJSON(messages []json.RawMessage, tools []json.RawMessag
 
 	text, err := t.renderValues(data)
 	if err != nil {
+		if at := t.failingMessage(data, msgs, err); at >= 0 {
+			role, _ := msgs[at].AsDict().Get("role")
+			return "", status.Wrap(status.InvalidArgument, err, "chat: rendering the chat template failed once messages[%d] (role %q) is included", at, role.AsString())
+		}
 		return "", status.Wrap(status.InvalidArgument, err, "chat: rendering the chat template failed")
 	}
 	return text, nil
+}
+
+// failingMessage names the message a render error comes from: the last message of the
+// shortest prefix of the conversation that fails with the same error (-1 when only
+// the whole conversation fails differently). It runs only on the error path.
+func (t *Template) failingMessage(data map[string]jinja.Value, msgs []jinja.Value, err error) int {
+	for k := 1; k <= len(msgs); k++ {
+		if k == len(msgs) {
+			return k - 1
+		}
+		data["messages"] = jinja.NewList(msgs[:k])
+		_, perr := t.renderValues(data)
+		if perr != nil && perr.Error() == err.Error() {
+			data["messages"] = jinja.NewList(msgs)
+			return k - 1
+		}
+	}
+	data["messages"] = jinja.NewList(msgs)
+	return -1
 }
 
 // checkRole applies RenderJSON's role rule to one message.
