@@ -111,6 +111,16 @@ func TestWhitespaceControlIsLexical(t *testing.T) {
 		{"a {% if true %} b {% endif %} c", "a  b  c"},
 		{"x  \n  {{- 'y' -}}  \n  z", "xyz"},
 		{"x {#- note -#} y", "xy"},
+		// The engine's own trimming reached across {{ }} tags to the nearest text (the real
+		// gpt-oss template lost the indentation of its nested TypeScript types this way).
+		{"{%- macro f() -%}a{{- ':' }}\n    {{ 'x' }}{%- endmacro -%}{{ f() }}", "a:\n    x"},
+		{"{% if true %}\n  {{ 'x' }}\n{% endif %}", "  x\n"},
+		{"  {% if true %}x{% endif %}", "x"},
+		{"a\n    {% if true %}x{% endif %}", "a\nx"},
+		{"{# c #}\n  x\n  {#- d #} y", "  x y"},
+		{"a {% raw %} {{ x }} {% endraw %} b", "a  {{ x }}  b"},
+		{"a\n  {%- raw -%}\n {{ x }}}} {%- endraw %}\nb", "a{{ x }}}}b"},
+		{"{% for o in xs +%}\n{{ o }}{% endfor %}", "\na\nb"},
 	}
 	for _, tt := range tests {
 		tmpl, err := Compile(tt.src)

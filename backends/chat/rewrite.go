@@ -1,19 +1,26 @@
 package chat
 
-import "strings"
+import (
+	"strings"
+	"unicode"
+)
 
-// rewriteFilters prepares a template source for the engine. Inside {{ }} and {% %} tags
-// it renames each filter application `| tojson` to tojsonFilter and `| map` to mapFilter
-// (the engine looks up built-in filters before the render scope, so these two must carry
-// names it does not define), leaving text, comments, string literals and {% raw %} blocks
-// alone. It also applies Jinja2's whitespace control here, lexically as Jinja2's lexer
-// does: a tag opened with "-" ({%-, {{-, {#-) strips the whitespace before it, one closed
-// with "-" strips the whitespace after it, and the "-" is removed (the engine strips the
-// neighbouring output of the tag's parent node instead, which loses spaces Jinja2 keeps).
+// rewriteFilters prepares a template source for the engine, in two steps.
 //
-// Every {{ expr }} becomes {{ (expr)|strFilter }}, so values print as Python's str()
-// prints them (None as "None", 1.0 as "1.0", dicts and lists as their repr); the engine's
-// own printing differs.
+// Whitespace, exactly as Jinja2's lexer treats it under transformers' settings: a tag
+// opened with "-" ({%-, {{-, {#-) strips all whitespace before it, one closed with "-"
+// all whitespace after it; without markers a block or comment tag alone on its line takes
+// that line's indentation with it (lstrip_blocks, "+" opts out) and eats one newline after
+// it (trim_blocks, "+%}" opts out); comments vanish and {% raw %} blocks become literals.
+// The engine gets the result with no markers and with every text segment's leading and
+// trailing whitespace moved into {{ '...' }} literals, because its own trimming applies to
+// the nearest text segment even across {{ }} tags (it loses indentation Jinja2 keeps).
+//
+// Expressions: inside {{ }} and {% %} tags each expression is re-emitted by the Python
+// semantics rewriter (expr.go): `| tojson` becomes tojsonFilter and `| map` mapFilter (the
+// engine looks up built-in filters before the render scope, so these carry names it does
+// not define), +, in, ~, |string and `is iterable` follow Python, and every {{ expr }}
+// becomes {{ (expr)|strFilter }}, so values print as Python's str() prints them.
 //
 // It also returns the string literals the tags hold (the role names a template compares
 // message roles with, among others) and the tags whose expressions the rewriter does not
@@ -21,86 +28,212 @@ import "strings"
 func rewriteFilters(src string) (string, map[string]bool, []string) {
 	literals := map[string]bool{}
 	var unparsed []string
-	out := make([]byte, 0, len(src)+64)
-	textStart := 0     // where the text since the last tag begins in out
-	stripNext := false // the last tag closed with "-"
-	writeText := func(text string) {
-		if stripNext {
-			text = strings.TrimLeft(text, jinjaSpace)
-			stripNext = false
-		}
-		out = append(out, text...)
-	}
-	i := 0
-	for i < len(src) {
-		open := strings.IndexByte(src[i:], '{')
-		if open < 0 || i+open+1 >= len(src) {
-			writeText(src[i:])
-			break
-		}
-		open += i
-		kind := src[open+1]
-		if kind != '{' && kind != '%' && kind != '#' {
-			writeText(src[i : open+1])
-			i = open + 1
-			continue
-		}
-		writeText(src[i:open])
-		body := open + 2
-		if body < len(src) && src[body] == '-' {
-			for len(out) > textStart && strings.IndexByte(jinjaSpace, out[len(out)-1]) >= 0 {
-				out = out[:len(out)-1]
-			}
-			body++
-		}
-		out = append(out, src[open:open+2]...)
-		closer := map[byte]string{'{': "}}", '%': "%}", '#': "#}"}[kind]
-		var end int
-		var tag string
-		if kind == '#' {
-			end = strings.Index(src[body:], "#}")
-			if end < 0 {
-				out = append(out, src[body:]...)
-				return string(out), literals, unparsed
-			}
-			end += 2
-			tag = src[body : body+end]
-		} else {
-			end, tag = rewriteTag(src[body:], closer, literals)
-		}
-		if strings.HasSuffix(tag, "-"+closer) {
-			tag = tag[:len(tag)-len(closer)-1] + closer
-			stripNext = true
-		}
-		inner := strings.TrimSuffix(tag, closer)
-		switch kind {
+	segs := lexSegments(src)
+	trimSegments(segs)
+	var out strings.Builder
+	out.Grow(len(src) + 256)
+	for _, sg := range segs {
+		switch sg.kind {
+		case 't':
+			text := sg.text
+			lead := len(text) - len(strings.TrimLeftFunc(text, unicode.IsSpace))
+			rest := strings.TrimRightFunc(text[lead:], unicode.IsSpace)
+			writeLiteral(&out, text[:lead])
+			out.WriteString(rest)
+			writeLiteral(&out, text[lead+len(rest):])
+		case 'r':
+			writeLiteral(&out, sg.text)
+		case '#':
 		case '{':
+			_, tag := rewriteTag(sg.text+"}}", "}}", literals)
+			inner := strings.TrimSuffix(tag, "}}")
 			if e, ok := rewriteExpr(inner); ok {
 				inner = e
 			} else {
-				unparsed = append(unparsed, tag)
+				unparsed = append(unparsed, "{{"+sg.text+"}}")
 			}
 			// Print as Python's str() does (None, floats, dicts and lists differ in the engine).
-			tag = " (" + inner + ")|" + strFilter + " " + closer
+			out.WriteString("{{ (" + inner + ")|" + strFilter + " }}")
 		case '%':
+			_, tag := rewriteTag(sg.text+"%}", "%}", literals)
+			inner := strings.TrimSuffix(tag, "%}")
 			if st, ok := rewriteStatement(inner); ok {
-				tag = " " + st + " " + closer
+				inner = st
 			} else {
-				unparsed = append(unparsed, tag)
+				unparsed = append(unparsed, "{%"+sg.text+"%}")
 			}
-		}
-		out = append(out, tag...)
-		i = body + end
-		textStart = len(out)
-		if kind == '%' && isRawTag(tag) {
-			// Copy the raw block through its {% endraw %} untouched.
-			stop := rawEnd(src[i:])
-			out = append(out, src[i:i+stop]...)
-			i += stop
-			textStart = len(out)
+			out.WriteString("{% " + inner + " %}")
 		}
 	}
-	return string(out), literals, unparsed
+	return out.String(), literals, unparsed
+}
+
+// segment is one lexical piece of a template: text ('t'), a {{ }} ('{'), {% %} ('%') or
+// {# #} ('#') tag with its body (markers removed) and whitespace markers, or the content
+// of a raw block ('r').
+type segment struct {
+	kind        byte
+	text        string
+	left, right byte // '-', '+' or 0
+	lineStart   bool // a text segment that begins a line (template start, or after a newline a tag ate)
+}
+
+// lexSegments splits a template into segments the way Jinja2's lexer finds tags: a tag
+// ends at the first closer outside string literals.
+func lexSegments(src string) []segment {
+	var segs []segment
+	i := 0
+	for i < len(src) {
+		open := -1
+		for j := i; j+1 < len(src); j++ {
+			if src[j] == '{' && (src[j+1] == '{' || src[j+1] == '%' || src[j+1] == '#') {
+				open = j
+				break
+			}
+		}
+		if open < 0 {
+			segs = append(segs, segment{kind: 't', text: src[i:]})
+			break
+		}
+		if open > i {
+			segs = append(segs, segment{kind: 't', text: src[i:open]})
+		}
+		kind := src[open+1]
+		body := open + 2
+		sg := segment{kind: kind}
+		if body < len(src) && (src[body] == '-' || src[body] == '+') {
+			sg.left = src[body]
+			body++
+		}
+		closer := map[byte]string{'{': "}}", '%': "%}", '#': "#}"}[kind]
+		end := tagEnd(src[body:], closer, kind != '#')
+		if end < 0 { // unterminated: the engine reports it
+			segs = append(segs, segment{kind: 't', text: src[open:]})
+			break
+		}
+		inner := src[body : body+end]
+		if strings.HasSuffix(inner, "-") || (kind != '{' && strings.HasSuffix(inner, "+")) {
+			sg.right = inner[len(inner)-1]
+			inner = inner[:len(inner)-1]
+		}
+		sg.text = inner
+		segs = append(segs, sg)
+		i = body + end + len(closer)
+		if kind == '%' && strings.TrimSpace(inner) == "raw" {
+			// The raw tag prints nothing; Jinja2 applies lstrip_blocks but not trim_blocks to it.
+			segs[len(segs)-1].kind = '#'
+			if segs[len(segs)-1].right == 0 {
+				segs[len(segs)-1].right = '+'
+			}
+			stop, content, endTag := rawBlock(src[i:])
+			segs = append(segs, segment{kind: 'r', text: content})
+			segs = append(segs, endTag)
+			i += stop
+		}
+	}
+	return segs
+}
+
+// tagEnd is the offset of closer in s, outside string literals when quoted is set.
+func tagEnd(s, closer string, quoted bool) int {
+	for j := 0; j < len(s); j++ {
+		c := s[j]
+		if quoted && (c == '\'' || c == '"') {
+			k := j + 1
+			for k < len(s) && s[k] != c {
+				if s[k] == '\\' {
+					k++
+				}
+				k++
+			}
+			j = k
+			continue
+		}
+		if strings.HasPrefix(s[j:], closer) {
+			return j
+		}
+	}
+	return -1
+}
+
+// rawBlock finds the {% endraw %} that closes a raw block: it returns how far it
+// reaches, the raw content and the endraw tag as a segment (a comment, so it prints
+// nothing but still applies its whitespace markers).
+func rawBlock(s string) (int, string, segment) {
+	for i := 0; i+1 < len(s); i++ {
+		if s[i] != '{' || s[i+1] != '%' {
+			continue
+		}
+		j := i + 2
+		sg := segment{kind: '#'}
+		if j < len(s) && (s[j] == '-' || s[j] == '+') {
+			sg.left = s[j]
+			j++
+		}
+		body := strings.TrimLeftFunc(s[j:], unicode.IsSpace)
+		if !strings.HasPrefix(body, "endraw") {
+			continue
+		}
+		k := strings.Index(s[j:], "%}")
+		if k < 0 {
+			break
+		}
+		inner := strings.TrimSpace(s[j : j+k])
+		if strings.HasSuffix(inner, "-") || strings.HasSuffix(inner, "+") {
+			sg.right = inner[len(inner)-1]
+		}
+		return j + k + 2, s[:i], sg
+	}
+	return len(s), s, segment{kind: '#'}
+}
+
+// trimSegments applies Jinja2's whitespace rules to the text segments in place, in
+// source order as its lexer does.
+func trimSegments(segs []segment) {
+	if len(segs) > 0 && segs[0].kind == 't' {
+		segs[0].lineStart = true
+	}
+	for i := range segs {
+		sg := &segs[i]
+		if sg.kind == 't' || sg.kind == 'r' {
+			continue
+		}
+		// Left side: the text right before this tag, if any.
+		if i > 0 && (segs[i-1].kind == 't' || segs[i-1].kind == 'r') {
+			prev := &segs[i-1]
+			switch {
+			case sg.left == '-':
+				prev.text = strings.TrimRightFunc(prev.text, unicode.IsSpace)
+			case sg.left != '+' && sg.kind != '{':
+				lpos := strings.LastIndexByte(prev.text, '\n') + 1
+				if (lpos > 0 || prev.lineStart) && lpos < len(prev.text) && strings.TrimLeftFunc(prev.text[lpos:], unicode.IsSpace) == "" {
+					prev.text = prev.text[:lpos]
+				}
+			}
+		}
+		// Right side: the text right after this tag.
+		if i+1 < len(segs) && (segs[i+1].kind == 't' || segs[i+1].kind == 'r') {
+			next := &segs[i+1]
+			switch {
+			case sg.right == '-':
+				next.text = strings.TrimLeftFunc(next.text, unicode.IsSpace)
+			case sg.right != '+' && sg.kind != '{' && strings.HasPrefix(next.text, "\n"):
+				next.text = next.text[1:]
+				next.lineStart = true
+			}
+		}
+	}
+}
+
+// writeLiteral writes s as a {{ '...' }} string literal (nothing when empty).
+func writeLiteral(b *strings.Builder, s string) {
+	if s == "" {
+		return
+	}
+	b.WriteString("{{ '")
+	// "}}" would end the engine's tag early, so it is split into two literals.
+	b.WriteString(strings.NewReplacer(`\`, `\\`, `'`, `\'`, "}}", "}' ~ '}").Replace(s))
+	b.WriteString("' }}")
 }
 
 // jinjaSpace is the whitespace "-" strips.
@@ -169,27 +302,3 @@ func rewriteTag(s, closer string, literals map[string]bool) (int, string) {
 func isIdentStart(c byte) bool { return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') }
 func isIdentByte(c byte) bool  { return isIdentStart(c) || (c >= '0' && c <= '9') }
 
-func isRawTag(tag string) bool {
-	body := strings.TrimSuffix(tag, "%}")
-	body = strings.Trim(body, "-+ \t\n\r")
-	return body == "raw"
-}
-
-// rawEnd is the offset just past the {% endraw %} tag in s (len(s) when there is none).
-func rawEnd(s string) int {
-	for i := 0; i < len(s); i++ {
-		if !strings.HasPrefix(s[i:], "{%") {
-			continue
-		}
-		j := i + 2
-		for j < len(s) && strings.ContainsRune("-+ \t\n\r", rune(s[j])) {
-			j++
-		}
-		if strings.HasPrefix(s[j:], "endraw") {
-			if k := strings.Index(s[j:], "%}"); k >= 0 {
-				return j + k + 2
-			}
-		}
-	}
-	return len(s)
-}
