@@ -301,4 +301,3 @@ func rewriteTag(s, closer string, literals map[string]bool) (int, string) {
 
 func isIdentStart(c byte) bool { return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') }
 func isIdentByte(c byte) bool  { return isIdentStart(c) || (c >= '0' && c <= '9') }
-
