@@ -121,6 +121,7 @@ func TestWhitespaceControlIsLexical(t *testing.T) {
 		{"a {% raw %} {{ x }} {% endraw %} b", "a  {{ x }}  b"},
 		{"a\n  {%- raw -%}\n {{ x }}}} {%- endraw %}\nb", "a{{ x }}}}b"},
 		{"{% for o in xs +%}\n{{ o }}{% endfor %}", "\na\nb"},
+		{"{{ 'k' }}:{\n  {%- if true %}v{% endif %}}", "k:{v}"}, // Gemma 4 writes "{" right before a tag
 	}
 	for _, tt := range tests {
 		tmpl, err := Compile(tt.src)

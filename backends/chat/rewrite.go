@@ -38,6 +38,8 @@ func rewriteFilters(src string) (string, map[string]bool, []string) {
 			text := sg.text
 			lead := len(text) - len(strings.TrimLeftFunc(text, unicode.IsSpace))
 			rest := strings.TrimRightFunc(text[lead:], unicode.IsSpace)
+			// A text ending in "{" would open a tag with whatever follows it.
+			rest = strings.TrimSuffix(rest, "{")
 			writeLiteral(&out, text[:lead])
 			out.WriteString(rest)
 			writeLiteral(&out, text[lead+len(rest):])
