@@ -40,6 +40,14 @@ VARIANTS = {
     "constructs": ("qwen3", "constructs.jinja"),
 }
 
+# Vendor templates are not ours to commit; to check more of them, point
+# FOCUS_CHAT_TEMPLATES_DIR at a directory of <family>__<name>.jinja files (for example
+# gptoss__gpt-oss-20b.jinja) and each one runs as another variant.
+EXTRA_TEMPLATES = Path(os.environ["FOCUS_CHAT_TEMPLATES_DIR"]) if os.environ.get("FOCUS_CHAT_TEMPLATES_DIR") else None
+if EXTRA_TEMPLATES is not None:
+    for _path in sorted(EXTRA_TEMPLATES.glob("*__*.jinja")):
+        VARIANTS[_path.stem] = (_path.stem.split("__", 1)[0], str(_path))
+
 # ---------------------------------------------------------------------------
 # Tool schemas: nested objects, enums, anyOf, unicode and HTML metacharacters in
 # descriptions, floats that Python prints in its own way.
@@ -206,7 +214,7 @@ class Pair:
             path.mkdir()
             shutil.copy(source / "tokenizer.json", path / "tokenizer.json")
             config = json.loads((source / "tokenizer_config.json").read_text())
-            config["chat_template"] = (TEMPLATES / template).read_text()
+            config["chat_template"] = (TEMPLATES / template).read_text()  # an absolute path stays itself
             (path / "tokenizer_config.json").write_text(json.dumps(config, ensure_ascii=False))
         try:
             import transformers

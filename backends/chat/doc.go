@@ -31,15 +31,17 @@
 // quoting), tojson is transformers' json.dumps(x, ensure_ascii=False, indent=...,
 // separators=..., sort_keys=...) (key order kept, no HTML escaping, U+2028 kept, floats as
 // Python's repr: 1.0, 1e-05, 1e+16), map('filter') applies tojson, string, lower, upper
-// or trim, and whitespace control ({%- -%}) is applied to the source as Jinja2's lexer
-// does. A render error names the message it arises at (the shortest failing prefix of the
+// or trim, and whitespace ({%- -%}, {%+, lstrip_blocks, trim_blocks, comments, raw
+// blocks) is handled in the source exactly as Jinja2's lexer does, because the engine's own
+// trimming reaches across {{ }} tags and loses indentation Jinja2 keeps. A render error names the message it arises at (the shortest failing prefix of the
 // conversation) and quotes the expression.
 //
 // Known differences from Python that remain: `d.items` (and keys, values, get) on a dict
 // that has such a key gives the key's value (Python gives the method); integers beyond
 // int64 become floats; join, trim and other built-in filters print their non-string items
 // the engine's way; other operators (-, *, comparisons) keep the engine's lenient rules.
-// tests/test_chat_oracle.py compares every family's template with transformers.
+// tests/test_chat_oracle.py compares every family's template with transformers (and any
+// vendor template put in FOCUS_CHAT_TEMPLATES_DIR).
 //
 // A Codec pairs a Template with the tokenizer of the same model. The rendered text is
 // encoded without the tokenizer's post-processor (no extra BOS/EOS), and special tokens
