@@ -127,7 +127,7 @@ func focus_codec_render(h C.focus_handle, request *C.char, n C.size_t, out *C.fo
 		if err := decodeJSON(request, n, "render request", &req); err != nil {
 			return err
 		}
-		messages, err := chat.ParseMessages(req.Messages)
+		messages, err := chat.ParseMessageObjects(req.Messages)
 		if err != nil {
 			return err
 		}
@@ -139,7 +139,7 @@ func focus_codec_render(h C.focus_handle, request *C.char, n C.size_t, out *C.fo
 		for k, v := range req.Kwargs {
 			kwargs[k] = v
 		}
-		prompt, err := codec.Encode(messages, tools, req.AddGenerationPrompt, kwargs)
+		prompt, err := codec.EncodeJSON(messages, tools, req.AddGenerationPrompt, kwargs)
 		if err != nil {
 			return err
 		}

@@ -100,13 +100,7 @@ type turnTemplate struct {
 }
 
 func (t turnTemplate) Render(messages, tools []json.RawMessage, addGenerationPrompt bool) (string, error) {
-	msgs := make([]chat.Message, len(messages))
-	for i, m := range messages {
-		if err := json.Unmarshal(m, &msgs[i]); err != nil {
-			return "", status.Wrap(status.InvalidArgument, err, "collect: message %d is not a chat message object: %.120s", i, m)
-		}
-	}
-	return t.template.Render(msgs, tools, addGenerationPrompt, t.kwargs)
+	return t.template.RenderJSON(messages, tools, addGenerationPrompt, t.kwargs)
 }
 
 // collection is one running collect.Run with the bridge its remote parts use.

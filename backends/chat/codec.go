@@ -105,11 +105,26 @@ func (c *Codec) Config() *tokenizer.Config { return c.config }
 // with addSpecial=false, as apply_chat_template(tokenize=True) does: the template already
 // wrote every special token it wants, and those become their special ids.
 func (c *Codec) Encode(messages []Message, tools []json.RawMessage, addGenerationPrompt bool, kwargs map[string]any) (Prompt, error) {
+	return c.encode(func(t *Template) (string, error) { return t.Render(messages, tools, addGenerationPrompt, kwargs) })
+}
+
+// EncodeJSON is Encode for messages given as JSON objects (see Template.RenderJSON). Like
+// transformers' apply_chat_template, it refuses an empty conversation.
+func (c *Codec) EncodeJSON(messages []json.RawMessage, tools []json.RawMessage, addGenerationPrompt bool, kwargs map[string]any) (Prompt, error) {
+	if len(messages) == 0 {
+		return Prompt{}, status.Errorf(status.InvalidArgument, "chat: cannot apply the chat template to an empty conversation; give at least one message")
+	}
+	return c.encode(func(t *Template) (string, error) { return t.RenderJSON(messages, tools, addGenerationPrompt, kwargs) })
+}
+
+// encode renders with the codec's template (an error when the model has none) and encodes
+// the text.
+func (c *Codec) encode(render func(*Template) (string, error)) (Prompt, error) {
 	tmpl, err := c.RequireTemplate()
 	if err != nil {
 		return Prompt{}, err
 	}
-	text, err := tmpl.Render(messages, tools, addGenerationPrompt, kwargs)
+	text, err := render(tmpl)
 	if err != nil {
 		return Prompt{}, err
 	}

@@ -19,8 +19,11 @@ type Message struct {
 	// tools). Multimodal content lists are not supported.
 	Content *string `json:"content"`
 	// ReasoningContent is the assistant's thinking; nil leaves the key out, so templates
-	// that test `message.reasoning_content is defined` see it undefined.
+	// that test `message.reasoning_content is defined` see it undefined. Thinking is the
+	// same under the name transformers 5 and gpt-oss templates read; either one is given
+	// to the template under both names, as transformers does.
 	ReasoningContent *string    `json:"reasoning_content,omitempty"`
+	Thinking         *string    `json:"thinking,omitempty"`
 	ToolCalls        []ToolCall `json:"tool_calls,omitempty"`
 	ToolCallID       string     `json:"tool_call_id,omitempty"`
 	Name             string     `json:"name,omitempty"`
@@ -29,7 +32,7 @@ type Message struct {
 // ToolCall is one tool call of an assistant message.
 type ToolCall struct {
 	ID       string       `json:"id,omitempty"`
-	Type     string       `json:"type,omitempty"` // "function" when empty
+	Type     string       `json:"type,omitempty"` // left out when empty, as in transformers
 	Function FunctionCall `json:"function"`
 }
 
@@ -54,6 +57,16 @@ func ParseMessages(data []byte) ([]Message, error) {
 	return msgs, nil
 }
 
+// ParseMessageObjects splits a JSON list of messages into its raw objects, for
+// Template.RenderJSON, which passes every key of each to the template.
+func ParseMessageObjects(data []byte) ([]json.RawMessage, error) {
+	var msgs []json.RawMessage
+	if err := json.Unmarshal(data, &msgs); err != nil {
+		return nil, status.Wrap(status.InvalidArgument, err, "chat: messages must be a JSON list of {role, content, ...} objects")
+	}
+	return msgs, nil
+}
+
 // ParseTools decodes a JSON list of tool schemas, keeping each schema's raw JSON (and so
 // its key order).
 func ParseTools(data []byte) ([]json.RawMessage, error) {
@@ -67,63 +80,61 @@ func ParseTools(data []byte) ([]json.RawMessage, error) {
 	return tools, nil
 }
 
-// value converts a message into the dict a template sees. Unset optional fields stay
-// undefined, as they would be missing keys of a Python dict.
+// value converts a message into the dict a template sees: its JSON form (so unset
+// optional fields are missing keys) normalised as transformers does (see messageValue).
 func (m Message) value(index int) (jinja.Value, error) {
-	v := jinja.NewDict()
-	d := v.AsDict()
-	d.Set("role", jinja.NewString(m.Role))
-	if m.Content == nil {
-		d.Set("content", jinja.None())
-	} else {
-		d.Set("content", jinja.NewString(*m.Content))
+	raw, err := json.Marshal(m)
+	if err != nil {
+		return jinja.Value{}, status.Wrap(status.InvalidArgument, err, "chat: messages[%d]", index)
 	}
-	if m.ReasoningContent != nil {
-		d.Set("reasoning_content", jinja.NewString(*m.ReasoningContent))
-	}
-	if len(m.ToolCalls) > 0 {
-		calls := make([]jinja.Value, len(m.ToolCalls))
-		for i, c := range m.ToolCalls {
-			cv, err := c.value()
-			if err != nil {
-				return jinja.Value{}, status.Wrap(status.InvalidArgument, err, "chat: messages[%d].tool_calls[%d]", index, i)
-			}
-			calls[i] = cv
-		}
-		d.Set("tool_calls", jinja.NewList(calls))
-	}
-	if m.ToolCallID != "" {
-		d.Set("tool_call_id", jinja.NewString(m.ToolCallID))
-	}
-	if m.Name != "" {
-		d.Set("name", jinja.NewString(m.Name))
-	}
-	return v, nil
+	return messageValue(raw, index)
 }
 
-func (c ToolCall) value() (jinja.Value, error) {
-	v := jinja.NewDict()
-	d := v.AsDict()
-	if c.ID != "" {
-		d.Set("id", jinja.NewString(c.ID))
+// reasoningFields are the names a message's reasoning is passed under, in transformers'
+// order of preference (_REASONING_FIELDS in its chat_template_utils.py).
+var reasoningFields = []string{"reasoning_content", "thinking", "reasoning"}
+
+// messageValue converts one JSON message object into the dict the template sees, as
+// transformers 5's apply_chat_template does: every key is passed through in its order,
+// keys whose value is null are dropped (a null content becomes a missing content), and a
+// message with reasoning under any of reasoning_content, thinking or reasoning gets it
+// under both thinking (first, unless already present) and reasoning_content (in place, or
+// last), which is what Qwen-style and gpt-oss-style templates read.
+func messageValue(raw json.RawMessage, index int) (jinja.Value, error) {
+	v, err := DecodeJSON(raw)
+	if err != nil {
+		return jinja.Value{}, status.Wrap(status.InvalidArgument, err, "chat: messages[%d]", index)
 	}
-	kind := c.Type
-	if kind == "" {
-		kind = "function"
+	if !v.IsDict() {
+		return jinja.Value{}, status.Errorf(status.InvalidArgument, "chat: messages[%d] must be a JSON object, got %.80s", index, raw)
 	}
-	d.Set("type", jinja.NewString(kind))
-	fv := jinja.NewDict()
-	f := fv.AsDict()
-	f.Set("name", jinja.NewString(c.Function.Name))
-	if len(c.Function.Arguments) > 0 {
-		args, err := DecodeJSON(c.Function.Arguments)
-		if err != nil {
-			return jinja.Value{}, err
+	in := v.AsDict()
+	var reasoning *jinja.Value
+	for _, name := range reasoningFields {
+		if r, ok := in.Get(name); ok && !r.IsNone() {
+			reasoning = &r
+			break
 		}
-		f.Set("arguments", args)
 	}
-	d.Set("function", fv)
-	return v, nil
+	out := jinja.NewDict()
+	d := out.AsDict()
+	if reasoning != nil {
+		d.Set("thinking", *reasoning)
+	}
+	for _, k := range in.Keys {
+		item, _ := in.Get(k)
+		if item.IsNone() {
+			continue
+		}
+		if reasoning != nil && (k == "thinking" || k == "reasoning_content") {
+			item = *reasoning
+		}
+		d.Set(k, item)
+	}
+	if reasoning != nil {
+		d.Set("reasoning_content", *reasoning)
+	}
+	return out, nil
 }
 
 // DecodeJSON decodes one JSON value into a template value, keeping object keys in their

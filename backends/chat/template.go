@@ -2,6 +2,7 @@ package chat
 
 import (
 	"encoding/json"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -16,6 +17,20 @@ type Template struct {
 	tmpl    *jinja.Template
 	source  string
 	globals map[string]jinja.Value // special tokens and strftime_now, below the caller's kwargs
+	roles   map[string]bool        // the message roles Render accepts (see Render)
+}
+
+// isRoleName reports whether a template string literal could name a role: a short word.
+func isRoleName(s string) bool {
+	if s == "" || len(s) > 32 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !isIdentByte(s[i]) && s[i] != '-' {
+			return false
+		}
+	}
+	return true
 }
 
 // Option configures Compile and FromConfig.
@@ -48,12 +63,18 @@ func Compile(source string, opts ...Option) (*Template, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	normalized := normalizeSource(source)
-	tmpl, err := jinja.Compile(normalized)
+	rewritten, literals, _ := rewriteFilters(normalizeSource(source))
+	tmpl, err := jinja.Compile(rewritten)
 	if err != nil {
 		return nil, status.Wrap(status.InvalidArgument, err, "chat: cannot compile the chat template")
 	}
-	t := &Template{tmpl: tmpl, source: source, globals: map[string]jinja.Value{}}
+	roles := map[string]bool{"system": true, "user": true, "assistant": true, "tool": true}
+	for lit := range literals {
+		if isRoleName(lit) {
+			roles[lit] = true
+		}
+	}
+	t := &Template{tmpl: tmpl, source: source, globals: map[string]jinja.Value{}, roles: roles}
 	for name, v := range o.special {
 		val, err := toValue(name, v)
 		if err != nil {
@@ -61,6 +82,12 @@ func Compile(source string, opts ...Option) (*Template, error) {
 		}
 		t.globals[name] = val
 	}
+	t.globals[tojsonFilter] = jinja.NewCallable("tojson", tojson)
+	t.globals[mapFilter] = jinja.NewCallable("map", pyMap)
+	t.globals[strFilter] = jinja.NewCallable("print", printValue)
+	t.globals[addFunc] = jinja.NewCallable("+", pyAdd)
+	t.globals[inFunc] = jinja.NewCallable("in", pyIn)
+	t.globals[iterableFunc] = jinja.NewCallable("iterable", pyIterable)
 	now := o.now
 	t.globals["strftime_now"] = jinja.NewCallable("strftime_now", func(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
 		if len(args) != 1 || !args[0].IsString() {
@@ -89,8 +116,34 @@ func (t *Template) Source() string { return t.source }
 
 // Render renders messages and tool schemas (nil: no tools, which the template sees as
 // None) into prompt text. addGenerationPrompt opens the assistant turn; kwargs are extra
-// template variables such as "enable_thinking": false.
+// template variables such as "enable_thinking": false. See RenderJSON for the rules.
 func (t *Template) Render(messages []Message, tools []json.RawMessage, addGenerationPrompt bool, kwargs map[string]any) (string, error) {
+	raw := make([]json.RawMessage, len(messages))
+	for i, m := range messages {
+		for j, c := range m.ToolCalls {
+			if len(c.Function.Arguments) > 0 && !json.Valid(c.Function.Arguments) {
+				return "", status.Errorf(status.InvalidArgument, "chat: messages[%d].tool_calls[%d].function.arguments is not valid JSON: %.80q", i, j, c.Function.Arguments)
+			}
+		}
+		data, err := json.Marshal(m)
+		if err != nil {
+			return "", status.Wrap(status.InvalidArgument, err, "chat: messages[%d]", i)
+		}
+		raw[i] = data
+	}
+	return t.RenderJSON(raw, tools, addGenerationPrompt, kwargs)
+}
+
+// RenderJSON renders messages given as JSON objects, passed to the template with every
+// key in its written order, as transformers passes message dicts: null-valued keys are
+// dropped and reasoning is aliased (see messageValue).
+//
+// Roles: a message whose role is not one of system, user, assistant and tool, nor a
+// string the template itself writes in a tag (such as 'ipython' or 'developer'), is
+// refused with an error naming the message. transformers hands any role to the template,
+// and a template that never compares against a role drops such a message without a word;
+// refusing it keeps a typo from silently vanishing from the prompt.
+func (t *Template) RenderJSON(messages []json.RawMessage, tools []json.RawMessage, addGenerationPrompt bool, kwargs map[string]any) (string, error) {
 	data := make(map[string]jinja.Value, len(t.globals)+len(kwargs)+4)
 	for k, v := range t.globals {
 		data[k] = v
@@ -106,9 +159,12 @@ func (t *Template) Render(messages []Message, tools []json.RawMessage, addGenera
 		data[k] = v
 	}
 	msgs := make([]jinja.Value, len(messages))
-	for i, m := range messages {
-		v, err := m.value(i)
+	for i, raw := range messages {
+		v, err := messageValue(raw, i)
 		if err != nil {
+			return "", err
+		}
+		if err := t.checkRole(v, i); err != nil {
 			return "", err
 		}
 		msgs[i] = v
@@ -131,9 +187,53 @@ func (t *Template) Render(messages []Message, tools []json.RawMessage, addGenera
 
 	text, err := t.renderValues(data)
 	if err != nil {
+		if at := t.failingMessage(data, msgs, err); at >= 0 {
+			role, _ := msgs[at].AsDict().Get("role")
+			return "", status.Wrap(status.InvalidArgument, err, "chat: rendering the chat template failed once messages[%d] (role %q) is included", at, role.AsString())
+		}
 		return "", status.Wrap(status.InvalidArgument, err, "chat: rendering the chat template failed")
 	}
 	return text, nil
+}
+
+// failingMessage names the message a render error comes from: the last message of the
+// shortest prefix of the conversation that fails with the same error (-1 when only
+// the whole conversation fails differently). It runs only on the error path.
+func (t *Template) failingMessage(data map[string]jinja.Value, msgs []jinja.Value, err error) int {
+	for k := 1; k <= len(msgs); k++ {
+		if k == len(msgs) {
+			return k - 1
+		}
+		data["messages"] = jinja.NewList(msgs[:k])
+		_, perr := t.renderValues(data)
+		if perr != nil && perr.Error() == err.Error() {
+			data["messages"] = jinja.NewList(msgs)
+			return k - 1
+		}
+	}
+	data["messages"] = jinja.NewList(msgs)
+	return -1
+}
+
+// checkRole applies RenderJSON's role rule to one message.
+func (t *Template) checkRole(msg jinja.Value, index int) error {
+	role, ok := msg.AsDict().Get("role")
+	if !ok || !role.IsString() {
+		return status.Errorf(status.InvalidArgument, "chat: messages[%d] has no role string (expected one of %s)", index, t.roleList())
+	}
+	if !t.roles[role.AsString()] {
+		return status.Errorf(status.InvalidArgument, "chat: messages[%d] has role %q, which this chat template does not render (expected one of %s)", index, role.AsString(), t.roleList())
+	}
+	return nil
+}
+
+func (t *Template) roleList() string {
+	names := make([]string, 0, len(t.roles))
+	for r := range t.roles {
+		names = append(names, r)
+	}
+	sort.Strings(names)
+	return strings.Join(names, ", ")
 }
 
 // renderValues runs the template, turning a panic inside the engine (a template using a

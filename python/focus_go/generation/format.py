@@ -123,7 +123,14 @@ class HFTokenizer(GoObject):
         add_generation_prompt: bool = True,
         **kwargs: Any,
     ) -> Tuple[str, Tuple[TokenId, ...]]:
-        """Render ``messages`` with the chat template and encode the text; returns both."""
+        """Render ``messages`` with the chat template and encode the text; returns both.
+
+        Messages reach the template as transformers passes them: every key in order,
+        null-valued keys dropped, reasoning under ``reasoning_content``, ``thinking`` or
+        ``reasoning`` seen under both ``thinking`` and ``reasoning_content``. The template
+        raises where transformers' Jinja2 raises (``ConfigError`` naming the message and
+        the expression), and a role that is neither system/user/assistant/tool nor named by
+        the template is refused."""
         request = {
             "messages": list(messages),
             "tools": None if tools is None else list(tools),
