@@ -187,9 +187,6 @@ CASES = {
     "builtin_tool": ([user("search it"), assistant("", tool_calls=[call("builtin.brave_search", {"query": "a & b"}), call("search", {"query": "x"})])], TOOLS, False, {}),
 }
 
-NUL_CASES = {name for name, (messages, _, _, _) in CASES.items() if any("\x00" in (m.get("content") or "") for m in messages if isinstance(m.get("content"), str))}
-
-
 def _family_dir(family: str) -> Path:
     path = TESTDATA / family
     if not (path / "tokenizer.json").is_file():
@@ -281,16 +278,7 @@ def test_text_matches_transformers(pairs, variant, case):
     _compare(pairs(variant), case, tokenize=False)
 
 
-NUL_IDS = pytest.mark.xfail(
-    strict=True,
-    reason="issue #15 item 1: a NUL byte truncates the text at the C tokenizer boundary (the abi helper's NUL-safe encode fixes it)",
-)
-
-
-@pytest.mark.parametrize(
-    "variant,case",
-    [pytest.param(v, c, id=f"{v}-{c}", marks=[NUL_IDS] if c in NUL_CASES else []) for v in VARIANTS for c in CASES],
-)
+@pytest.mark.parametrize("variant,case", PARAMS)
 def test_ids_match_transformers(pairs, variant, case):
     _compare(pairs(variant), case, tokenize=True)
 
