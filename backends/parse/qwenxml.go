@@ -251,8 +251,10 @@ func paramJSON(value string, types []string) string {
 				return "null"
 			}
 		case "integer":
-			if _, err := strconv.ParseInt(trimmed, 10, 64); err == nil {
-				return trimmed
+			// Written back in JSON's form: ParseInt also takes "007" and "+7", which
+			// JSON does not (the peers' int(value) reads them the same way).
+			if n, err := strconv.ParseInt(trimmed, 10, 64); err == nil {
+				return strconv.FormatInt(n, 10)
 			}
 		case "number":
 			if isJSONNumber(trimmed) {
