@@ -97,7 +97,7 @@ def _router_url(args: Any) -> str:
 
 def _sampling_from_args(args: Any, evaluation: bool) -> Any:
     """The policy's default sampling settings from Slime's rollout (or eval) flags."""
-    from ..generation.types import SamplingParams
+    from ..types import SamplingParams
 
     def pick(name: str, default: Any) -> Any:
         if evaluation:
