@@ -21,23 +21,22 @@ import pytest
 
 import focus_go
 
-PACKAGE = "focus_go"
 ROOT = Path(focus_go.__file__).resolve().parent
 FLOOR = "focus_go.types"
 
 
-def _modules() -> Dict[str, Path]:
-    """Every module of the package: dotted name -> source file."""
+def package_modules(root: Path) -> Dict[str, Path]:
+    """Every module of the package in directory ``root``: dotted name -> source file."""
     out: Dict[str, Path] = {}
-    for path in sorted(ROOT.rglob("*.py")):
-        parts = list(path.relative_to(ROOT.parent).with_suffix("").parts)
+    for path in sorted(root.rglob("*.py")):
+        parts = list(path.relative_to(root.parent).with_suffix("").parts)
         if parts[-1] == "__init__":
             parts = parts[:-1]
         out[".".join(parts)] = path
     return out
 
 
-MODULES = _modules()
+MODULES = package_modules(ROOT)
 
 
 def _ancestors(name: str) -> Set[str]:
@@ -45,13 +44,16 @@ def _ancestors(name: str) -> Set[str]:
     return {".".join(parts[:i]) for i in range(1, len(parts))}
 
 
-def import_arrows(name: str) -> Set[str]:
+def import_arrows(name: str, modules: Dict[str, Path] = MODULES) -> Set[str]:
     """The package modules ``name``'s import statements load. ``from X import y`` loads
-    ``X.y`` when that is a module, else ``X``; loading a module also loads the packages
-    above it, except those above ``name`` itself (already loading when ``name`` runs)."""
-    path = MODULES[name]
+    ``X.y`` when that is a module, else takes ``y`` from ``X`` (an arrow to ``X``, even when
+    ``X`` is a package enclosing ``name``). Loading a module also loads the packages above
+    it, except those enclosing ``name`` (already loading when ``name`` runs)."""
+    path = modules[name]
+    top = name.partition(".")[0]
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     targets: List[str] = []
+    names_from: List[str] = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
         if isinstance(node, ast.Import):
             targets += [alias.name for alias in node.names]
@@ -64,14 +66,19 @@ def import_arrows(name: str) -> Set[str]:
                 source = node.module or ""
             for alias in node.names:
                 sub = f"{source}.{alias.name}"
-                targets.append(sub if sub in MODULES else source)
+                if sub in modules:
+                    targets.append(sub)
+                else:
+                    targets.append(source)
+                    names_from.append(source)
     out: Set[str] = set()
     for target in targets:
-        if target.split(".")[0] != PACKAGE:
+        if target.partition(".")[0] != top:
             continue
         for loaded in {target} | _ancestors(target):
-            if loaded in MODULES and loaded != name and loaded not in _ancestors(name):
+            if loaded in modules and loaded != name and loaded not in _ancestors(name):
                 out.add(loaded)
+    out.update(n for n in names_from if n in modules and n != name)
     return out
 
 
@@ -135,11 +142,12 @@ def test_no_import_circle():
 
 def test_the_plain_types_import_nothing_of_the_package():
     assert FLOOR in MODULES
-    assert import_arrows(FLOOR) == set(), f"{FLOOR} must import no other module of {PACKAGE}"
+    assert import_arrows(FLOOR) == set(), f"{FLOOR} must import no other module of focus_go"
 
 
 # Run in a fresh interpreter: wrap __import__ so that every import statement that reaches a
-# module still executing (other than the packages enclosing the importer) is recorded.
+# module still executing is recorded: a submodule, a module that is not a package enclosing
+# the importer, or any module a name is taken from.
 _PROBE = r"""
 import builtins, importlib, json, sys
 
@@ -155,13 +163,22 @@ def initializing(name):
 def probe(name, globals=None, locals=None, fromlist=(), level=0):
     module = real_import(name, globals, locals, fromlist, level)
     importer = (globals or {}).get("__name__", "")
-    if importer.partition(".")[0] == package:
-        resolved = module.__name__ if fromlist else importlib.util.resolve_name(name, (globals or {}).get("__package__")) if level else name
-        names = [resolved] + [resolved + "." + f for f in fromlist or () if resolved + "." + f in sys.modules]
-        enclosing = {importer.rsplit(".", k)[0] for k in range(1, importer.count(".") + 1)} | {importer}
-        for n in names:
-            if n.partition(".")[0] == package and n not in enclosing and initializing(n):
-                reached.append([importer, n])
+    if importer.partition(".")[0] != package:
+        return module
+    enclosing = {importer.rsplit(".", k)[0] for k in range(1, importer.count(".") + 1)} | {importer}
+    if fromlist:
+        resolved = module.__name__
+        for f in fromlist:
+            sub = resolved + "." + f
+            if sub in sys.modules:  # a submodule
+                if sub not in enclosing and initializing(sub):
+                    reached.append([importer, sub])
+            elif f != "*" and resolved != importer and initializing(resolved):
+                reached.append([importer, resolved])  # a name taken from a module still executing
+    else:
+        resolved = importlib.util.resolve_name(name, (globals or {}).get("__package__")) if level else name
+        if resolved.partition(".")[0] == package and resolved not in enclosing and initializing(resolved):
+            reached.append([importer, resolved])
     return module
 
 import importlib.util
@@ -180,14 +197,35 @@ def import_alone(name: str, cwd: Optional[Path] = None) -> List[List[str]]:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def test_the_probe_sees_a_runtime_circle(tmp_path):
+def circle_package(tmp_path: Path) -> Path:
+    """A package with two circles that both import fine: ``a`` <-> ``b`` (one side lazy),
+    and the package's ``__init__`` <-> ``c`` (``c`` takes a name from it)."""
     pkg = tmp_path / "circle_pkg"
     pkg.mkdir()
-    (pkg / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("NAME = 1\nfrom . import c\n")
     (pkg / "a.py").write_text("from . import b\nX = 1\n")
     (pkg / "b.py").write_text("def f():\n    from .a import X\n    return X\nfrom . import a\n")
-    assert import_alone("circle_pkg.a", cwd=tmp_path) == [["circle_pkg.b", "circle_pkg.a"]]
-    assert import_alone("circle_pkg.b", cwd=tmp_path) == [["circle_pkg.a", "circle_pkg.b"]]
+    (pkg / "c.py").write_text("from . import NAME\n")
+    (pkg / "d.py").write_text("from . import a, c\n")
+    return pkg
+
+
+def test_the_arrows_show_both_circles(tmp_path):
+    modules = package_modules(circle_package(tmp_path))
+    arrows = {name: import_arrows(name, modules) for name in modules}
+    assert arrows["circle_pkg.d"] == {"circle_pkg.a", "circle_pkg.c"}
+    assert sorted(find_cycles(arrows)) == [
+        ["circle_pkg", "circle_pkg.c", "circle_pkg"],
+        ["circle_pkg.a", "circle_pkg.b", "circle_pkg.a"],
+    ]
+
+
+def test_the_probe_sees_a_runtime_circle(tmp_path):
+    circle_package(tmp_path)
+    through_init = ["circle_pkg.c", "circle_pkg"]  # every import runs the package's __init__ first
+    assert import_alone("circle_pkg.c", cwd=tmp_path) == [through_init]
+    assert import_alone("circle_pkg.a", cwd=tmp_path) == [through_init, ["circle_pkg.b", "circle_pkg.a"]]
+    assert import_alone("circle_pkg.b", cwd=tmp_path) == [through_init, ["circle_pkg.a", "circle_pkg.b"]]
 
 
 @pytest.mark.parametrize("name", sorted(MODULES))
