@@ -9,7 +9,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from . import __version__, _cli_collect, _cli_view, _lib
+from . import __version__, _cli_view, _lib
+from .cli import main as collect_command
 
 
 def _version(_: argparse.Namespace) -> int:
@@ -40,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     demo.add_argument("--budget", type=int, default=32, help="rollouts per tree")
     demo.add_argument("--warmup", type=int, default=16, help="warmup rollouts per tree")
     demo.set_defaults(run=_demo)
-    _cli_collect.add_parser(commands)
+    collect_command.add_parser(commands)
     _cli_view.add_parser(commands)
     args = parser.parse_args(argv)
     return args.run(args)

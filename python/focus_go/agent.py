@@ -9,7 +9,7 @@ from .env import Env
 from .errors import ConfigError
 from .generation.parsing import ActionParser
 from .generation.policy import Policy
-from .generation.types import ActionKind, SamplingParams
+from .types import ActionKind, SamplingParams
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ from . import _async, _lib
 from ._handle import GoObject
 from .agent import Agent, Segments
 from .critic import Critic
-from .env import Env, MathEnv, Step
+from .env import Env, MathEnv
 from .generation.parsing import (
     ActionParser,
     DeepSeekV3ToolCallParser,
@@ -45,7 +45,6 @@ from .generation.parsing import (
     TextActionParser,
 )
 from .generation.format import model_profile
-from .generation.types import DEFAULT_MAX_TOKENS
 from .tools import ToolEnv
 from .workspace import Workspace
 from .errors import (
@@ -60,11 +59,10 @@ from .errors import (
 from .generation.format import HFTokenizer
 from .generation.policy import Policy
 from .generation.servers import _TokenServerPolicy, params_json
-from .generation.types import GenerateResult, SamplingParams, TokenChunk, ToolCall, ToolTurn
-from .integrations import Problem
 from .preparation import Batch, DirectBranchTd, Estimator, RewardConfig, prepare_samples
 from .search import Independent, Selective
-from .tree import Failure, SchedulerState
+from .tree import SchedulerState
+from .types import DEFAULT_MAX_TOKENS, Failure, GenerateResult, Problem, SamplingParams, Step, TokenChunk, ToolCall, ToolTurn
 
 _SAMPLING_FIELDS = {f for f in SamplingParams.__dataclass_fields__}
 

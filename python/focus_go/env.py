@@ -4,7 +4,8 @@ Subclass ``Env``: ``step(action)`` applies one action and returns a ``Step``; ``
 may return an extra observation shown before the first turn; ``fork()`` returns an
 independent copy for a new branch (default ``copy.deepcopy``). Methods may be sync or
 async. ``action`` declares what ``step`` consumes: ``"text"`` (the reply's text),
-``"tool"`` (a ToolTurn) or ``"tokens"`` (an exact TokenChunk). With the whole-turn
+``"tool"`` (a ToolTurn) or ``"tokens"`` (an exact TokenChunk); ``Step`` is one of the
+plain types of ``focus_go.types``, re-exported here. With the whole-turn
 context (``Agent(context=None)``) a step's observation may be a list of chat messages
 (``{"role": "tool", "content": ...}``), rendered with the model's chat template; a text
 observation is one user message there. ``ToolEnv`` (``focus_go.tools``) runs Python tools.
@@ -19,23 +20,10 @@ from __future__ import annotations
 import copy
 import json
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Dict, List, Optional, Sequence, Union
 
 from . import _lib
-from .generation.types import ActionKind, Message, TokenChunk
-
-
-@dataclass
-class Step:
-    """The result of one environment step: an observation to show the model next (text,
-    messages, or None), the reward on this step's edge, whether the episode ended, and
-    free-form info."""
-
-    observation: Union[str, List[Message], None] = None
-    reward: float = 0.0
-    done: bool = False
-    info: Dict[str, Any] = field(default_factory=dict)
+from .types import ActionKind, Message, Step, TokenChunk
 
 
 class Env(ABC):

@@ -3,7 +3,8 @@
 Every error is a :class:`FocusError`. Each subclass also inherits the built-in exception it
 resembles, so ``except ValueError`` keeps working for bad configuration. Errors from the Go
 core arrive as a numeric status code (``capi/focus.h``) and are mapped here by that code,
-never by their message.
+never by their message. A class raised only by Python (``ConfigTypeError``, ``LibraryError``)
+is never a code's target: each code maps to exactly one class.
 """
 
 from __future__ import annotations
@@ -25,6 +26,13 @@ class ConfigError(FocusError, ValueError):
     """Invalid configuration or input: bad JSON, out-of-range values, malformed trees."""
 
     code = 2
+
+
+class ConfigTypeError(ConfigError, TypeError):
+    """Configuration or input of the wrong type: a callable, a Collector or a Workspace was
+    expected and something else was given. It is a ConfigError (same code), and also a
+    ``TypeError``, so ``except TypeError`` keeps working where a bare TypeError was raised
+    before. Only Python raises it; Go's code 2 is a ConfigError."""
 
 
 class InvalidHandleError(FocusError, LookupError):
@@ -96,6 +104,7 @@ __all__ = [
     "BackendError",
     "CollectionError",
     "ConfigError",
+    "ConfigTypeError",
     "FocusError",
     "FocusTimeoutError",
     "InternalError",

@@ -20,6 +20,7 @@ from typing import Any, ClassVar, Dict, Iterator, List, Mapping, Optional, Seque
 
 from . import _lib
 from ._handle import GoObject
+from ._records import batch_records
 from .tree import PackedSequence, SchedulerState
 
 _NO_DIAGNOSTICS: Mapping[str, float] = MappingProxyType({})
@@ -287,10 +288,8 @@ class Batch:
         critic target, as dicts unless factories are given (see ``focus_go.export``).
         ``group_index`` identifies the prompt group; ``min_abs_advantage`` drops actor
         records whose advantage is too small to matter."""
-        from .export import to_samples
-
-        return to_samples(
-            self,
+        return batch_records(
+            self._go_batch(),
             group_index,
             sample_factory=actor_factory,
             critic_sample_factory=critic_factory,

@@ -25,7 +25,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from . import _lib
 from ._handle import GoObject
-from .integrations import Problem
+from .types import Problem
 
 
 class SimServer(GoObject):

@@ -47,7 +47,7 @@ from typing import Any, Awaitable, Callable, ClassVar, Dict, List, Mapping, Opti
 
 from .env import Env, Step
 from .errors import ConfigError
-from .generation.types import ActionKind, Message, ToolCall, ToolTurn
+from .types import ActionKind, Message, ToolCall, ToolTurn
 
 ToolFunction = Callable[..., Any]
 """A tool: a sync or async callable taking JSON-typed keyword arguments (and optionally

@@ -18,6 +18,7 @@ from typing import Any, Dict, Generic, List, Optional, Sequence, Tuple, TypeVar,
 
 from . import _lib
 from ._handle import GoObject
+from .types import Failure  # re-exported: SchedulerState.failures holds them
 
 R = TypeVar("R")
 
@@ -41,20 +42,6 @@ class PackedSequence:
                 f"PackedSequence has {len(self.tokens)} tokens, {len(self.trainable)} trainable flags "
                 f"and {len(self.logprobs)} logprobs; they must be equal"
             )
-
-
-class Failure(tuple):
-    """One failure of a collection: a ``(node_id, message)`` pair, as ``Batch.failures``
-    lists them. ``aborted`` is True for a rollout whose generation the server aborted
-    (finish reason "abort"), which trainers treat as an aborted sample, not a reward."""
-
-    def __new__(cls, node_id: int, message: str, aborted: bool = False) -> "Failure":
-        self = super().__new__(cls, (node_id, message))
-        self.aborted = aborted
-        return self
-
-    def __repr__(self) -> str:
-        return f"Failure({self[0]!r}, {self[1]!r}{', aborted=True' if self.aborted else ''})"
 
 
 class SchedulerState(GoObject, Generic[R]):

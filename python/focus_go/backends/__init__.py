@@ -4,7 +4,7 @@ A policy backend generates tokens; ``PolicyFormat`` binds its tokenizer and chat
 to an action parser. Backends resolve the format from the model name unless you supply one.
 """
 
-from ..generation.format import ChatCodec, HFTokenizer, PolicyFormat
+from ..generation.format import ChatCodec, HFTokenizer, PolicyFormat, PreparedPrompt
 from ..generation.parsing import (
     ActionParser,
     DeepSeekV3ToolCallParser,
@@ -23,10 +23,9 @@ from ..generation.replay import ReplayPolicy
 from ..generation.servers import SGLangPolicy, VLLMPolicy
 from ..generation.slime import SlimePolicy
 from ..generation.tinker import TinkerPolicy
-from ..generation.types import (
+from ..types import (
     GenerateResult,
     NativeToolCall,
-    PreparedPrompt,
     SamplingParams,
     TokenChunk,
     TokenId,

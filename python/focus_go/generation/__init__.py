@@ -3,6 +3,6 @@
 Import the public names from ``focus_go.backends``; this package holds their modules
 (``types``, ``parsing``, ``policy``, ``slime``, ``_openai_shared``)."""
 
-from .types import NativeToolCall
+from ..types import NativeToolCall
 
 __all__ = ["NativeToolCall"]

@@ -25,10 +25,10 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 from .. import _async, _lib
 from .._handle import GoObject
 from ..errors import ConfigError
-from .format import PolicyFormat
+from ..types import GenerateResult, Message, NativeToolCall, SamplingParams, TokenId
+from .format import PolicyFormat, PreparedPrompt
 from .parsing import NativeToolCallParser
 from .policy import Policy
-from .types import GenerateResult, Message, NativeToolCall, PreparedPrompt, SamplingParams, TokenId
 
 ENV_API_KEY = "OPENAI_API_KEY"
 ENV_BASE_URL = "OPENAI_BASE_URL"

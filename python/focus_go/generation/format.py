@@ -30,7 +30,7 @@ from .parsing import (
     TextActionParser,
     TokenChunkParser,
 )
-from .types import GenerateResult, Message, PreparedPrompt, TokenId
+from ..types import GenerateResult, Message, TokenId
 
 A = TypeVar("A")
 
@@ -197,6 +197,30 @@ _PARSERS = {
     "text": TextActionParser,
     "token_chunk": TokenChunkParser,
 }
+
+
+@dataclass(frozen=True)
+class PreparedPrompt:
+    """The messages, tool schemas and exact tokens of one generation request.
+
+    ``exact_continuation`` marks a prompt whose tokens continue a checkpoint's exact prefix
+    unchanged (``Segments``), rather than a fresh rendering of the conversation. It lives
+    here, beside the ``PolicyFormat`` that renders it and that it holds, rather than with
+    the plain types of ``focus_go.types``."""
+
+    tokens: Tuple[TokenId, ...]
+    format: "PolicyFormat[Any]"
+    _messages: Tuple[Message, ...]
+    _tools: Tuple[Dict[str, Any], ...]
+    exact_continuation: bool = False
+
+    @property
+    def messages(self) -> List[Message]:
+        return [dict(m) for m in self._messages]
+
+    @property
+    def tools(self) -> List[Dict[str, Any]]:
+        return [dict(t) for t in self._tools]
 
 
 @dataclass(frozen=True)

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, Optional
 
+from ..types import SamplingParams
 from .format import PolicyFormat
-from .types import SamplingParams
 from ._openai_shared import NativePolicy
 
 

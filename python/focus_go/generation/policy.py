@@ -14,8 +14,8 @@ import inspect
 from typing import Any, Awaitable, Callable, Generic, List, Optional, Sequence, TypeVar
 
 from ..errors import ConfigError
-from .format import PolicyFormat
-from .types import GenerateResult, Message, PreparedPrompt, SamplingParams, TokenId
+from ..types import GenerateResult, Message, SamplingParams, TokenId
+from .format import PolicyFormat, PreparedPrompt
 
 A = TypeVar("A")
 

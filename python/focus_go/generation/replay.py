@@ -12,9 +12,9 @@ import dataclasses
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ..errors import ConfigError
-from .format import PolicyFormat
+from ..types import GenerateResult, SamplingParams, TokenId
+from .format import PolicyFormat, PreparedPrompt
 from .policy import Policy
-from .types import GenerateResult, PreparedPrompt, SamplingParams, TokenId
 
 Recording = Union[GenerateResult, Sequence[GenerateResult]]
 

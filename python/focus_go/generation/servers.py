@@ -15,9 +15,9 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from .. import _async, _lib
 from .._handle import GoObject
-from .format import PolicyFormat
+from ..types import GenerateResult, SamplingParams, TokenId
+from .format import PolicyFormat, PreparedPrompt
 from .policy import Policy
-from .types import GenerateResult, PreparedPrompt, SamplingParams, TokenId
 
 
 _PARAM_FIELDS = tuple(f.name for f in dataclasses.fields(SamplingParams))

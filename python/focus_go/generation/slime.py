@@ -19,10 +19,10 @@ from typing import Any, Awaitable, Callable, Dict, Mapping, Optional, Sequence
 
 from .. import _lib
 from ..errors import BackendError, ConfigError
+from ..types import GenerateResult, SamplingParams, TokenId
 from .format import PolicyFormat
 from .policy import Policy
 from .servers import call_result, params_json
-from .types import GenerateResult, SamplingParams, TokenId
 
 PostFn = Callable[..., Awaitable[Mapping[str, Any]]]
 """The asynchronous HTTP callback SlimePolicy sends generation requests with:

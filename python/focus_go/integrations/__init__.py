@@ -1,7 +1,8 @@
 """Hand FOCUS collections to a trainer.
 
 Every integration asks for the same thing: a ``CollectorFor`` that builds the collector
-for one ``Problem`` under the trainer's current policy, plus a critic sink.
+for one ``Problem`` (a plain type of ``focus_go.types``, re-exported here) under the
+trainer's current policy, plus a critic sink.
 ``focus_go.integrations.tinker`` supplies a loop you run; ``focus_go.integrations.slime``
 supplies hooks Slime calls. Both go through ``collect_records``, which you can call
 directly for a trainer FOCUS does not integrate yet.
@@ -18,32 +19,17 @@ import os
 import re
 import tempfile
 import uuid
-from dataclasses import dataclass, field
 from pathlib import Path
-from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
+from ..collector import Collector
+from ..errors import CollectionError, ConfigError
 from ..generation.policy import Policy
+from ..tree import SchedulerView
+from ..types import Problem
 from ..workspace import Workspace
 
-if TYPE_CHECKING:
-    # collector.py imports this package (for Problem), so Collector is a forward reference.
-    from ..collector import Collector
-
-
-@dataclass(frozen=True)
-class Problem:
-    """One training item: the prompt the policy sees, a label that stays out of the prompt
-    (typically a reference answer the environment grades against), an id recorded in
-    exported metadata, and free-form metadata."""
-
-    prompt: Any
-    label: Any = None
-    id: Any = None
-    metadata: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
-
-
-CollectorFor = Callable[[Policy[Any], Problem], "Collector"]
+CollectorFor = Callable[[Policy[Any], Problem], Collector]
 """What every trainer integration asks of you: a function from the trainer's current
 policy and one Problem to the Collector that should collect it. Build a fresh environment
 per problem so concurrent problems never share a reference answer. The integration uses
@@ -114,8 +100,6 @@ class JsonlDirectory:
 
 def _all_rollouts_failed(state: Any) -> bool:
     """Whether no root-to-leaf path of the tree finished without failing."""
-    from ..tree import SchedulerView
-
     view = SchedulerView(state)
     return not any((n.done or n.truncated) and not n.failed for n in view.nodes)
 
@@ -125,8 +109,6 @@ def _filter_actor(actor: List[Dict[str, Any]], min_abs_advantage: Optional[float
     exporter's rule)."""
     if min_abs_advantage is None:
         return actor
-    from ..errors import ConfigError
-
     threshold = float(min_abs_advantage)
     if not threshold >= 0:
         raise ConfigError(f"min_abs_advantage is {min_abs_advantage!r}, must be a number >= 0")
@@ -134,7 +116,7 @@ def _filter_actor(actor: List[Dict[str, Any]], min_abs_advantage: Optional[float
 
 
 async def _collect(
-    collector: "Collector",
+    collector: Collector,
     problem: Problem,
     *,
     group_index: int,
@@ -142,9 +124,6 @@ async def _collect(
     allow_partial: bool,
 ) -> Tuple[List[Dict[str, Any]], List[Dict[str, Any]], Tuple[Tuple[int, str], ...]]:
     """``collect_records`` without the advantage filter, also returning the failures."""
-    from ..collector import Collector
-    from ..errors import CollectionError, ConfigError
-
     if not isinstance(problem, Problem):
         raise ConfigError(f"collect_records: problem must be a Problem, got {type(problem).__name__}")
     if not isinstance(collector, Collector):
@@ -189,7 +168,7 @@ async def _collect(
 
 
 async def collect_records(
-    collector: "Collector",
+    collector: Collector,
     problem: Problem,
     *,
     group_index: int,

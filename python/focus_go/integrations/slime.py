@@ -30,6 +30,8 @@ import math
 import threading
 from typing import Any, Callable, Dict, List, Mapping, Optional, Protocol, Sequence, Tuple
 
+from ..errors import CollectionError, ConfigError, ConfigTypeError, InternalError
+from ..types import SamplingParams
 from . import CollectorFor, CriticSink, Problem, Workspace, _collect, _filter_actor
 
 
@@ -85,7 +87,7 @@ def _router_url(args: Any) -> str:
     ip = getattr(args, "sglang_router_ip", None)
     port = getattr(args, "sglang_router_port", None)
     if not ip or not port:
-        raise ValueError(
+        raise ConfigError(
             "Slime args have no sglang_router_ip / sglang_router_port; the FOCUS generate hook "
             "needs the router Slime starts (run it inside Slime's rollout manager)"
         )
@@ -97,8 +99,6 @@ def _router_url(args: Any) -> str:
 
 def _sampling_from_args(args: Any, evaluation: bool) -> Any:
     """The policy's default sampling settings from Slime's rollout (or eval) flags."""
-    from ..generation.types import SamplingParams
-
     def pick(name: str, default: Any) -> Any:
         if evaluation:
             value = getattr(args, f"eval_{name}", None)
@@ -120,13 +120,13 @@ def _sampling_from_args(args: Any, evaluation: bool) -> Any:
 
 def _check_args(args: Any) -> None:
     if getattr(args, "apply_chat_template", False):
-        raise ValueError(
+        raise ConfigError(
             "Slime's --apply-chat-template turns the prompt into a rendered string; FOCUS renders the "
             "conversation with the model's chat template itself, so drop --apply-chat-template"
         )
     top_p = getattr(args, "rollout_top_p", 1.0)
     if top_p is not None and float(top_p) != 1.0:
-        raise ValueError(
+        raise ConfigError(
             f"--rollout-top-p is {top_p}: Slime then requires top-p replay data on every sample, which "
             "FOCUS samples do not carry; use --rollout-top-p 1.0"
         )
@@ -137,14 +137,14 @@ def _problem_from(args: Any, sample: Any) -> Problem:
     --label-key, id from the sample's group and index."""
     label = getattr(sample, "label", None)
     if label is None:
-        raise ValueError(
+        raise ConfigError(
             f"Slime sample (group_index={getattr(sample, 'group_index', None)}, index={getattr(sample, 'index', None)}) "
             f"has no label: set --label-key to the dataset field holding the reference answer "
             f"(label_key is {getattr(args, 'label_key', None)!r})"
         )
     prompt = getattr(sample, "prompt", None)
     if not prompt:
-        raise ValueError(
+        raise ConfigError(
             f"Slime sample (index={getattr(sample, 'index', None)}) has an empty prompt; check --input-key "
             f"(input_key is {getattr(args, 'input_key', None)!r})"
         )
@@ -162,7 +162,7 @@ def _rollout_id(source: Any) -> int:
     if rid is None:
         rid = getattr(source, "index", None)
     if rid is None:
-        raise ValueError("Slime sample has neither rollout_id nor index; Slime's data source sets index on every sample")
+        raise ConfigError("Slime sample has neither rollout_id nor index; Slime's data source sets index on every sample")
     return rid
 
 
@@ -232,13 +232,13 @@ def to_sample(record: Mapping[str, Any], source: Any, tokenizer: Any, sample_typ
     mask = list(record["loss_mask"])
     logprobs = list(record["behavior_logprobs"])
     if not (len(tokens) == len(mask) == len(logprobs)):
-        raise ValueError(
+        raise ConfigError(
             f"to_sample: record has {len(tokens)} tokens, {len(mask)} loss_mask entries and "
             f"{len(logprobs)} behavior_logprobs; they must be equal"
         )
     start = next((i for i, m in enumerate(mask) if m), None)
     if start is None:
-        raise ValueError(f"to_sample: record for node {record.get('node_id')} has no generated (loss_mask) token")
+        raise ConfigError(f"to_sample: record for node {record.get('node_id')} has no generated (loss_mask) token")
     focus = {k: record.get(k) for k in ("node_id", "search_pass", "estimator", "problem_id", "group_index")}
     return _build_sample(
         source,
@@ -266,7 +266,7 @@ class _SlimeHook:
 
     def __init__(self, collector_for: CollectorFor, profile: Optional[str], workspace_for: Any) -> None:
         if not callable(collector_for):
-            raise TypeError(f"collector_for must be callable, got {type(collector_for).__name__}")
+            raise ConfigTypeError(f"collector_for must be callable, got {type(collector_for).__name__}")
         self.collector_for = collector_for
         self.profile = profile
         self.workspace_for = workspace_for
@@ -280,7 +280,7 @@ class _SlimeHook:
 
         model = getattr(args, "hf_checkpoint", None)
         if not model:
-            raise ValueError("Slime args have no hf_checkpoint; FOCUS loads the tokenizer and chat template from it")
+            raise ConfigError("Slime args have no hf_checkpoint; FOCUS loads the tokenizer and chat template from it")
         key = (_router_url(args), str(model))
         with self._lock:
             policy = self._policies.get(key)
@@ -299,7 +299,7 @@ class _SlimeHook:
 
         collector = self.collector_for(policy, problem)
         if not isinstance(collector, Collector):
-            raise TypeError(f"collector_for returned {type(collector).__name__}, expected a focus Collector")
+            raise ConfigTypeError(f"collector_for returned {type(collector).__name__}, expected a focus Collector")
         return collector
 
     def close(self) -> None:
@@ -336,7 +336,6 @@ class _Generate(_SlimeHook):
     async def __call__(self, args: Any, sample: Any, sampling_params: Any = None) -> Any:
         """Collect one tree for ``sample`` and return its actor segments as a list of Slime
         samples (one ABORTED source sample if Slime aborted the generation)."""
-        from ..errors import CollectionError
 
         _check_args(args)
         problem = _problem_from(args, sample)
@@ -387,7 +386,6 @@ class _Evaluate(_SlimeHook):
         import contextlib
 
         from ..collector import Collector
-        from ..errors import CollectionError
         from ..search import Independent
         from ..tree import SchedulerView
 
@@ -399,9 +397,9 @@ class _Evaluate(_SlimeHook):
         if self.workspace_for is not None:
             workspace = self.workspace_for(problem)
             if not isinstance(workspace, Workspace):
-                raise TypeError(f"workspace_for returned {type(workspace).__name__}, expected a Workspace")
+                raise ConfigTypeError(f"workspace_for returned {type(workspace).__name__}, expected a Workspace")
             if base.workspace is not None and base.workspace is not workspace:
-                raise ValueError("the collector already has its own workspace; give it none, or drop workspace_for")
+                raise ConfigError("the collector already has its own workspace; give it none, or drop workspace_for")
         collector = Collector(
             base.agent,
             critic=None,
@@ -430,7 +428,7 @@ class _Evaluate(_SlimeHook):
             state.close()
         leaves = [n for n in view.nodes if n.done or n.truncated]
         if len(leaves) != 1:
-            raise RuntimeError(f"make_evaluate: expected one finished rollout, found {len(leaves)}")
+            raise InternalError(f"make_evaluate: expected one finished rollout, found {len(leaves)}")
         leaf = leaves[0]
         path = []
         node = leaf
@@ -522,16 +520,16 @@ def _reward_value(args: Any, sample: Any, i: int) -> float:
     key = getattr(args, "reward_key", None)
     if isinstance(reward, Mapping):
         if not key:
-            raise ValueError(f"sample {i} has a dict reward but --reward-key is not set")
+            raise ConfigError(f"sample {i} has a dict reward but --reward-key is not set")
         reward = reward[key]
     if reward is None:
-        raise ValueError(
+        raise ConfigError(
             f"sample {i} (index={getattr(sample, 'index', None)}, status={getattr(sample, 'status', None)}) "
             "has no reward; FOCUS samples carry their advantage as reward (aborted samples must not reach training)"
         )
     value = float(reward)
     if not math.isfinite(value):
-        raise ValueError(f"sample {i} reward {value} is not finite")
+        raise ConfigError(f"sample {i} reward {value} is not finite")
     return value
 
 
@@ -561,7 +559,7 @@ def advantages(args: Any, rollout_data: Dict[str, Any]) -> None:
     whiten the advantages. Name it with
     ``--custom-advantage-function-path focus.integrations.slime.advantages``."""
     if getattr(args, "normalize_advantages", False):
-        raise ValueError(
+        raise ConfigError(
             "--normalize-advantages whitens advantages after this hook and would change FOCUS's "
             "advantages; run without it"
         )
@@ -570,10 +568,10 @@ def advantages(args: Any, rollout_data: Dict[str, Any]) -> None:
     if shapes is None:
         shapes = rollout_data.get("response_lengths")
         if shapes is None:
-            raise ValueError("rollout_data has neither 'kl' nor 'response_lengths' to shape advantages by")
+            raise ConfigError("rollout_data has neither 'kl' nor 'response_lengths' to shape advantages by")
     shapes = list(shapes)
     if len(shapes) != len(rewards):
-        raise ValueError(f"rollout_data has {len(rewards)} rewards but {len(shapes)} samples")
+        raise ConfigError(f"rollout_data has {len(rewards)} rewards but {len(shapes)} samples")
     advs: List[Any] = []
     rets: List[Any] = []
     for reward, like in zip(rewards, shapes):
@@ -621,17 +619,17 @@ def sum_policy_tokens(
     ``--custom-pg-loss-reducer-function-path focus.integrations.slime.sum_policy_tokens``."""
     cp = _context_parallel_size()
     if cp != 1:
-        raise ValueError(f"sum_policy_tokens requires context parallel size 1, got {cp}")
+        raise ConfigError(f"sum_policy_tokens requires context parallel size 1, got {cp}")
     lengths = [int(n) for n in response_lengths]
     masks = list(loss_masks)
     if len(masks) != len(lengths):
-        raise ValueError(f"sum_policy_tokens: {len(lengths)} response lengths but {len(masks)} loss masks")
+        raise ConfigError(f"sum_policy_tokens: {len(lengths)} response lengths but {len(masks)} loss masks")
     expected = sum(lengths)
 
     def reducer(x: Any) -> Any:
         n = int(x.numel()) if _is_tensor(x) else len(x)
         if n != expected:
-            raise ValueError(
+            raise ConfigError(
                 f"sum_policy_tokens: the loss has {n} token entries but the response lengths sum to {expected}; "
                 "this reducer requires context parallel size 1"
             )

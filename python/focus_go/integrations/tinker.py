@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Callable, Dict, List, Literal, Mapping, Optional, Sequence
 
+from ..errors import ConfigError
 from . import CollectorFor, CriticSink, Problem, Workspace, _collect, _filter_actor
 
 PPO_CLIP: Mapping[str, float] = MappingProxyType({"clip_low_threshold": 0.8, "clip_high_threshold": 1.2})
@@ -77,17 +78,17 @@ def to_datum(record: Mapping[str, Any]) -> Any:
     mask = list(record["loss_mask"])
     logprobs = list(record["behavior_logprobs"])
     if not (len(tokens) == len(mask) == len(logprobs)):
-        raise ValueError(
+        raise ConfigError(
             f"to_datum: record has {len(tokens)} tokens, {len(mask)} loss_mask entries and "
             f"{len(logprobs)} behavior_logprobs; they must be equal"
         )
     if len(tokens) < 2:
-        raise ValueError(f"to_datum: record has {len(tokens)} tokens; a datum needs at least 2")
+        raise ConfigError(f"to_datum: record has {len(tokens)} tokens; a datum needs at least 2")
     if mask[0]:
-        raise ValueError("to_datum: the first token is marked generated; a datum needs a prompt token to predict it")
+        raise ConfigError("to_datum: the first token is marked generated; a datum needs a prompt token to predict it")
     advantage = float(record["advantage"])
     if not math.isfinite(advantage):
-        raise ValueError(f"to_datum: advantage {advantage} is not finite")
+        raise ConfigError(f"to_datum: advantage {advantage} is not finite")
     targets = np.asarray(tokens[1:], dtype=np.int64)
     lps = np.asarray([float(lp) if m else 0.0 for lp, m in zip(logprobs[1:], mask[1:])], dtype=np.float32)
     advs = np.asarray([advantage if m else 0.0 for m in mask[1:]], dtype=np.float32)
@@ -137,9 +138,9 @@ async def update_actor(
     types = _types()
     datums = [to_datum(r) for r in records if r.get("lane", "actor") == "actor"]
     if not datums:
-        raise ValueError("update_actor: the batch has no actor records to train on")
+        raise ConfigError("update_actor: the batch has no actor records to train on")
     if not (isinstance(learning_rate, (int, float)) and math.isfinite(learning_rate) and learning_rate > 0):
-        raise ValueError(f"update_actor: learning_rate must be a finite number > 0, got {learning_rate!r}")
+        raise ConfigError(f"update_actor: learning_rate must be a finite number > 0, got {learning_rate!r}")
     config = None if loss_fn_config is None else {k: float(v) for k, v in loss_fn_config.items()}
     backward = await _result(training_client.forward_backward(datums, loss_fn, config))
     adam = types.AdamParams(learning_rate=float(learning_rate), beta1=0.9, beta2=0.95, eps=1e-8)
@@ -209,7 +210,6 @@ async def train(
     exception propagates. An update in flight when the task is cancelled is finished first
     (its gradients are never left without their optimizer step); nothing is trained twice
     or half."""
-    from ..errors import ConfigError
     from ..generation.format import PolicyFormat
 
     if not isinstance(steps, int) or steps < 0:
@@ -260,7 +260,7 @@ async def train(
             collected = await current
             if not collected.actor:
                 problem = problems[b % len(problems)]
-                raise ValueError(
+                raise ConfigError(
                     f"train: batch {b} (problem {problem.id!r}) has no actor records to train on"
                     + ("" if min_abs_advantage is None else f" with min_abs_advantage={min_abs_advantage}")
                 )

@@ -1,6 +1,6 @@
 """Action parsers: decode a GenerateResult into what an environment's ``step()`` consumes."""
 
-from ..types import ToolCall
+from ...types import ToolCall
 from .base import TOOL_CALL, ActionParser, tool_turn
 from .parsers import (
     DeepSeekV3ToolCallParser,

@@ -8,7 +8,7 @@ from abc import ABC, abstractmethod
 from typing import Callable, ClassVar, Generic, Optional, TypeVar
 
 from ... import _lib
-from ..types import ActionKind, GenerateResult, ToolCall, ToolTurn
+from ...types import ActionKind, GenerateResult, ToolCall, ToolTurn
 
 A = TypeVar("A")
 

@@ -7,7 +7,7 @@ import json
 from typing import Any, ClassVar, Dict, Mapping, Sequence, Tuple
 
 from ... import _lib
-from ..types import GenerateResult, TokenChunk, ToolCall, ToolTurn
+from ...types import GenerateResult, TokenChunk, ToolCall, ToolTurn
 from .base import ActionParser
 
 

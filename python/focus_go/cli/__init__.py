@@ -1,0 +1,20 @@
+"""The ``focus-go collect`` command (``focus_go.cli.main`` documents it), one job per module.
+
+Arrows point down this list; no module imports one above it:
+
+- ``main``: the flags (``add_parser``, called by ``focus_go.__main__``) and their types;
+- ``run``: one run, ``run_collect``: check, open the backend, collect every problem
+  concurrently, write each as it completes, stop cleanly on ``INTERRUPT_SIGNALS``
+  (``cancel_on_signals``), report and choose the exit code;
+- ``settings``: the search, critic, reward config and estimator the flags describe;
+- ``backends``: the policy (SGLang, vLLM or the embedded simulator) and the refusal of
+  chat-only APIs;
+- ``resume``: what an earlier run completed, and trimming what it left unfinished;
+- ``outdir``: the output directory: its files, ``Output`` (appending records, writing
+  trees), refusing or clearing an earlier run;
+- ``progress``: ``Totals`` (the summary) and ``Progress`` (the status line);
+- ``problems``: reading and checking the problems file.
+
+They build on the library's public modules (``focus_go.collector``, ``focus_go.types``,
+...), never the other way round.
+"""

@@ -1,0 +1,92 @@
+"""The backend ``focus-go collect`` collects with: the policy for ``--sglang URL`` or
+``--vllm URL`` (with ``--model`` / ``--tokenizer``), or the embedded simulated server when
+no URL is given. ``--openai`` is refused with the reason (chat APIs return no token ids)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import ConfigError
+from ..generation.format import HFTokenizer, PolicyFormat
+from ..generation.servers import SGLangPolicy, VLLMPolicy
+from ..sim import SimServer
+from ..types import SamplingParams
+
+
+@dataclass
+class Backend:
+    """The policy and, for the simulator, the server behind it."""
+
+    name: str
+    url: str
+    policy: Any
+    server: Any = None
+    tokenizer: Any = None
+    description: str = ""
+
+    def close(self) -> None:
+        self.policy.close()
+        if self.tokenizer is not None:
+            self.tokenizer.close()
+        if self.server is not None:
+            self.server.close()
+
+
+OPENAI_REFUSAL = (
+    "--openai: an OpenAI-compatible chat endpoint cannot collect FOCUS trees. A tree branches by "
+    "continuing the exact token ids of a checkpoint, and Chat Completions / Responses take "
+    "messages and return text, not token ids (their token counts are estimates), so neither "
+    "Segments(n) nor whole-turn branching can be replayed exactly, and the records would have "
+    "no behaviour log probabilities to train on. Point --sglang at the server's native "
+    "/generate or --vllm at its /v1 (vLLM's /v1/completions with token prompts), which both "
+    "return exact tokens."
+)
+
+
+def check_backend_args(args: argparse.Namespace) -> None:
+    """Refuse ``--openai``, a server URL without a model or tokenizer, and model flags
+    without a server URL, before anything starts."""
+    if args.openai:
+        raise ConfigError(OPENAI_REFUSAL)
+    if args.sglang or args.vllm:
+        if not (args.model or args.tokenizer):
+            flag = "--sglang" if args.sglang else "--vllm"
+            raise ConfigError(f"{flag} needs --model (a local model directory or a model in the Hugging Face cache) "
+                              "or --tokenizer DIR (a local tokenizer directory)")
+    elif args.model or args.tokenizer or args.served_model:
+        raise ConfigError("--model / --tokenizer / --served-model need --sglang URL or --vllm URL; the embedded "
+                          "simulator serves its own model")
+
+
+def open_backend(args: argparse.Namespace) -> Backend:
+    """The policy the command collects with (and the simulated server when no URL is given)."""
+    params = SamplingParams(temperature=args.temperature, top_p=args.top_p)
+    if not (args.sglang or args.vllm):
+        latency = {"per_token": args.sim_latency} if args.sim_latency else None
+        # verbosity=3: worked solutions of ~750-1100 tokens, so Segments(256) makes deep trees.
+        server = SimServer(seed=args.sim_seed, verbosity=3, latency=latency)
+        try:
+            policy = SGLangPolicy(model=server.model, base_url=server.url, profile="token_chunk", default_params=params)
+        except BaseException:
+            server.close()
+            raise
+        return Backend("simulator", server.url, policy, server=server, description="the embedded simulated server")
+    model = args.model or args.tokenizer
+    tokenizer = HFTokenizer(args.tokenizer) if args.tokenizer else None
+    try:
+        fmt = PolicyFormat.resolve(model, tokenizer=tokenizer, profile="token_chunk") if tokenizer else None
+        if args.sglang:
+            policy: Any = SGLangPolicy(model=model, base_url=args.sglang, format=fmt, profile="token_chunk",
+                                       default_params=params, api_key=args.api_key, timeout=args.timeout)
+            return Backend("sglang", args.sglang, policy, tokenizer=tokenizer, description=f"SGLang at {args.sglang}")
+        api_key = args.api_key or os.environ.get("VLLM_API_KEY") or "EMPTY"
+        policy = VLLMPolicy(model=model, base_url=args.vllm, format=fmt, profile="token_chunk", served_model=args.served_model,
+                            api_key=api_key, default_params=params, timeout=args.timeout)
+        return Backend("vllm", args.vllm, policy, tokenizer=tokenizer, description=f"vLLM at {args.vllm}")
+    except BaseException:
+        if tokenizer is not None:
+            tokenizer.close()
+        raise

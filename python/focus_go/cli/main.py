@@ -1,0 +1,113 @@
+"""``focus-go collect``: searched trees for the problems of a JSONL file, from your own
+SGLang or vLLM server (or the embedded simulator), written as training records.
+
+The problems file is read and checked whole before anything starts: a line that is not a
+JSON object, or lacks the prompt or label key, stops the command with the line number and
+nothing written. Each problem is one ``MathEnv`` collection (its label graded against the
+last ``\\boxed{...}`` of the answer) under ``Segments(n)`` and the chosen search; as each
+tree completes, its actor and critic records are appended to ``actor.jsonl`` /
+``critic.jsonl`` (one write per file per problem, flushed and synced), and the tree itself
+is written whole to ``trees/`` after them (a tree file marks its problem complete). Ctrl-C
+cancels the collections in flight (the Go engine stops them), keeps every completed
+problem, prints the summary and exits 130; ``--resume`` then collects only the problems
+without a tree, after dropping any record of an unfinished one.
+
+Output directory::
+
+    actor.jsonl     actor records of every completed problem (group_index = line order)
+    critic.jsonl    critic records
+    trees/          one tree per completed problem (``focus-go view`` renders it)
+    failures.jsonl  problems that produced no tree, and failed rollouts (only if any)
+    run.json        the settings and the summary
+
+This module declares the command's flags (``add_parser``); ``focus_go.cli`` lists the
+modules that do the work.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from typing import Any
+
+from .run import run_collect
+
+# Qwen's math prompt: the answer must end in \boxed{...} for MathEnv to grade it.
+DEFAULT_SYSTEM_PROMPT = "Please reason step by step, and put your final answer within \\boxed{}."
+
+
+def _positive(value: str) -> int:
+    n = int(value)
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {value}")
+    return n
+
+
+def _finite(value: str) -> float:
+    x = float(value)
+    if not math.isfinite(x):
+        raise argparse.ArgumentTypeError(f"must be a finite number, got {value}")
+    return x
+
+
+def add_parser(commands: Any) -> None:
+    """Register ``collect`` on the ``focus-go`` subcommand parser."""
+    p = commands.add_parser(
+        "collect",
+        help="collect trees for the problems of a JSONL file on your SGLang / vLLM server (or the simulator)",
+        description=__doc__.split("\n\n")[0].replace("``", "'"),
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    p.add_argument("problems", help="JSONL file, one problem per line (keys: --prompt-key, --label-key, --id-key)")
+    p.add_argument("--out", required=True, help="output directory")
+    p.add_argument("--overwrite", action="store_true", help="replace the records of an earlier run in --out")
+    p.add_argument("--resume", action="store_true",
+                   help="continue an earlier (interrupted) run in --out: collect only the problems without a tree")
+    g = p.add_argument_group("problems file")
+    g.add_argument("--prompt-key", default="prompt", help="key of the prompt (a string or a list of chat messages)")
+    g.add_argument("--label-key", default="label", help="key of the reference answer (graded against the last \\boxed{})")
+    g.add_argument("--id-key", default="id", help="key of the problem id (optional; default line-N)")
+    g.add_argument("--limit", type=_positive, help="collect only the first N problems")
+    b = p.add_argument_group("backend (default: the embedded simulated server)")
+    which = b.add_mutually_exclusive_group()
+    which.add_argument("--sglang", metavar="URL", help="SGLang server or router, e.g. http://localhost:30000")
+    which.add_argument("--vllm", metavar="URL", help="vLLM OpenAI server base URL, e.g. http://localhost:8000/v1")
+    which.add_argument("--openai", metavar="URL", help="refused: chat APIs return no token ids (see the message)")
+    which.add_argument("--sim", action="store_true", help="the embedded simulated server (the default)")
+    b.add_argument("--model", help="model: a local directory or a model in the Hugging Face cache (its tokenizer and chat template)")
+    b.add_argument("--tokenizer", metavar="DIR", help="a local tokenizer directory (tokenizer.json, tokenizer_config.json) to use instead of --model's")
+    b.add_argument("--served-model", help="vLLM: the served model name, if not --model")
+    b.add_argument("--api-key", help="bearer token (vLLM default: $VLLM_API_KEY or EMPTY)")
+    b.add_argument("--timeout", type=_finite, help="request deadline in seconds, retries included")
+    b.add_argument("--sim-seed", type=int, default=0, help="simulator seed")
+    b.add_argument("--sim-latency", type=_finite, default=0.0, metavar="SECONDS", help="simulator latency per generated token")
+    s = p.add_argument_group("search and sampling")
+    s.add_argument("--search", choices=("selective", "independent"), default="selective")
+    s.add_argument("--budget", type=_positive, default=32, help="rollouts per tree")
+    s.add_argument("--warmup", type=_positive, default=None, help="Selective: independent rollouts before branching (default: half the budget)")
+    s.add_argument("--per-pass", type=_positive, default=4, help="Selective: branches per round")
+    s.add_argument("--max-children", type=_positive, default=4, help="Selective: direct children per checkpoint")
+    s.add_argument("--score", choices=("value_refinement", "posterior_variance", "uniform"), default="value_refinement")
+    s.add_argument("--seed", type=int, default=0, help="search seed")
+    s.add_argument("--segment-tokens", type=_positive, default=256, help="Segments(n): tokens per segment")
+    s.add_argument("--max-segments", type=_positive, default=64)
+    s.add_argument("--max-total-tokens", type=_positive, default=8192, help="generated tokens per rollout")
+    s.add_argument("--temperature", type=_finite, default=1.0)
+    s.add_argument("--top-p", type=_finite, default=None)
+    s.add_argument("--system-prompt", default=DEFAULT_SYSTEM_PROMPT, help="system message ('' for none)")
+    s.add_argument("--concurrency", type=_positive, default=4, help="problems collected at once")
+    s.add_argument("--strict", action="store_true", help="a problem with any failed rollout fails (default: keep the tree, list the failures)")
+    c = p.add_argument_group("critic and rewards")
+    which_critic = c.add_mutually_exclusive_group()
+    which_critic.add_argument("--critic-value", type=_finite, default=0.5, help="constant critic prediction")
+    which_critic.add_argument("--critic-url", help="value server: POST {contexts} -> {values}")
+    which_critic.add_argument("--no-critic", action="store_true", help="no critic predictions")
+    c.add_argument("--gamma", type=_finite, default=1.0)
+    c.add_argument("--critic-weight", type=_finite, default=1.0, help="kappa, the critic prior's strength")
+    c.add_argument("--reward-min", type=_finite, default=0.0)
+    c.add_argument("--reward-max", type=_finite, default=1.0)
+    c.add_argument("--truncated-reward", type=_finite, default=0.0)
+    c.add_argument("--truncation", choices=("terminal", "bootstrap"), default="terminal")
+    c.add_argument("--estimator", choices=("direct-branch-td", "group-baseline"), default="direct-branch-td")
+    c.add_argument("--min-abs-advantage", type=_finite, default=None, help="drop actor records with smaller |advantage|")
+    p.set_defaults(run=run_collect)

@@ -1,0 +1,88 @@
+"""The problems file of ``focus-go collect``: a JSONL file read and checked whole before
+anything starts, so a bad line stops the command with its line number and nothing
+written."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+from ..errors import ConfigError
+from ..types import Problem
+
+
+class ProblemsFileError(ConfigError):
+    """A problems file that cannot be used; the message names the file and line."""
+
+
+@dataclass(frozen=True)
+class LoadedProblem:
+    """A problem read from the file, with its 1-based line number and 0-based index (the
+    records' ``group_index``)."""
+
+    index: int
+    line: int
+    problem: Any
+
+
+def read_problems(
+    path: Path, *, prompt_key: str = "prompt", label_key: str = "label", id_key: str = "id", limit: Optional[int] = None
+) -> List[LoadedProblem]:
+    """Every problem of a JSONL file, checked whole before any is used.
+
+    Blank lines are skipped. Each other line must be a JSON object with a ``prompt_key``
+    (a string, or a list of chat messages) and a ``label_key`` (the reference answer: a
+    string or a number); ``id_key`` is optional (default ``line-N``) and must be unique.
+    Other keys become the problem's metadata. Raises ProblemsFileError naming the line."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ProblemsFileError(f"{path}: no such problems file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ProblemsFileError(f"{path}: cannot read it: {exc}") from None
+    out: List[LoadedProblem] = []
+    seen: Dict[str, int] = {}
+    for lineno, raw in enumerate(text.splitlines(), start=1):
+        if not raw.strip():
+            continue
+        where = f"{path}:{lineno}"
+        try:
+            item = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise ProblemsFileError(f"{where}: bad JSON ({exc.msg} at column {exc.colno})") from None
+        if not isinstance(item, dict):
+            raise ProblemsFileError(f"{where}: expected a JSON object, got {type(item).__name__}")
+        if prompt_key not in item:
+            raise ProblemsFileError(f"{where}: missing prompt key {prompt_key!r} (keys: {', '.join(sorted(item)) or 'none'}; see --prompt-key)")
+        prompt = item[prompt_key]
+        if not (isinstance(prompt, str) and prompt.strip()) and not _is_messages(prompt):
+            raise ProblemsFileError(f"{where}: {prompt_key!r} must be a non-empty string or a list of chat messages, got {prompt!r:.60}")
+        if label_key not in item:
+            raise ProblemsFileError(f"{where}: missing label key {label_key!r} (keys: {', '.join(sorted(item)) or 'none'}; see --label-key)")
+        label = item[label_key]
+        if isinstance(label, bool) or not isinstance(label, (str, int, float)) or str(label).strip() == "":
+            raise ProblemsFileError(f"{where}: {label_key!r} must be a non-empty string or a number, got {label!r:.60}")
+        pid = item.get(id_key, f"line-{lineno}")
+        if pid is None or isinstance(pid, (dict, list, bool)):
+            raise ProblemsFileError(f"{where}: {id_key!r} must be a string or a number, got {pid!r:.60}")
+        pid = str(pid)
+        if pid in seen:
+            raise ProblemsFileError(f"{where}: id {pid!r} repeats line {seen[pid]}")
+        seen[pid] = lineno
+        metadata = {k: v for k, v in item.items() if k not in (prompt_key, label_key, id_key)}
+        out.append(LoadedProblem(len(out), lineno, Problem(prompt=prompt, label=str(label), id=pid, metadata=metadata)))
+        if limit is not None and len(out) >= limit:
+            break
+    if not out:
+        raise ProblemsFileError(f"{path}: no problems (the file is empty)")
+    return out
+
+
+def _is_messages(value: Any) -> bool:
+    return (
+        isinstance(value, list)
+        and bool(value)
+        and all(isinstance(m, dict) and isinstance(m.get("role"), str) and "content" in m for m in value)
+    )

@@ -1,0 +1,109 @@
+"""What ``focus-go collect`` reports: ``Totals``, the sums over completed problems (the
+end-of-run table and ``run.json``'s summary), and ``Progress``, the status line on stderr."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+from typing import Any, Dict, Optional, TextIO
+
+
+@dataclass
+class Totals:
+    """What the completed problems add up to (the end-of-run summary)."""
+
+    problems: int = 0
+    completed: int = 0
+    failed_problems: int = 0
+    rollouts: int = 0
+    finished_rollouts: int = 0
+    successes: int = 0
+    abs_advantage_sum: float = 0.0
+    edges: int = 0
+    generated_tokens: int = 0
+    prefix_tokens_reused: int = 0
+    failed_rollouts: int = 0
+    actor_records: int = 0
+    critic_records: int = 0
+    resumed: int = 0
+    elapsed: float = 0.0
+    interrupted: bool = False
+
+    @property
+    def success_rate(self) -> Optional[float]:
+        return self.successes / self.finished_rollouts if self.finished_rollouts else None
+
+    @property
+    def mean_abs_advantage(self) -> Optional[float]:
+        return self.abs_advantage_sum / self.edges if self.edges else None
+
+    def as_json(self) -> Dict[str, Any]:
+        out = asdict(self)
+        out.update(success_rate=self.success_rate, mean_abs_advantage=self.mean_abs_advantage)
+        return out
+
+    def table(self) -> str:
+        def rate(v: Optional[float], fmt: str) -> str:
+            return "-" if v is None else format(v, fmt)
+
+        secs = max(self.elapsed, 1e-9)
+        not_started = self.problems - self.resumed - self.completed - self.failed_problems
+        rows = [
+            ("problems", f"{self.completed} completed, {self.failed_problems} failed"
+             + (f", {self.resumed} collected before (--resume)" if self.resumed else "")
+             + (f", {not_started} not collected (interrupted)" if not_started else "")),
+            ("rollouts", f"{self.rollouts}"),
+            ("success rate", rate(self.success_rate, ".3f") + f"  ({self.successes}/{self.finished_rollouts} finished rollouts)"),
+            ("mean |A|", rate(self.mean_abs_advantage, ".4f") + f"  (over {self.edges} actor edges)"),
+            ("tokens generated", f"{self.generated_tokens}"),
+            ("prefix tokens reused", f"{self.prefix_tokens_reused}"),
+            ("failures", f"{self.failed_rollouts} rollouts, {self.failed_problems} problems"),
+            ("records", f"{self.actor_records} actor, {self.critic_records} critic"),
+            ("time", f"{self.elapsed:.1f} s  ({self.completed / secs:.2f} trees/s, {self.generated_tokens / secs:.0f} tokens/s)"),
+        ]
+        width = max(len(k) for k, _ in rows)
+        return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
+
+
+class Progress:
+    """One status line on stderr: a bar, trees/s and tokens/s. On a terminal it is redrawn
+    in place (``\\r``); otherwise a line is printed per finished problem."""
+
+    def __init__(self, total: int, stream: TextIO, totals: Totals) -> None:
+        self.total = total
+        self.stream = stream
+        self.totals = totals
+        self.tty = stream.isatty()
+        self.start = time.perf_counter()
+        self.last_line = ""
+
+    def line(self) -> str:
+        t = self.totals
+        done = t.completed + t.failed_problems
+        secs = max(time.perf_counter() - self.start, 1e-9)
+        width = 24
+        filled = width * done // max(self.total, 1)
+        bar = "#" * filled + "." * (width - filled)
+        fail = f" {t.failed_problems} failed" if t.failed_problems else ""
+        return (f"[{bar}] {done}/{self.total} trees  {t.completed / secs:.2f} trees/s  "
+                f"{t.generated_tokens / secs:.0f} tokens/s  {secs:.0f}s{fail}")
+
+    def refresh(self) -> None:
+        if self.tty:
+            text = self.line()
+            self.stream.write("\r" + text + " " * max(0, len(self.last_line) - len(text)))
+            self.stream.flush()
+            self.last_line = text
+
+    def problem_done(self, label: str) -> None:
+        if self.tty:
+            self.refresh()
+        else:
+            self.stream.write(f"{self.line()}  ({label})\n")
+            self.stream.flush()
+
+    def finish(self) -> None:
+        if self.tty and self.last_line:
+            self.refresh()
+            self.stream.write("\n")
+            self.stream.flush()

@@ -1,0 +1,222 @@
+"""The plain types every layer of focus-go shares: the floor of the package.
+
+This module imports nothing else of ``focus_go`` (a test checks it), so any module may
+import it and no import circle can pass through it. It holds records and names only: no
+Go calls, no I/O, no validation that needs the package's errors. Each type is documented
+at its public home too, which re-exports it from here (``focus_go.backends``,
+``focus_go.generation.types``, ``focus_go.integrations``, ``focus_go.env``,
+``focus_go.tree``, ``focus_go.export``); import from whichever you like, the objects are
+the same.
+
+What flows where:
+
+- A training item: ``Problem`` (prompt, label, id, metadata) goes from your data loader or
+  trainer integration into ``Collector.collect``.
+- Generation: ``Message`` (one chat message) and ``TokenId`` (one token id) make up a
+  request; ``SamplingParams`` are its controls, unset fields falling back to
+  ``DEFAULT_TEMPERATURE``, ``DEFAULT_MAX_TOKENS`` and ``DEFAULT_TOP_P``;
+  ``GenerateResult`` is one model response (exact ids, logprobs, stop reason), carrying
+  any ``NativeToolCall`` an API backend returned. The rendered request itself,
+  ``PreparedPrompt``, holds its ``PolicyFormat`` and so lives in
+  ``focus_go.generation.format``.
+- Actions: a parser turns a ``GenerateResult`` into an action of one ``ActionKind``: the
+  reply's text (``str``), a ``ToolTurn`` (text, reasoning and ``ToolCall`` s) or a
+  ``TokenChunk`` (exact ids and whether the model finished).
+- Environments: ``Env.step(action)`` returns a ``Step`` (observation, reward, done, info).
+- Outcomes: a collection's failures are ``Failure`` s, ``(node_id, message)`` pairs.
+- Records: every training record names its destination ``Lane`` ("actor" or "critic")
+  under ``LANE_KEY`` and the estimator that prepared it under ``ESTIMATOR_KEY``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Dict, List, Literal, Mapping, Optional, Tuple, TypeAlias, Union
+
+DEFAULT_MAX_TOKENS = 512
+"""Output-token limit used when sampling parameters leave it unspecified."""
+
+DEFAULT_TEMPERATURE = 0.7
+"""Sampling temperature used when no explicit value is supplied."""
+
+DEFAULT_TOP_P = 1.0
+"""Nucleus-sampling probability used when no explicit value is supplied."""
+
+TokenId: TypeAlias = int
+"""An integer identifying one token in the policy's tokenizer vocabulary."""
+
+ActionKind: TypeAlias = Literal["text", "tool", "tokens"]
+"""What an action is: the reply's text, a tool-calling turn, or an exact token chunk."""
+
+Message: TypeAlias = Dict[str, Any]
+"""One chat message: ``role``, ``content`` and optionally ``reasoning_content``,
+``tool_calls``, ``tool_call_id`` and ``name``, as in Hugging Face chat templates."""
+
+Lane: TypeAlias = Literal["actor", "critic"]
+"""A training record's destination."""
+
+LANE_KEY = "lane"
+"""The metadata field distinguishing actor records from critic records."""
+
+ESTIMATOR_KEY = "estimator"
+"""The metadata field naming the estimator that prepared a training record."""
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One training item: the prompt the policy sees, a label that stays out of the prompt
+    (typically a reference answer the environment grades against), an id recorded in
+    exported metadata, and free-form metadata."""
+
+    prompt: Any
+    label: Any = None
+    id: Any = None
+    metadata: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+
+
+@dataclass(frozen=True)
+class NativeToolCall:
+    """A structured tool call returned by a model backend, separate from completion text."""
+
+    name: str
+    arguments: str
+    call_id: str = ""
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """A parsed tool's name and JSON argument string.
+
+    ``error`` is empty for a well-formed call. A call the parser could not decode (invalid
+    JSON, no name, arguments that are not a JSON object, ...) keeps the best name found,
+    the raw call text as ``arguments`` and says in ``error`` what was wrong; ToolEnv
+    answers such a call with an error message instead of running the tool."""
+
+    name: str
+    arguments: str
+    call_id: str = ""
+    error: str = ""
+
+    @property
+    def malformed(self) -> bool:
+        """Whether the call could not be decoded (``error`` says why)."""
+        return bool(self.error)
+
+
+@dataclass(frozen=True)
+class ToolTurn:
+    """A parsed assistant response: visible text, reasoning, and structured tool calls."""
+
+    text: str
+    tool_calls: Tuple[ToolCall, ...] = field(default_factory=tuple)
+    reasoning: str = ""
+
+
+@dataclass(frozen=True)
+class TokenChunk:
+    """One generated segment: its original token ids and whether the model finished.
+
+    ``finished=False`` means generation can continue from that prefix; ``finished=True``
+    tells a final-answer environment to grade the completed response."""
+
+    tokens: Tuple[TokenId, ...]
+    finished: bool
+
+
+@dataclass
+class SamplingParams:
+    """Generation controls for one request.
+
+    ``None`` means "use the default": ``DEFAULT_TEMPERATURE``, ``DEFAULT_MAX_TOKENS`` and
+    ``DEFAULT_TOP_P`` for those three, and the server's neutral setting for the rest. The
+    Go transports always send every field explicitly, because servers otherwise fill unset
+    fields from the model's generation config. ``logprobs=0`` asks for the sampled token's
+    log probability only, which training needs."""
+
+    temperature: Optional[float] = DEFAULT_TEMPERATURE
+    max_tokens: Optional[int] = DEFAULT_MAX_TOKENS
+    top_p: Optional[float] = DEFAULT_TOP_P
+    top_k: Optional[int] = None
+    stop: Optional[List[str]] = None
+    logprobs: Optional[int] = None
+    prompt_logprobs: Optional[int] = None
+    repetition_penalty: Optional[float] = None
+    seed: Optional[int] = None
+
+
+@dataclass
+class GenerateResult:
+    """One model response: generated tokens, text, probabilities and stopping information.
+
+    ``tokens`` are the exact generated ids, ``logprobs`` their behaviour log probabilities
+    (aligned 1:1), ``prefix_tokens`` the prompt they continue. A token the server gave no
+    finite logprob keeps the value it stands for, never 0 or a stand-in: ``nan`` where
+    SGLang sent null (its JSON writes -inf and NaN alike as null) or vLLM sent null (NaN),
+    ``-inf`` where vLLM wrote its -9999.0 floor; ``entropy`` averages the finite ones, and a
+    collection trains no actor on such a response. ``stop_reason`` is ``"stop"`` (EOS, stop
+    token or stop string, named by ``matched_stop``: a token id, the stop text, or None),
+    ``"length"`` or ``"abort"``. ``exact_generation`` is False when the ids were estimated
+    (API backends)."""
+
+    tokens: Tuple[TokenId, ...] = field(default_factory=tuple)
+    prefix_tokens: Tuple[TokenId, ...] = field(default_factory=tuple)
+    text: str = ""
+    stop_reason: str = "stop"
+    matched_stop: Union[int, str, None] = None
+    logprobs: List[float] = field(default_factory=list)
+    top_logprobs: Optional[List[Dict[str, float]]] = None
+    prompt_logprobs: List[Optional[float]] = field(default_factory=list)
+    prompt_top_logprobs: Optional[List[Optional[Dict[str, float]]]] = None
+    entropy: float = 0.0
+    exact_generation: bool = True
+    native_tool_calls: Optional[Tuple[NativeToolCall, ...]] = None
+    native_output: Tuple[Dict[str, Any], ...] = ()
+
+
+@dataclass
+class Step:
+    """The result of one environment step: an observation to show the model next (text,
+    messages, or None), the reward on this step's edge, whether the episode ended, and
+    free-form info."""
+
+    observation: Union[str, List[Message], None] = None
+    reward: float = 0.0
+    done: bool = False
+    info: Dict[str, Any] = field(default_factory=dict)
+
+
+class Failure(tuple):
+    """One failure of a collection: a ``(node_id, message)`` pair, as ``Batch.failures``
+    lists them. ``aborted`` is True for a rollout whose generation the server aborted
+    (finish reason "abort"), which trainers treat as an aborted sample, not a reward."""
+
+    def __new__(cls, node_id: int, message: str, aborted: bool = False) -> "Failure":
+        self = super().__new__(cls, (node_id, message))
+        self.aborted = aborted
+        return self
+
+    def __repr__(self) -> str:
+        return f"Failure({self[0]!r}, {self[1]!r}{', aborted=True' if self.aborted else ''})"
+
+
+__all__ = [
+    "DEFAULT_MAX_TOKENS",
+    "DEFAULT_TEMPERATURE",
+    "DEFAULT_TOP_P",
+    "ESTIMATOR_KEY",
+    "LANE_KEY",
+    "ActionKind",
+    "Failure",
+    "GenerateResult",
+    "Lane",
+    "Message",
+    "NativeToolCall",
+    "Problem",
+    "SamplingParams",
+    "Step",
+    "TokenChunk",
+    "TokenId",
+    "ToolCall",
+    "ToolTurn",
+]
