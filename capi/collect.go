@@ -15,10 +15,10 @@ import (
 
 	"github.com/focus-go/focus-go/backends/chat"
 	"github.com/focus-go/focus-go/backends/critic"
-	"github.com/focus-go/focus-go/backends/generate"
 	"github.com/focus-go/focus-go/backends/parse"
 	"github.com/focus-go/focus-go/core/bridge"
 	"github.com/focus-go/focus-go/core/collect"
+	"github.com/focus-go/focus-go/core/generate"
 	"github.com/focus-go/focus-go/core/mathenv"
 	"github.com/focus-go/focus-go/core/prepare"
 	"github.com/focus-go/focus-go/core/search"

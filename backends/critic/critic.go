@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/focus-go/focus-go/backends/transport"
+	"github.com/focus-go/focus-go/core/collect"
 	"github.com/focus-go/focus-go/core/status"
 )
 
@@ -90,24 +91,10 @@ func (s *Server) Score(ctx context.Context, contexts []string) ([]float64, error
 	if err != nil {
 		return nil, err
 	}
-	if err := CheckValues(s.http.BaseURL(), values, len(contexts)); err != nil {
-		return nil, err
+	if err := collect.CheckCriticValues(values, len(contexts)); err != nil {
+		return nil, status.Wrap(status.Backend, err, "critic: %s", s.http.BaseURL())
 	}
 	return values, nil
-}
-
-// CheckValues checks a critic's reply to n contexts: exactly n values, all
-// finite. who names the critic in the error ("critic: <who>: ...").
-func CheckValues(who string, values []float64, n int) error {
-	if len(values) != n {
-		return status.Errorf(status.Backend, "critic: %s: returned %d values for %d contexts; expected one value per context", who, len(values), n)
-	}
-	for i, v := range values {
-		if !finite(v) {
-			return status.Errorf(status.Backend, "critic: %s: value %d is %v, not finite", who, i, v)
-		}
-	}
-	return nil
 }
 
 func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }

@@ -5,7 +5,8 @@
 // Critic interface (core/collect): Score(ctx, contexts) returns one finite
 // prediction per context, in order, or an error classified with a core/status
 // code; a server that answers with the wrong number of values or a
-// non-finite value is a status.Backend error naming what it sent.
+// non-finite value is a status.Backend error naming what it sent (the check
+// is the engine's own, collect.CheckCriticValues).
 //
 // Concurrency and resources: both critics are safe for concurrent use. An
 // HTTP critic owns one pooled backends/transport client (connection reuse,

@@ -3,7 +3,6 @@ package collect
 import (
 	"context"
 	"fmt"
-	"math"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -364,7 +363,7 @@ func (e *engine) scoreCheckpoints(ctx context.Context, ids []int) error {
 	values, err := e.critic.Score(cctx, contexts)
 	cancel()
 	if err == nil {
-		err = checkValues(values, len(batch))
+		err = CheckCriticValues(values, len(batch))
 	}
 	if err != nil {
 		if ctx.Err() != nil {
@@ -379,18 +378,6 @@ func (e *engine) scoreCheckpoints(ctx context.Context, ids []int) error {
 	for i, id := range batch {
 		v := values[i]
 		e.t.Nodes[id].Critic = &v
-	}
-	return nil
-}
-
-func checkValues(values []float64, n int) error {
-	if len(values) != n {
-		return fmt.Errorf("returned %d values for %d contexts; expected one value per context", len(values), n)
-	}
-	for i, v := range values {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return fmt.Errorf("value %d is %v, not finite", i, v)
-		}
 	}
 	return nil
 }

@@ -5,8 +5,8 @@ import (
 	"fmt"
 
 	"github.com/focus-go/focus-go/backends/critic"
-	"github.com/focus-go/focus-go/backends/generate"
 	"github.com/focus-go/focus-go/core/collect"
+	"github.com/focus-go/focus-go/core/generate"
 	"github.com/focus-go/focus-go/core/mathenv"
 	"github.com/focus-go/focus-go/core/prepare"
 	"github.com/focus-go/focus-go/core/search"

@@ -8,8 +8,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/focus-go/focus-go/backends/generate"
-	"github.com/focus-go/focus-go/backends/parse"
+	"github.com/focus-go/focus-go/core/action"
+	"github.com/focus-go/focus-go/core/generate"
 	"github.com/focus-go/focus-go/core/search"
 	"github.com/focus-go/focus-go/core/status"
 	"github.com/focus-go/focus-go/core/tree"
@@ -115,7 +115,7 @@ func (e *engine) rollout(ctx context.Context, l *launch) (out outcome) {
 	fail := func(what string, err error) outcome {
 		out.discard()
 		out.failure, out.cancelled = e.failed(ctx, what, err)
-		out.aborted = errors.Is(err, parse.ErrAborted)
+		out.aborted = errors.Is(err, action.ErrAborted)
 		return out
 	}
 	// Result.Validate already names the policy: "policy: response has ...".
@@ -169,17 +169,17 @@ func (e *engine) rollout(ctx context.Context, l *launch) (out outcome) {
 		// Counted once validated (a broken response's count means nothing),
 		// whether or not the rollout later fails: the tokens were generated.
 		e.generatedTokens.Add(int64(len(res.Tokens)))
-		var action parse.Action
+		var act action.Action
 		if e.turns != nil {
-			if action, err = e.turns.turnAction(res.Tokens, res.StopReason); err != nil {
+			if act, err = e.turns.turnAction(res.Tokens, res.StopReason); err != nil {
 				return fail("policy", err)
 			}
 		} else {
-			chunk, err := parse.ParseTokenChunk(parse.Result{Tokens: res.Tokens, Text: res.Text, StopReason: res.StopReason})
+			chunk, err := action.ParseTokenChunk(action.Result{Tokens: res.Tokens, Text: res.Text, StopReason: res.StopReason})
 			if err != nil {
 				return fail("policy", err)
 			}
-			action = parse.Action{Kind: parse.KindTokens, Chunk: &chunk}
+			act = action.Action{Kind: action.KindTokens, Chunk: &chunk}
 		}
 		text := res.Text
 		if cfg.Codec != nil {
@@ -199,12 +199,12 @@ func (e *engine) rollout(ctx context.Context, l *launch) (out outcome) {
 		sf, isStepForker := env.(StepForker)
 		if isStepForker && wantSnap {
 			var twin Env
-			step, twin, err = sf.StepFork(ectx, action)
+			step, twin, err = sf.StepFork(ectx, act)
 			if twin != nil {
 				snap = &snapshot{env: twin, owned: true}
 			}
 		} else {
-			step, err = env.Step(ectx, action)
+			step, err = env.Step(ectx, act)
 		}
 		cancel()
 		// From here a failure also releases the snapshot the step made.

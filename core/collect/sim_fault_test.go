@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/focus-go/focus-go/backends/sglang"
-	"github.com/focus-go/focus-go/backends/sim"
+	"github.com/focus-go/focus-go/sim"
 	"github.com/focus-go/focus-go/backends/transport"
 	"github.com/focus-go/focus-go/core/search"
 )
