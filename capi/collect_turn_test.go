@@ -12,13 +12,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/focus-go/focus-go/backends/chat"
-	"github.com/focus-go/focus-go/sim"
 	"github.com/focus-go/focus-go/backends/tokenizer"
 	"github.com/focus-go/focus-go/core/action"
 	"github.com/focus-go/focus-go/core/collect"
 	"github.com/focus-go/focus-go/core/generate"
 	"github.com/focus-go/focus-go/core/prepare"
 	"github.com/focus-go/focus-go/core/search"
+	"github.com/focus-go/focus-go/sim"
 )
 
 // replyPolicy writes one fixed reply per turn (ending with its EOS token).

@@ -10,13 +10,13 @@ import (
 
 	"github.com/focus-go/focus-go/backends/chat"
 	"github.com/focus-go/focus-go/backends/parse"
-	"github.com/focus-go/focus-go/sim"
 	"github.com/focus-go/focus-go/core/action"
 	"github.com/focus-go/focus-go/core/bridge"
 	"github.com/focus-go/focus-go/core/generate"
 	"github.com/focus-go/focus-go/core/prepare"
 	"github.com/focus-go/focus-go/core/status"
 	"github.com/focus-go/focus-go/core/tree"
+	"github.com/focus-go/focus-go/sim"
 )
 
 // The C ABI's JSON inputs, fuzzed through the Go code behind the exports: _test files

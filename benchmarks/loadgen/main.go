@@ -19,8 +19,8 @@ import (
 	"time"
 
 	"github.com/focus-go/focus-go/backends/sglang"
-	"github.com/focus-go/focus-go/sim"
 	"github.com/focus-go/focus-go/core/generate"
+	"github.com/focus-go/focus-go/sim"
 )
 
 func main() {
