@@ -328,10 +328,9 @@ func (e *engine) addChild(parent int, nd tree.Node, snap *snapshot) (int, error)
 // scoring set).
 func (e *engine) allCheckpoints() []int {
 	var ids []int
-	excluded := make([]bool, len(e.t.Nodes))
+	excluded := e.t.Excluded()
 	for id := range e.t.Nodes {
 		nd := &e.t.Nodes[id]
-		excluded[id] = nd.Failed != "" || (nd.Parent >= 0 && excluded[nd.Parent])
 		if !excluded[id] && !nd.Terminal() {
 			ids = append(ids, id)
 		}
