@@ -328,7 +328,7 @@ func (e *engine) addChild(parent int, nd tree.Node, snap *snapshot) (int, error)
 // scoring set).
 func (e *engine) allCheckpoints() []int {
 	var ids []int
-	excluded := e.t.Excluded()
+	excluded := e.t.Excluded(nil)
 	for id := range e.t.Nodes {
 		nd := &e.t.Nodes[id]
 		if !excluded[id] && !nd.Terminal() {

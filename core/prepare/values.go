@@ -44,9 +44,10 @@ func Values(t *tree.Tree, cfg RewardConfig) (*TreeValues, error) {
 	v := &TreeValues{
 		Tree: t, Config: cfg,
 		Backup: make([]float64, n), Refined: make([]float64, n), Count: make([]int, n),
-		Reward: make([]float64, n), Excluded: t.Excluded(),
+		Reward: make([]float64, n),
 	}
 	order := t.BreadthFirst()
+	v.Excluded = t.Excluded(order)
 	for _, id := range order[1:] {
 		nd := &t.Nodes[id]
 		switch {

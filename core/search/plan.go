@@ -25,9 +25,10 @@ type scan struct {
 func scanTree(t *tree.Tree) *scan {
 	n := len(t.Nodes)
 	s := &scan{
-		order: t.BreadthFirst(), reached: make([]bool, n), excluded: t.Excluded(),
+		order: t.BreadthFirst(), reached: make([]bool, n),
 		live: make([]int, n), tokens: make([]int, n),
 	}
+	s.excluded = t.Excluded(s.order)
 	for _, id := range s.order {
 		nd := &t.Nodes[id]
 		s.reached[id] = true

@@ -19,7 +19,7 @@ func TestExcluded(t *testing.T) {
 	require.NoError(t, err)
 	b, err := tr.AddChild(a, edge()) // 3: ok, under an ok node
 	require.NoError(t, err)
-	assert.Equal(t, []bool{false, false, true, false}, tr.Excluded())
+	assert.Equal(t, []bool{false, false, true, false}, tr.Excluded(nil))
 	assert.Equal(t, []int{1, 2, 3}, []int{a, f, b})
 
 	// Under a failed node (an invalid tree: failed nodes have no children, but a tree read
@@ -27,6 +27,7 @@ func TestExcluded(t *testing.T) {
 	tr.Nodes[f].Children = []int{4}
 	tr.Nodes = append(tr.Nodes, Node{ID: 4, Parent: f, Depth: 2})
 	tr.Nodes = append(tr.Nodes, Node{ID: 5, Parent: 99}) // unreachable, bad parent
-	assert.Equal(t, []bool{false, false, true, false, true, false}, tr.Excluded())
-	assert.Empty(t, (&Tree{}).Excluded())
+	assert.Equal(t, []bool{false, false, true, false, true, false}, tr.Excluded(nil))
+	assert.Equal(t, tr.Excluded(nil), tr.Excluded(tr.BreadthFirst()), "a caller's own order gives the same answer")
+	assert.Empty(t, (&Tree{}).Excluded(nil))
 }
