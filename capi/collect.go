@@ -166,7 +166,7 @@ func (w *wireCollect) parts(b *bridge.Bridge, codec *chat.Codec) (collect.Policy
 	if w.Critic != nil {
 		switch w.Critic.Kind {
 		case "constant":
-			scorer = critic.Constant(w.Critic.Value)
+			scorer = collect.ConstantCritic{Value: w.Critic.Value}
 		case "http":
 			s, err := critic.HTTP(w.Critic.URL, seconds(w.Critic.Timeout))
 			if err != nil {

@@ -228,11 +228,11 @@ func marshal(t *testing.T, tr *tree.Tree) string {
 func TestRemoteCollectionMatchesNative(t *testing.T) {
 	cfg := remoteConfig()
 	policy := answerPolicy{prompt: len(cfg.PromptTokens)}
-	native, err := collect.Collect(context.Background(), cfg, policy, mathenv.New("5", byteText), halfCritic{})
+	native, err := collect.Collect(context.Background(), cfg, policy, mathenv.New("5", byteText), collect.ConstantCritic{Value: 0.5})
 	require.NoError(t, err)
 
 	b := New()
-	py := servePython(b, policy, mathenv.New("5", byteText), halfCritic{})
+	py := servePython(b, policy, mathenv.New("5", byteText), collect.ConstantCritic{Value: 0.5})
 	remote, err := collect.Collect(context.Background(), cfg, Policy{b, 1}, Env{b, 100}, Critic{b, 2})
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { return b.Queued() == 0 }, time.Second, time.Millisecond, "close notifications are taken")
@@ -253,7 +253,7 @@ func TestRemoteFailuresAndCancellation(t *testing.T) {
 		b := New()
 		defer b.Close()
 		failing := failingPolicy{}
-		py := servePython(b, failing, mathenv.New("5", byteText), halfCritic{})
+		py := servePython(b, failing, mathenv.New("5", byteText), collect.ConstantCritic{Value: 0.5})
 		defer py.wg.Wait()
 		defer b.Close()
 		cfg := remoteConfig()
@@ -300,17 +300,6 @@ func TestRemoteFailuresAndCancellation(t *testing.T) {
 		assert.Zero(t, b.Pending(), "nothing is left waiting")
 		b.Close()
 	})
-}
-
-// halfCritic predicts 0.5 for every checkpoint, as backends/critic.Constant(0.5) does.
-type halfCritic struct{}
-
-func (halfCritic) Score(_ context.Context, contexts []string) ([]float64, error) {
-	values := make([]float64, len(contexts))
-	for i := range values {
-		values[i] = 0.5
-	}
-	return values, nil
 }
 
 type failingPolicy struct{}

@@ -62,7 +62,7 @@ func BenchmarkSelective32x16(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
-		if _, err := Collect(ctx, cfg, pol, nopEnv{}, constCritic(0.5)); err != nil {
+		if _, err := Collect(ctx, cfg, pol, nopEnv{}, ConstantCritic{Value: 0.5}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -72,16 +72,4 @@ func BenchmarkSelective32x16(b *testing.B) {
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "trees/s")
 	b.ReportMetric(segments/float64(b.N), "segments/tree")
 	b.ReportMetric(float64(ms1.Mallocs-ms0.Mallocs)/segments, "allocs/segment")
-}
-
-// constCritic predicts the same value everywhere, as backends/critic.Constant does
-// (that package imports this one, so an in-package test cannot use it).
-type constCritic float64
-
-func (c constCritic) Score(_ context.Context, contexts []string) ([]float64, error) {
-	out := make([]float64, len(contexts))
-	for i := range out {
-		out[i] = float64(c)
-	}
-	return out, nil
 }

@@ -48,17 +48,6 @@ func (g guesser) Generate(_ context.Context, req generate.Request) (*generate.Re
 	return &generate.Result{Tokens: ids, Logprobs: make([]float64, n), StopReason: stop, ExactGeneration: true}, nil
 }
 
-// half predicts 0.5 for every checkpoint, as backends/critic.Constant(0.5) does.
-type half struct{}
-
-func (half) Score(_ context.Context, contexts []string) ([]float64, error) {
-	values := make([]float64, len(contexts))
-	for i := range values {
-		values[i] = 0.5
-	}
-	return values, nil
-}
-
 func Example() {
 	prompt, _ := bytes{}.Encode("3x+7=22. ", false)
 	cfg := collect.Config{
@@ -67,7 +56,7 @@ func Example() {
 		Search: search.Selective(6, 4), Reward: prepare.DefaultRewardConfig(),
 	}
 	env := mathenv.New(`\boxed{5}`, func(ids []uint32) (string, error) { return bytes{}.Decode(ids, false) })
-	t, err := collect.Collect(context.Background(), cfg, guesser{len(prompt)}, env, half{})
+	t, err := collect.Collect(context.Background(), cfg, guesser{len(prompt)}, env, collect.ConstantCritic{Value: 0.5})
 	if err != nil {
 		panic(err)
 	}
