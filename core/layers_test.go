@@ -2,10 +2,14 @@ package core
 
 import (
 	"encoding/json"
+	"go/parser"
+	"go/token"
 	"io"
+	"io/fs"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -39,15 +43,20 @@ type goPackage struct {
 	Deps       []string
 }
 
+// root is the module's root folder.
+func root() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Dir(filepath.Dir(file))
+}
+
 // listPackages runs `go list -json` on the whole module from its root.
 func listPackages(t *testing.T, args ...string) []goPackage {
 	t.Helper()
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Fatalf("the layer check needs the go command on PATH: %v", err)
 	}
-	_, file, _, _ := runtime.Caller(0)
 	cmd := exec.Command("go", append([]string{"list", "-json"}, args...)...)
-	cmd.Dir = filepath.Dir(filepath.Dir(file))
+	cmd.Dir = root()
 	out, err := cmd.Output()
 	if ee, ok := err.(*exec.ExitError); ok {
 		t.Fatalf("go list %v: %v\n%s", args, err, ee.Stderr)
@@ -94,6 +103,38 @@ func TestImportsPointDown(t *testing.T) {
 			assert.Contains(t, ok, l, "%s imports %s: layer %s may import only %v", p.ImportPath, imp, layer(p.ImportPath), ok)
 		}
 	}
+}
+
+// integrationTests are the only core/ test files that may import the layers above:
+// they run the engine against a real dialect or the simulated server over HTTP.
+var integrationTests = map[string]bool{
+	"core/collect/turn_test.go":      true, // whole turns read by backends/parse's Hermes and harmony parsers
+	"core/collect/sim_fault_test.go": true, // the engine against sim/ through backends/sglang, with faults
+}
+
+// TestCoreTestsImportCore keeps core's own tests (and examples, which are documentation)
+// on core's vocabulary: only the integration tests listed above reach outside core/.
+func TestCoreTestsImportCore(t *testing.T) {
+	base := root()
+	fset := token.NewFileSet()
+	err := filepath.WalkDir(filepath.Join(base, "core"), func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, "_test.go") {
+			return err
+		}
+		rel, _ := filepath.Rel(base, path)
+		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		for _, spec := range f.Imports {
+			imp, _ := strconv.Unquote(spec.Path.Value)
+			if l := layer(imp); l != "" && l != "core" {
+				assert.True(t, integrationTests[filepath.ToSlash(rel)], "%s imports %s: core tests use core's vocabulary (or join the listed integration tests)", rel, imp)
+			}
+		}
+		return nil
+	})
+	require.NoError(t, err)
 }
 
 func TestLayer(t *testing.T) {
