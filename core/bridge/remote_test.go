@@ -449,7 +449,7 @@ func TestRemoteDecoding(t *testing.T) {
 func TestActionPayloads(t *testing.T) {
 	tests := []struct {
 		name   string
-		action action.Action
+		act action.Action
 		want   string
 	}{
 		{"tokens", action.Action{Kind: action.KindTokens, Chunk: &action.TokenChunk{Tokens: []uint32{1, 2}, Finished: true}},

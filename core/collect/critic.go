@@ -28,3 +28,20 @@ func (c ConstantCritic) Score(ctx context.Context, contexts []string) ([]float64
 	}
 	return out, nil
 }
+
+// CheckCriticValues is the one check of a critic's reply to n contexts: exactly n
+// values, all finite. The engine applies it to every Critic's reply; a critic that
+// speaks to a server (backends/critic, a Python critic through core/bridge) applies it
+// too, wrapping the error with its name. The error is a status.Backend error that says
+// what was wrong ("returned 1 values for 2 contexts; ...", "value 0 is NaN, not finite").
+func CheckCriticValues(values []float64, n int) error {
+	if len(values) != n {
+		return status.Errorf(status.Backend, "returned %d values for %d contexts; expected one value per context", len(values), n)
+	}
+	for i, v := range values {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return status.Errorf(status.Backend, "value %d is %v, not finite", i, v)
+		}
+	}
+	return nil
+}

@@ -3,11 +3,9 @@ package collect
 import (
 	"context"
 	"encoding/json"
-	"math"
 
 	"github.com/focus-go/focus-go/core/action"
 	"github.com/focus-go/focus-go/core/generate"
-	"github.com/focus-go/focus-go/core/status"
 )
 
 // Policy generates one segment: a continuation of req.Tokens under
@@ -59,7 +57,7 @@ type Step struct {
 // exactly once (the root env stays the caller's).
 type Env interface {
 	Reset(ctx context.Context) (Observation, error)
-	Step(ctx context.Context, action action.Action) (Step, error)
+	Step(ctx context.Context, act action.Action) (Step, error)
 	Fork(ctx context.Context) (Env, error)
 	Close()
 }
@@ -69,30 +67,13 @@ type Env interface {
 // fork of the env as it is after the step (the checkpoint's snapshot). The engine calls it
 // instead of Step when it will keep a snapshot of the step's node if the episode goes on.
 type StepForker interface {
-	StepFork(ctx context.Context, action action.Action) (Step, Env, error)
+	StepFork(ctx context.Context, act action.Action) (Step, Env, error)
 }
 
 // Critic predicts the value of checkpoints from their context text, one
 // value per context, in order (batched).
 type Critic interface {
 	Score(ctx context.Context, contexts []string) ([]float64, error)
-}
-
-// CheckCriticValues is the one check of a critic's reply to n contexts: exactly n
-// values, all finite. The engine applies it to every Critic's reply; a critic that
-// speaks to a server (backends/critic, a Python critic through core/bridge) applies it
-// too, wrapping the error with its name. The error is a status.Backend error that says
-// what was wrong ("returned 1 values for 2 contexts; ...", "value 0 is NaN, not finite").
-func CheckCriticValues(values []float64, n int) error {
-	if len(values) != n {
-		return status.Errorf(status.Backend, "returned %d values for %d contexts; expected one value per context", len(values), n)
-	}
-	for i, v := range values {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return status.Errorf(status.Backend, "value %d is %v, not finite", i, v)
-		}
-	}
-	return nil
 }
 
 // Codec turns token ids into display text and observation text into
