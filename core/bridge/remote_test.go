@@ -469,7 +469,7 @@ func TestActionPayloads(t *testing.T) {
 				got <- string(r.Payload)
 				return Reply{Payload: []byte(`{"reward":0}`)}
 			})
-			_, err := Env{b, 1}.Step(context.Background(), tt.action)
+			_, err := Env{b, 1}.Step(context.Background(), tt.act)
 			require.NoError(t, err)
 			assert.JSONEq(t, tt.want, <-got)
 		})
