@@ -14,7 +14,7 @@ VPY     := $(VENV)/bin/python
 TOKENIZER_FFI  := backends/tokenizer/ffi
 LIBTOKENIZERS  := $(BUILD)/libfocus_tokenizer.a
 LIBFOCUS       := $(BUILD)/libfocus.so
-GO_SOURCES     := $(shell find capi core backends -name '*.go' -not -name '*_test.go' 2>/dev/null) go.mod go.sum
+GO_SOURCES     := $(shell find capi core backends sim -name '*.go' -not -name '*_test.go' 2>/dev/null) go.mod go.sum
 
 export CGO_ENABLED := 1
 export CGO_LDFLAGS := -L$(BUILD)
@@ -91,7 +91,7 @@ FUZZ_TARGETS := \
 	backends/openai:FuzzParseChat backends/openai:FuzzParseResponses \
 	backends/transport:FuzzErrorMessage backends/transport:FuzzParseRetryAfter \
 	core/tree:FuzzUnmarshal core/mathenv:FuzzNormalize capi:FuzzABIJSONInputs \
-	backends/sim:FuzzFastGenerateDecode
+	sim:FuzzFastGenerateDecode
 
 .PHONY: fuzz race
 

@@ -15,10 +15,10 @@ import (
 
 	"github.com/focus-go/focus-go/backends/chat"
 	"github.com/focus-go/focus-go/backends/critic"
-	"github.com/focus-go/focus-go/backends/generate"
 	"github.com/focus-go/focus-go/backends/parse"
 	"github.com/focus-go/focus-go/core/bridge"
 	"github.com/focus-go/focus-go/core/collect"
+	"github.com/focus-go/focus-go/core/generate"
 	"github.com/focus-go/focus-go/core/mathenv"
 	"github.com/focus-go/focus-go/core/prepare"
 	"github.com/focus-go/focus-go/core/search"
@@ -160,7 +160,7 @@ func (w *wireCollect) parts(b *bridge.Bridge, codec *chat.Codec) (collect.Policy
 	if w.Critic != nil {
 		switch w.Critic.Kind {
 		case "constant":
-			scorer = critic.Constant(w.Critic.Value)
+			scorer = collect.ConstantCritic{Value: w.Critic.Value}
 		case "http":
 			s, err := critic.HTTP(w.Critic.URL, seconds(w.Critic.Timeout))
 			if err != nil {

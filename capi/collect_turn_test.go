@@ -12,13 +12,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/focus-go/focus-go/backends/chat"
-	"github.com/focus-go/focus-go/backends/generate"
-	"github.com/focus-go/focus-go/backends/parse"
-	"github.com/focus-go/focus-go/backends/sim"
 	"github.com/focus-go/focus-go/backends/tokenizer"
+	"github.com/focus-go/focus-go/core/action"
 	"github.com/focus-go/focus-go/core/collect"
+	"github.com/focus-go/focus-go/core/generate"
 	"github.com/focus-go/focus-go/core/prepare"
 	"github.com/focus-go/focus-go/core/search"
+	"github.com/focus-go/focus-go/sim"
 )
 
 // replyPolicy writes one fixed reply per turn (ending with its EOS token).
@@ -44,7 +44,7 @@ func (e *messagesEnv) Reset(ctx context.Context) (collect.Observation, error) {
 	return collect.Observation{}, nil
 }
 
-func (e *messagesEnv) Step(ctx context.Context, a parse.Action) (collect.Step, error) {
+func (e *messagesEnv) Step(ctx context.Context, a action.Action) (collect.Step, error) {
 	e.steps++
 	if e.steps > 1 {
 		return collect.Step{Done: true}, nil

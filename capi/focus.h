@@ -254,7 +254,7 @@ focus_status focus_tree_html(focus_handle tree, char *reward, size_t len, focus_
 focus_status focus_batch_export(focus_handle batch, int64_t group_index, double min_abs_advantage,
                                 focus_bytes *layout, void **blob, size_t *size, focus_bytes *err);
 
-/* --- the simulated inference server (backends/sim) --------------------------------- */
+/* --- the simulated inference server (sim/) -------------------------------------- */
 
 /* Starts a simulated SGLang / vLLM / OpenAI server on 127.0.0.1 (a free port). config: the
  * sim.Config JSON ({"seed", "latency": {"first_token", "per_token", ...}, "faults": [...],

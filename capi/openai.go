@@ -9,10 +9,10 @@ import (
 	"context"
 	"math"
 
-	"github.com/focus-go/focus-go/backends/generate"
 	"github.com/focus-go/focus-go/backends/openai"
 	"github.com/focus-go/focus-go/backends/sglang"
 	"github.com/focus-go/focus-go/backends/transport"
+	"github.com/focus-go/focus-go/core/generate"
 	"github.com/focus-go/focus-go/core/status"
 )
 

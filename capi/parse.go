@@ -11,6 +11,7 @@ import (
 	jsoniter "github.com/json-iterator/go"
 
 	"github.com/focus-go/focus-go/backends/parse"
+	"github.com/focus-go/focus-go/core/action"
 	"github.com/focus-go/focus-go/core/status"
 )
 
@@ -21,7 +22,7 @@ type wireToolCall struct {
 	Arguments string `json:"arguments"`
 	CallID    string `json:"call_id"`
 	// Error is "" for a well-formed call, else why it could not be decoded
-	// (parse.ToolCall.Error); Arguments then hold the raw call text.
+	// (action.ToolCall.Error); Arguments then hold the raw call text.
 	Error string `json:"error"`
 }
 
@@ -42,7 +43,7 @@ type wireToolTurn struct {
 }
 
 type wireAction struct {
-	Kind  parse.Kind    `json:"kind"`
+	Kind  action.Kind   `json:"kind"`
 	Text  string        `json:"text,omitempty"`
 	Turn  *wireToolTurn `json:"tool_turn,omitempty"`
 	Chunk *struct {
@@ -51,7 +52,7 @@ type wireAction struct {
 	} `json:"chunk,omitempty"`
 }
 
-func toWireTurn(t parse.ToolTurn) *wireToolTurn {
+func toWireTurn(t action.ToolTurn) *wireToolTurn {
 	calls := make([]wireToolCall, len(t.ToolCalls))
 	for i, c := range t.ToolCalls {
 		calls[i] = wireToolCall{Name: c.Name, Arguments: c.Arguments, CallID: c.CallID, Error: c.Error}
@@ -88,23 +89,23 @@ func focus_parse(profile *C.char, profileLen C.size_t, request *C.char, n C.size
 		if err != nil {
 			return err
 		}
-		r := parse.Result{Tokens: req.Result.Tokens, Text: req.Result.Text, StopReason: req.Result.StopReason}
+		r := action.Result{Tokens: req.Result.Tokens, Text: req.Result.Text, StopReason: req.Result.StopReason}
 		for _, c := range req.Result.NativeToolCalls {
-			r.NativeToolCalls = append(r.NativeToolCalls, parse.ToolCall{Name: c.Name, Arguments: c.Arguments, CallID: c.CallID})
+			r.NativeToolCalls = append(r.NativeToolCalls, action.ToolCall{Name: c.Name, Arguments: c.Arguments, CallID: c.CallID})
 		}
-		action, err := parser.Parse(r)
+		act, err := parser.Parse(r)
 		if err != nil {
 			return err
 		}
-		w := wireAction{Kind: action.Kind, Text: action.Text}
-		if action.Turn != nil {
-			w.Turn = toWireTurn(*action.Turn)
+		w := wireAction{Kind: act.Kind, Text: act.Text}
+		if act.Turn != nil {
+			w.Turn = toWireTurn(*act.Turn)
 		}
-		if action.Chunk != nil {
+		if act.Chunk != nil {
 			w.Chunk = &struct {
 				Tokens   []uint32 `json:"tokens"`
 				Finished bool     `json:"finished"`
-			}{action.Chunk.Tokens, action.Chunk.Finished}
+			}{act.Chunk.Tokens, act.Chunk.Finished}
 		}
 		return returnJSON(out, w)
 	})
@@ -114,9 +115,9 @@ func focus_parse(profile *C.char, profileLen C.size_t, request *C.char, n C.size
 func focus_tool_blocks(text *C.char, n C.size_t, out *C.focus_bytes, errOut *C.focus_bytes) C.focus_status {
 	return guard(errOut, func() error {
 		var blocks []string
-		turn := parse.BuildToolTurn(string(goBytes(text, n)), func(block string) parse.ToolCall {
+		turn := parse.BuildToolTurn(string(goBytes(text, n)), func(block string) action.ToolCall {
 			blocks = append(blocks, block)
-			return parse.ToolCall{}
+			return action.ToolCall{}
 		})
 		return returnJSON(out, struct {
 			Text      string   `json:"text"`

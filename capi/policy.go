@@ -11,10 +11,10 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/focus-go/focus-go/backends/generate"
 	"github.com/focus-go/focus-go/backends/sglang"
 	"github.com/focus-go/focus-go/backends/transport"
 	"github.com/focus-go/focus-go/backends/vllm"
+	"github.com/focus-go/focus-go/core/generate"
 	"github.com/focus-go/focus-go/core/status"
 )
 

@@ -9,13 +9,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/focus-go/focus-go/backends/chat"
-	"github.com/focus-go/focus-go/backends/generate"
 	"github.com/focus-go/focus-go/backends/parse"
-	"github.com/focus-go/focus-go/backends/sim"
+	"github.com/focus-go/focus-go/core/action"
 	"github.com/focus-go/focus-go/core/bridge"
+	"github.com/focus-go/focus-go/core/generate"
 	"github.com/focus-go/focus-go/core/prepare"
 	"github.com/focus-go/focus-go/core/status"
 	"github.com/focus-go/focus-go/core/tree"
+	"github.com/focus-go/focus-go/sim"
 )
 
 // The C ABI's JSON inputs, fuzzed through the Go code behind the exports: _test files
@@ -55,9 +56,9 @@ var abiInputs = []struct {
 		if err := jsonAPI.Unmarshal(data, &req); err != nil {
 			return status.Wrap(status.InvalidArgument, err, "parse request: bad JSON")
 		}
-		r := parse.Result{Tokens: req.Result.Tokens, Text: req.Result.Text, StopReason: req.Result.StopReason}
+		r := action.Result{Tokens: req.Result.Tokens, Text: req.Result.Text, StopReason: req.Result.StopReason}
 		for _, c := range req.Result.NativeToolCalls {
-			r.NativeToolCalls = append(r.NativeToolCalls, parse.ToolCall{Name: c.Name, Arguments: c.Arguments, CallID: c.CallID})
+			r.NativeToolCalls = append(r.NativeToolCalls, action.ToolCall{Name: c.Name, Arguments: c.Arguments, CallID: c.CallID})
 		}
 		var last error
 		for _, profile := range []string{parse.ProfileQwenXML, parse.ProfileHermes, parse.ProfileNative, parse.ProfileText, parse.ProfileTokenChunk} {

@@ -6,7 +6,7 @@ package main
 import "C"
 
 import (
-	"github.com/focus-go/focus-go/backends/sim"
+	"github.com/focus-go/focus-go/sim"
 )
 
 func simOf(h C.focus_handle) (*sim.Server, error) {

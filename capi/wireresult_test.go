@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/focus-go/focus-go/backends/generate"
+	"github.com/focus-go/focus-go/core/generate"
 )
 
 // A Result whose top or prompt logprobs hold NaN (SGLang's null) or -Inf (vLLM's -9999

@@ -2,36 +2,12 @@ package critic
 
 import (
 	"context"
-	"math"
 	"time"
 
 	"github.com/focus-go/focus-go/backends/transport"
+	"github.com/focus-go/focus-go/core/collect"
 	"github.com/focus-go/focus-go/core/status"
 )
-
-// Fixed predicts the same value for every checkpoint (Critic.constant).
-type Fixed struct {
-	Value float64
-}
-
-// Constant returns a critic that predicts v everywhere. v must be finite;
-// Score reports a non-finite v as status.InvalidArgument.
-func Constant(v float64) Fixed { return Fixed{Value: v} }
-
-// Score returns Value once per context.
-func (f Fixed) Score(ctx context.Context, contexts []string) ([]float64, error) {
-	if !finite(f.Value) {
-		return nil, status.Errorf(status.InvalidArgument, "critic: constant value %v is not finite", f.Value)
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, status.Wrap(status.CodeOf(err), err, "critic: constant")
-	}
-	out := make([]float64, len(contexts))
-	for i := range out {
-		out[i] = f.Value
-	}
-	return out, nil
-}
 
 // Server is a value server reached over HTTP (Critic.http).
 type Server struct {
@@ -90,24 +66,8 @@ func (s *Server) Score(ctx context.Context, contexts []string) ([]float64, error
 	if err != nil {
 		return nil, err
 	}
-	if err := CheckValues(s.http.BaseURL(), values, len(contexts)); err != nil {
-		return nil, err
+	if err := collect.CheckCriticValues(values, len(contexts)); err != nil {
+		return nil, status.Wrap(status.Backend, err, "critic: %s", s.http.BaseURL())
 	}
 	return values, nil
 }
-
-// CheckValues checks a critic's reply to n contexts: exactly n values, all
-// finite. who names the critic in the error ("critic: <who>: ...").
-func CheckValues(who string, values []float64, n int) error {
-	if len(values) != n {
-		return status.Errorf(status.Backend, "critic: %s: returned %d values for %d contexts; expected one value per context", who, len(values), n)
-	}
-	for i, v := range values {
-		if !finite(v) {
-			return status.Errorf(status.Backend, "critic: %s: value %d is %v, not finite", who, i, v)
-		}
-	}
-	return nil
-}
-
-func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }

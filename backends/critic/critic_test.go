@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"math"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
@@ -16,37 +15,6 @@ import (
 
 	"github.com/focus-go/focus-go/core/status"
 )
-
-func TestConstant(t *testing.T) {
-	tests := []struct {
-		name    string
-		value   float64
-		n       int
-		wantErr status.Code
-	}{
-		{"half", 0.5, 3, status.OK},
-		{"no contexts", 0.25, 0, status.OK},
-		{"nan", math.NaN(), 1, status.InvalidArgument},
-		{"inf", math.Inf(1), 1, status.InvalidArgument},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := Constant(tt.value).Score(context.Background(), make([]string, tt.n))
-			require.Equal(t, tt.wantErr, status.CodeOf(err), "%v", err)
-			if tt.wantErr != status.OK {
-				return
-			}
-			require.Len(t, got, tt.n)
-			for _, v := range got {
-				assert.Equal(t, tt.value, v)
-			}
-		})
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	_, err := Constant(0.5).Score(ctx, []string{"a"})
-	assert.Equal(t, status.Cancelled, status.CodeOf(err))
-}
 
 // valueServer answers every POST with body, after recording the request.
 func valueServer(t *testing.T, handler func(contexts []string) (int, string)) (*httptest.Server, *atomic.Int64) {

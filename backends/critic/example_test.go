@@ -34,10 +34,7 @@ func Example() {
 	_, err = c.Score(context.Background(), []string{"a", "b"})
 	fmt.Println(status.CodeOf(err), "error:", strings.ReplaceAll(err.Error(), srv.URL, "http://server"))
 
-	constant, _ := critic.Constant(0.5).Score(context.Background(), []string{"a", "b", "c"})
-	fmt.Println(constant)
 	// Output:
 	// [0.25 0.75] <nil>
 	// backend error: critic: http://server/value: returned 1 values for 2 contexts; expected one value per context
-	// [0.5 0.5 0.5]
 }

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/focus-go/focus-go/backends/generate"
 	"github.com/focus-go/focus-go/backends/transport"
+	"github.com/focus-go/focus-go/core/generate"
 	"github.com/focus-go/focus-go/core/status"
 )
 

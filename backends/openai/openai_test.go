@@ -15,10 +15,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/focus-go/focus-go/backends/generate"
-	"github.com/focus-go/focus-go/backends/sim"
 	"github.com/focus-go/focus-go/backends/transport"
+	"github.com/focus-go/focus-go/core/generate"
 	"github.com/focus-go/focus-go/core/status"
+	"github.com/focus-go/focus-go/sim"
 )
 
 var calculator = map[string]any{"type": "function", "function": map[string]any{"name": "calculator",

@@ -3,7 +3,7 @@ package openai
 import (
 	"encoding/json"
 
-	"github.com/focus-go/focus-go/backends/generate"
+	"github.com/focus-go/focus-go/core/generate"
 )
 
 // ToolCall is one structured tool call the model made (focus NativeToolCall). Arguments is

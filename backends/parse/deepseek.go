@@ -2,6 +2,8 @@ package parse
 
 import (
 	"strings"
+
+	"github.com/focus-go/focus-go/core/action"
 )
 
 // DeepSeek V3 tool-call markers (tokens of the DeepSeek V3 / R1 vocabularies).
@@ -26,11 +28,11 @@ const (
 // <｜tool▁calls▁end｜>. A call block not closed by <｜tool▁call▁end｜> (a turn cut off by the
 // length limit) is not a call and stays in Text; a calls section holding no call block, a
 // block without <｜tool▁sep｜> and arguments that are not a JSON object are malformed calls.
-func ParseDeepSeekV3(r Result) ToolTurn {
+func ParseDeepSeekV3(r action.Result) action.ToolTurn {
 	reasoning, visible := SplitReasoning(r.Text)
 	i := strings.Index(visible, dsCallsBegin)
 	if i < 0 {
-		return ToolTurn{Text: visible, Reasoning: reasoning}
+		return action.ToolTurn{Text: visible, Reasoning: reasoning}
 	}
 	text := visible[:i]
 	section := visible[i+len(dsCallsBegin):]
@@ -39,7 +41,7 @@ func ParseDeepSeekV3(r Result) ToolTurn {
 		text += section[j+len(dsCallsEnd):]
 		section, closed = section[:j], true
 	}
-	var calls []ToolCall
+	var calls []action.ToolCall
 	rest := section
 	for {
 		k := strings.Index(rest, dsCallBegin)
@@ -56,7 +58,7 @@ func ParseDeepSeekV3(r Result) ToolTurn {
 	}
 	switch {
 	case len(calls) == 0 && closed:
-		calls = append(calls, ToolCall{Arguments: strings.TrimSpace(section),
+		calls = append(calls, action.ToolCall{Arguments: strings.TrimSpace(section),
 			Error: "the tool-calls section holds no " + dsCallBegin + "..." + dsCallEnd + " block"})
 	case len(calls) == 0:
 		// Cut off before the first call was complete: no call, all text.
@@ -65,14 +67,14 @@ func ParseDeepSeekV3(r Result) ToolTurn {
 		// Cut off after some calls: the unfinished block stays text.
 		text += rest
 	}
-	return ToolTurn{Text: strings.TrimSpace(text), ToolCalls: calls, Reasoning: reasoning}
+	return action.ToolTurn{Text: strings.TrimSpace(text), ToolCalls: calls, Reasoning: reasoning}
 }
 
 // decodeDeepSeekCall decodes the body of one <｜tool▁call▁begin｜> block.
-func decodeDeepSeekCall(block string) ToolCall {
+func decodeDeepSeekCall(block string) action.ToolCall {
 	head, tail, ok := strings.Cut(block, dsSep)
 	if !ok {
-		return ToolCall{Arguments: strings.TrimSpace(block), Error: "tool call has no " + dsSep}
+		return action.ToolCall{Arguments: strings.TrimSpace(block), Error: "tool call has no " + dsSep}
 	}
 	var name, args string
 	if nl := strings.IndexByte(tail, '\n'); nl >= 0 && strings.Contains(tail[nl:], "```") {
@@ -89,11 +91,11 @@ func decodeDeepSeekCall(block string) ToolCall {
 	args = strings.TrimSpace(args)
 	switch {
 	case name == "":
-		return ToolCall{Arguments: strings.TrimSpace(block), Error: "tool call has an empty function name"}
+		return action.ToolCall{Arguments: strings.TrimSpace(block), Error: "tool call has an empty function name"}
 	case args == "":
 		args = "{}"
 	case !isJSONObject([]byte(args)):
-		return ToolCall{Name: name, Arguments: args, Error: "arguments are not a JSON object"}
+		return action.ToolCall{Name: name, Arguments: args, Error: "arguments are not a JSON object"}
 	}
-	return ToolCall{Name: name, Arguments: args}
+	return action.ToolCall{Name: name, Arguments: args}
 }

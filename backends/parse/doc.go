@@ -1,13 +1,17 @@
-// Package parse turns one generated result (text, token ids, finish reason, structured tool
-// calls) into the action an environment consumes: a TokenChunk for exact-token segments, the
-// stripped text, or a ToolTurn (visible text, reasoning, tool calls) read from the model's
-// own tool-call dialect. Each dialect has a profile: hermes (Hermes JSON blocks: Qwen2.5,
-// Qwen3, Hermes fine-tunes), qwen_xml (Qwen XML function blocks: Qwen3.5, Qwen3-Coder),
-// llama3_json (Llama 3.1-3.3 JSON calls), deepseek_v3 (DeepSeek V3 / R1 call blocks),
-// pythonic (Python call lists: Gemma 3, Llama 4), harmony (gpt-oss channels) and native (a
-// backend's structured calls). FamilyFor recognises a model's family from its name or its
-// chat template and names the profile; a model of no known family is an error, never a
-// silent guess, because another family's parser reads its calls as no calls.
+// Package parse holds the tool-call dialects: each turns one generated result (text, token
+// ids, finish reason, structured tool calls; core/action.Result) into the action.ToolTurn
+// (visible text, reasoning, tool calls) an environment consumes, read from the model's own
+// tool-call dialect. The vocabulary (Action, Kind, ToolTurn, ToolCall, TokenChunk, the
+// Parser interface) and the two dialect-free parsers (token chunks and text) are the
+// engine's own, in core/action; this package implements action.Parser for each dialect and
+// names every parser by profile (ForProfile). Each dialect has a profile: hermes (Hermes
+// JSON blocks: Qwen2.5, Qwen3, Hermes fine-tunes), qwen_xml (Qwen XML function blocks:
+// Qwen3.5, Qwen3-Coder), llama3_json (Llama 3.1-3.3 JSON calls), deepseek_v3 (DeepSeek V3 /
+// R1 call blocks), pythonic (Python call lists: Gemma 3, Llama 4), harmony (gpt-oss
+// channels) and native (a backend's structured calls). FamilyFor recognises a model's
+// family from its name or its chat template and names the profile; a model of no known
+// family is an error, never a silent guess, because another family's parser reads its calls
+// as no calls.
 //
 // Reasoning is separated before tool calls are read: text inside <think>...</think> (or
 // before a lone </think>, when the prompt already opened the think block) is Reasoning, and

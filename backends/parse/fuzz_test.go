@@ -7,13 +7,15 @@ import (
 	"testing"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/focus-go/focus-go/core/action"
 )
 
 // checkTurn holds for any input: parsing is deterministic, every call is either marked
 // malformed or has a name and a JSON-object argument string, text and reasoning are
 // trimmed, and (for the <tool_call> dialects) there are no more calls than <tool_call>
 // and <function= tags outside the reasoning.
-func checkTurn(t *testing.T, text string, parse func(string) ToolTurn) {
+func checkTurn(t *testing.T, text string, parse func(string) action.ToolTurn) {
 	turn := checkAnyTurn(t, text, parse)
 	_, visible := SplitReasoning(text)
 	if n := strings.Count(visible, toolCallOpen) + strings.Count(visible, fnOpen); len(turn.ToolCalls) > n {
@@ -22,7 +24,7 @@ func checkTurn(t *testing.T, text string, parse func(string) ToolTurn) {
 }
 
 // checkAnyTurn checks the invariants every tool-call parser keeps and returns the turn.
-func checkAnyTurn(t *testing.T, text string, parse func(string) ToolTurn) ToolTurn {
+func checkAnyTurn(t *testing.T, text string, parse func(string) action.ToolTurn) action.ToolTurn {
 	turn := parse(text)
 	if again := parse(text); !reflect.DeepEqual(turn, again) {
 		t.Fatalf("parse is not deterministic for %q", text)
@@ -43,7 +45,7 @@ func checkAnyTurn(t *testing.T, text string, parse func(string) ToolTurn) ToolTu
 
 // roundTrip parses a call rendered in a dialect and checks the name and string argument
 // come back. Model text is decoded tokens, so valid UTF-8; names are identifiers.
-func roundTrip(t *testing.T, rendered, name, param, value string, parse func(string) ToolTurn) {
+func roundTrip(t *testing.T, rendered, name, param, value string, parse func(string) action.ToolTurn) {
 	turn := parse(rendered)
 	if len(turn.ToolCalls) != 1 || turn.ToolCalls[0].Malformed() {
 		t.Fatalf("rendered call not parsed: %q -> %+v", rendered, turn)
@@ -86,7 +88,7 @@ func FuzzHermes(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, text string) {
-		checkTurn(t, text, func(s string) ToolTurn { return ParseHermes(Result{Text: s}) })
+		checkTurn(t, text, func(s string) action.ToolTurn { return ParseHermes(action.Result{Text: s}) })
 	})
 }
 
@@ -97,8 +99,8 @@ func FuzzQwenXML(f *testing.F) {
 	f.Add("<tool_call>\n<function=f>\n<parameter=a>\n1\n</parameter>\n<parameter=a>\n2\n</parameter>\n</function>\n</tool_call>", "f", "p", "02139")
 	tools := []json.RawMessage{json.RawMessage(`{"name": "f", "parameters": {"properties": {"a": {"type": "integer"}, "b": {"type": ["array", "null"]}}}}`)}
 	f.Fuzz(func(t *testing.T, text, name, param, value string) {
-		checkTurn(t, text, func(s string) ToolTurn { return ParseQwenXML(Result{Text: s}) })
-		checkTurn(t, text, func(s string) ToolTurn { return QwenXML{Tools: tools}.Parse(Result{Text: s}) })
+		checkTurn(t, text, func(s string) action.ToolTurn { return ParseQwenXML(action.Result{Text: s}) })
+		checkTurn(t, text, func(s string) action.ToolTurn { return QwenXML{Tools: tools}.Parse(action.Result{Text: s}) })
 
 		// Round trip: a call rendered the way the template renders it comes back with the
 		// same name and string value, when the pieces cannot be confused with the markup.
@@ -109,7 +111,7 @@ func FuzzQwenXML(f *testing.F) {
 		}
 		schema := json.RawMessage(`{"name": ` + quote(name) + `, "parameters": {"properties": {` + quote(param) + `: {"type": "string"}}}}`)
 		block := "<tool_call>\n<function=" + name + ">\n<parameter=" + param + ">\n" + value + "\n</parameter>\n</function>\n</tool_call>"
-		turn := QwenXML{Tools: []json.RawMessage{schema}}.Parse(Result{Text: block})
+		turn := QwenXML{Tools: []json.RawMessage{schema}}.Parse(action.Result{Text: block})
 		if len(turn.ToolCalls) != 1 || turn.ToolCalls[0].Malformed() {
 			t.Fatalf("rendered call not parsed: %q -> %+v", block, turn)
 		}
@@ -129,7 +131,7 @@ func FuzzLlama3JSON(f *testing.F) {
 	f.Add(`{"name": "f", "parameters": {{"name": "g", "arguments": "{}"}`, "n", "v", "")
 	f.Add(`<|python_tag|>code(x)<|python_tag|>{`, "n", "v", "<|python_tag|>")
 	f.Fuzz(func(t *testing.T, text, name, param, value string) {
-		parse := func(s string) ToolTurn { return ParseLlama3JSON(Result{Text: s}) }
+		parse := func(s string) action.ToolTurn { return ParseLlama3JSON(action.Result{Text: s}) }
 		checkAnyTurn(t, text, parse)
 		if !identifier(name) || !identifier(param) || !utf8.ValidString(value) {
 			return
@@ -145,7 +147,7 @@ func FuzzDeepSeekV3(f *testing.F) {
 	f.Add("x"+dsCallsBegin+dsCallBegin+"f"+dsSep+"{}"+dsCallEnd+dsCallBegin+"function"+dsSep, "f", "code", "```json\n{}\n```")
 	f.Add(dsCallsBegin+"junk"+dsCallsEnd+"<think>"+dsCallsBegin, "n", "v", dsCallEnd)
 	f.Fuzz(func(t *testing.T, text, name, param, value string) {
-		parse := func(s string) ToolTurn { return ParseDeepSeekV3(Result{Text: s}) }
+		parse := func(s string) action.ToolTurn { return ParseDeepSeekV3(action.Result{Text: s}) }
 		checkAnyTurn(t, text, parse)
 		if !identifier(name) || !identifier(param) || !utf8.ValidString(value) || strings.Contains(value, "<think>") || strings.Contains(value, "</think>") {
 			return
@@ -166,7 +168,7 @@ func FuzzPythonic(f *testing.F) {
 	f.Add("[f(a='x 'y'), g()] [h(b=\"\"\"tri\nple\"\"\")] [1, 2] [x]", "f", "q", "it's \"quoted\"\n")
 	f.Add("<|python_start|>[f(x=-0x1F, y=1_000, z=.5)]<|python_end|>```tool_code\n[g(a=b'z')]\n```", "n", "v", "\\u00e9")
 	f.Fuzz(func(t *testing.T, text, name, param, value string) {
-		parse := func(s string) ToolTurn { return ParsePythonic(Result{Text: s}) }
+		parse := func(s string) action.ToolTurn { return ParsePythonic(action.Result{Text: s}) }
 		checkAnyTurn(t, text, parse)
 		if !identifier(name) || !identifier(param) || !utf8.ValidString(value) || strings.Contains(value, "<think>") || strings.Contains(value, "</think>") {
 			return
@@ -183,13 +185,13 @@ func FuzzHarmony(f *testing.F) {
 	f.Add("<|message|><|message|>to=<|channel|><|start|>", "n", "v", "<|end|>")
 	f.Fuzz(func(t *testing.T, text, name, param, value string) {
 		for _, stop := range []string{"stop", "length"} {
-			checkAnyTurn(t, text, func(s string) ToolTurn { return ParseHarmony(Result{Text: s, StopReason: stop}) })
+			checkAnyTurn(t, text, func(s string) action.ToolTurn { return ParseHarmony(action.Result{Text: s, StopReason: stop}) })
 		}
 		if !identifier(name) || !identifier(param) || !utf8.ValidString(value) || strings.Contains(value, "<|") {
 			return
 		}
 		args := `{` + jsonString(param) + `: ` + jsonString(value) + `}`
-		parse := func(s string) ToolTurn { return ParseHarmony(Result{Text: s, StopReason: "stop"}) }
+		parse := func(s string) action.ToolTurn { return ParseHarmony(action.Result{Text: s, StopReason: "stop"}) }
 		roundTrip(t, "<|channel|>analysis<|message|>plan<|end|><|start|>assistant<|channel|>commentary to=functions."+name+" <|constrain|>json<|message|>"+args+"<|call|>", name, param, value, parse)
 		roundTrip(t, "<|start|>assistant to=functions."+name+"<|channel|>commentary json<|message|>"+args, name, param, value, parse)
 	})

@@ -3,6 +3,8 @@ package parse
 import (
 	"regexp"
 	"strings"
+
+	"github.com/focus-go/focus-go/core/action"
 )
 
 // Harmony markers (special tokens of the gpt-oss vocabulary).
@@ -37,13 +39,13 @@ var (
 // reply is Text. The last message may lack its end token (a server strips the stop token
 // <|call|> or <|return|>); when the finish reason is "length" an unterminated tool-call
 // message is a call cut off mid-way, so it is not a call and its text stays in Text.
-func ParseHarmony(r Result) ToolTurn {
+func ParseHarmony(r action.Result) action.ToolTurn {
 	s := r.Text
 	if !strings.Contains(s, hMessage) {
-		return ToolTurn{Text: strings.TrimSpace(s)}
+		return action.ToolTurn{Text: strings.TrimSpace(s)}
 	}
 	var text, preamble, reasoning []string
-	var calls []ToolCall
+	var calls []action.ToolCall
 	add := func(parts *[]string, s string) {
 		if s = strings.TrimSpace(s); s != "" {
 			*parts = append(*parts, s)
@@ -96,19 +98,19 @@ func ParseHarmony(r Result) ToolTurn {
 	if len(text) == 0 {
 		text = preamble
 	}
-	return ToolTurn{Text: strings.Join(text, "\n\n"), ToolCalls: calls, Reasoning: strings.Join(reasoning, "\n\n")}
+	return action.ToolTurn{Text: strings.Join(text, "\n\n"), ToolCalls: calls, Reasoning: strings.Join(reasoning, "\n\n")}
 }
 
-func harmonyCall(recipient, content string) ToolCall {
+func harmonyCall(recipient, content string) action.ToolCall {
 	name := strings.TrimPrefix(recipient, "functions.")
 	args := strings.TrimSpace(content)
 	switch {
 	case name == "":
-		return ToolCall{Arguments: args, Error: "tool call has an empty function name"}
+		return action.ToolCall{Arguments: args, Error: "tool call has an empty function name"}
 	case args == "":
 		args = "{}"
 	case !isJSONObject([]byte(args)):
-		return ToolCall{Name: name, Arguments: args, Error: "arguments are not a JSON object"}
+		return action.ToolCall{Name: name, Arguments: args, Error: "arguments are not a JSON object"}
 	}
-	return ToolCall{Name: name, Arguments: args}
+	return action.ToolCall{Name: name, Arguments: args}
 }

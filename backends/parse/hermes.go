@@ -6,6 +6,8 @@ import (
 	"io"
 	"regexp"
 	"strings"
+
+	"github.com/focus-go/focus-go/core/action"
 )
 
 // ParseHermes reads Hermes-style tool calls: each <tool_call> block holds one JSON object
@@ -13,7 +15,9 @@ import (
 // </tool_call> that follows its JSON object, so a JSON string holding "</tool_call>" does
 // not cut the block; a block whose body is not one JSON object ends at the first
 // </tool_call>, as the TOOL_CALL regex reads it.
-func ParseHermes(r Result) ToolTurn { return buildTurn(r.Text, hermesClose, DecodeHermes) }
+func ParseHermes(r action.Result) action.ToolTurn {
+	return buildTurn(r.Text, hermesClose, DecodeHermes)
+}
 
 // hermesClose finds the </tool_call> that closes a Hermes block: the one right after the
 // block's JSON value when the body starts with one, else the first.
@@ -40,10 +44,10 @@ var hermesName = regexp.MustCompile(`"name"\s*:\s*"((?:[^"\\]|\\.)*)"`)
 // DecodeHermes decodes one Hermes block body. Arguments may be an object (kept as written),
 // a string holding a JSON object (the OpenAI form, unwrapped), or absent/null ("{}").
 // "parameters" is accepted for "arguments", as some models write it.
-func DecodeHermes(block string) ToolCall {
+func DecodeHermes(block string) action.ToolCall {
 	body := strings.TrimSpace(block)
-	malformed := func(reason string) ToolCall {
-		c := ToolCall{Arguments: body, Error: reason}
+	malformed := func(reason string) action.ToolCall {
+		c := action.ToolCall{Arguments: body, Error: reason}
 		if m := hermesName.FindStringSubmatch(body); m != nil {
 			var name string
 			if json.Unmarshal([]byte(`"`+m[1]+`"`), &name) == nil {
@@ -86,5 +90,5 @@ func DecodeHermes(block string) ToolCall {
 	case args[0] != '{':
 		return malformed("arguments are not a JSON object")
 	}
-	return ToolCall{Name: *call.Name, Arguments: string(args)}
+	return action.ToolCall{Name: *call.Name, Arguments: string(args)}
 }

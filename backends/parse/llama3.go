@@ -3,6 +3,8 @@ package parse
 import (
 	"encoding/json"
 	"strings"
+
+	"github.com/focus-go/focus-go/core/action"
 )
 
 // pythonTag is the special token Llama 3.1+ writes before a tool call.
@@ -16,18 +18,18 @@ const pythonTag = "<|python_tag|>"
 // both a "name" and a "parameters"/"arguments" key are the calls (as vLLM's llama3_json
 // parser reads them), except that an object opening the reply which does not decode is a
 // malformed call rather than text. Text is what remains outside the calls and separators.
-func ParseLlama3JSON(r Result) ToolTurn {
+func ParseLlama3JSON(r action.Result) action.ToolTurn {
 	reasoning, visible := SplitReasoning(r.Text)
 	calls, text := llamaCalls(visible)
-	return ToolTurn{Text: strings.TrimSpace(text), ToolCalls: calls, Reasoning: reasoning}
+	return action.ToolTurn{Text: strings.TrimSpace(text), ToolCalls: calls, Reasoning: reasoning}
 }
 
 // llamaCalls reads the calls of s and returns them and the text around them. It scans s
 // once: a JSON value is skipped whole (so "<|python_tag|>" or "{" inside a string is not
 // markup), a <|python_tag|> outside JSON starts a tagged run in which every JSON value is
 // a call, and text that is not whitespace or a ";" separator ends the run.
-func llamaCalls(s string) ([]ToolCall, string) {
-	var calls []ToolCall
+func llamaCalls(s string) ([]action.ToolCall, string) {
+	var calls []action.ToolCall
 	var text strings.Builder
 	pos := 0
 	tagged := false    // inside a run that <|python_tag|> opened
@@ -50,7 +52,7 @@ func llamaCalls(s string) ([]ToolCall, string) {
 			tagged, afterCall = true, false
 			if next := strings.TrimLeft(s[pos:], " \t\r\n"); !strings.HasPrefix(next, "{") && !strings.HasPrefix(next, pythonTag) {
 				// <|python_tag|> announced a call, and no JSON follows.
-				calls = append(calls, ToolCall{Arguments: strings.TrimSpace(s[pos:]),
+				calls = append(calls, action.ToolCall{Arguments: strings.TrimSpace(s[pos:]),
 					Error: `expected a JSON tool call {"name": ..., "parameters": {...}} after <|python_tag|>`})
 				pos = len(s)
 			}
@@ -126,12 +128,12 @@ func looksLikeCall(s string) bool {
 	return strings.HasPrefix(s, `"name"`)
 }
 
-func decodeLlamaCall(raw string) ToolCall { return DecodeHermes(raw) }
+func decodeLlamaCall(raw string) action.ToolCall { return DecodeHermes(raw) }
 
-func malformedJSONCall(raw string) ToolCall {
+func malformedJSONCall(raw string) action.ToolCall {
 	c := DecodeHermes(raw)
 	if !c.Malformed() {
-		c = ToolCall{Name: c.Name, Arguments: strings.TrimSpace(raw), Error: "tool call is not a JSON object"}
+		c = action.ToolCall{Name: c.Name, Arguments: strings.TrimSpace(raw), Error: "tool call is not a JSON object"}
 	}
 	return c
 }

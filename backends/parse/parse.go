@@ -6,63 +6,8 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/focus-go/focus-go/core/status"
+	"github.com/focus-go/focus-go/core/action"
 )
-
-// Result is the part of a generated response the parsers read (GenerateResult in Python).
-type Result struct {
-	// Tokens are the generated token ids.
-	Tokens []uint32
-	// Text is the generated text.
-	Text string
-	// StopReason is the finish reason: "stop" (EOS, a stop string or stop token),
-	// "length" (max_tokens reached), "abort", "tool_calls", ...
-	StopReason string
-	// NativeToolCalls are a backend's structured tool calls (OpenAI tool_calls), if any.
-	NativeToolCalls []ToolCall
-}
-
-// TokenChunk is one exact-token segment: the generated ids and whether the model finished
-// its response (false: generation can continue from this prefix).
-type TokenChunk struct {
-	Tokens   []uint32
-	Finished bool
-}
-
-// ToolCall is one tool call: the function name and its arguments as a JSON object string.
-type ToolCall struct {
-	Name      string
-	Arguments string
-	CallID    string
-	// Error is empty for a well-formed call. Otherwise it says why the call could not be
-	// decoded; Name is the best name found ("" if none) and Arguments the raw block text.
-	Error string
-}
-
-// Malformed reports whether the call could not be decoded.
-func (c ToolCall) Malformed() bool { return c.Error != "" }
-
-// ToolTurn is a parsed assistant turn: visible text, tool calls in order, and reasoning.
-type ToolTurn struct {
-	Text      string
-	ToolCalls []ToolCall
-	Reasoning string
-}
-
-// Malformed reports whether any tool call of the turn could not be decoded.
-func (t ToolTurn) Malformed() bool {
-	for _, c := range t.ToolCalls {
-		if c.Malformed() {
-			return true
-		}
-	}
-	return false
-}
-
-// ErrAborted is returned for a response the server aborted (finish reason "abort"): the
-// generation was cut off by the server or its router, not finished by the model. Callers
-// test for it with errors.Is; trainers treat such a branch as aborted, not as a reward.
-var ErrAborted error = &status.Error{Code: status.Backend, Msg: "parse: finish reason \"abort\": the server aborted the generation"}
 
 // ToolCallPattern matches serialized tool-call blocks: TOOL_CALL =
 // re.compile('<tool_call>(.*?)</tool_call>', re.DOTALL). Group 1 is the block body.
@@ -72,7 +17,7 @@ var ToolCallPattern = regexp.MustCompile(`(?s)<tool_call>(.*?)</tool_call>`)
 // of each ToolCallPattern block (tool_turn in Python): reasoning is split off first (see
 // SplitReasoning), calls are read from the rest, and Text is what remains outside the
 // blocks, trimmed.
-func BuildToolTurn(text string, decode func(block string) ToolCall) ToolTurn {
+func BuildToolTurn(text string, decode func(block string) action.ToolCall) action.ToolTurn {
 	return buildTurn(text, firstClose, decode)
 }
 
@@ -84,9 +29,9 @@ func firstClose(body string) int { return strings.Index(body, toolCallClose) }
 // buildTurn is BuildToolTurn with the block end chosen by closeAt: given the text after a
 // <tool_call>, it returns the offset of the </tool_call> that closes the block, or -1 when
 // the block is not closed (that <tool_call> and everything after it stay text).
-func buildTurn(text string, closeAt func(body string) int, decode func(block string) ToolCall) ToolTurn {
+func buildTurn(text string, closeAt func(body string) int, decode func(block string) action.ToolCall) action.ToolTurn {
 	reasoning, visible := SplitReasoning(text)
-	var calls []ToolCall
+	var calls []action.ToolCall
 	var rest strings.Builder
 	for {
 		i := strings.Index(visible, toolCallOpen)
@@ -103,7 +48,7 @@ func buildTurn(text string, closeAt func(body string) int, decode func(block str
 		visible = body[end+len(toolCallClose):]
 	}
 	rest.WriteString(visible)
-	return ToolTurn{Text: strings.TrimSpace(rest.String()), ToolCalls: calls, Reasoning: reasoning}
+	return action.ToolTurn{Text: strings.TrimSpace(rest.String()), ToolCalls: calls, Reasoning: reasoning}
 }
 
 // SplitReasoning separates thinking from the visible reply. Text up to the first </think>
@@ -126,33 +71,12 @@ func SplitReasoning(text string) (reasoning, visible string) {
 	return "", strings.TrimSpace(text)
 }
 
-// ParseTokenChunk reads an exact-token segment: a "stop" finish is a finished chunk, a
-// "length" finish an unfinished one (the search may branch there); any other finish reason
-// is a status.Backend error, because the segment's tokens are not a clean cut.
-func ParseTokenChunk(r Result) (TokenChunk, error) {
-	var finished bool
-	switch r.StopReason {
-	case "stop":
-		finished = true
-	case "length":
-		finished = false
-	case "abort":
-		return TokenChunk{}, ErrAborted
-	default:
-		return TokenChunk{}, status.Errorf(status.Backend, "parse: finish reason %q cannot end a token chunk, expected \"stop\" or \"length\"", r.StopReason)
-	}
-	return TokenChunk{Tokens: append([]uint32(nil), r.Tokens...), Finished: finished}, nil
-}
-
-// ParseText is the completion text with surrounding whitespace removed.
-func ParseText(r Result) string { return strings.TrimSpace(r.Text) }
-
 // ParseNative turns a backend's structured tool calls into a ToolTurn; the text is split into
 // reasoning and visible text as for the text dialects. Calls without a name or whose
 // arguments are not a JSON object are marked malformed; empty arguments become "{}".
-func ParseNative(r Result) ToolTurn {
+func ParseNative(r action.Result) action.ToolTurn {
 	reasoning, visible := SplitReasoning(r.Text)
-	var calls []ToolCall
+	var calls []action.ToolCall
 	for _, c := range r.NativeToolCalls {
 		if strings.TrimSpace(c.Arguments) == "" {
 			c.Arguments = "{}"
@@ -167,7 +91,7 @@ func ParseNative(r Result) ToolTurn {
 		}
 		calls = append(calls, c)
 	}
-	return ToolTurn{Text: visible, ToolCalls: calls, Reasoning: reasoning}
+	return action.ToolTurn{Text: visible, ToolCalls: calls, Reasoning: reasoning}
 }
 
 func isJSONObject(data []byte) bool {

@@ -2,47 +2,17 @@ package parse
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/focus-go/focus-go/core/action"
 	"github.com/focus-go/focus-go/core/status"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
-
-func TestParseTokenChunk(t *testing.T) {
-	tests := []struct {
-		reason   string
-		finished bool
-		errPart  string
-	}{
-		{"stop", true, ""},
-		{"length", false, ""},
-		{"abort", false, `finish reason "abort": the server aborted the generation`},
-		{"tool_calls", false, `"tool_calls"`},
-		{"", false, `finish reason ""`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.reason, func(t *testing.T) {
-			tokens := []uint32{10, 20}
-			chunk, err := ParseTokenChunk(Result{Tokens: tokens, StopReason: tt.reason})
-			if tt.errPart != "" {
-				assert.ErrorContains(t, err, tt.errPart)
-				assert.Equal(t, status.Backend, status.CodeOf(err))
-				assert.Equal(t, tt.reason == "abort", errors.Is(err, ErrAborted))
-				return
-			}
-			require.NoError(t, err)
-			assert.Equal(t, TokenChunk{Tokens: []uint32{10, 20}, Finished: tt.finished}, chunk)
-			tokens[0] = 99
-			assert.Equal(t, uint32(10), chunk.Tokens[0], "the chunk owns its tokens")
-		})
-	}
-}
 
 func TestSplitReasoning(t *testing.T) {
 	tests := []struct {
@@ -69,54 +39,54 @@ func TestParseHermes(t *testing.T) {
 	tests := []struct {
 		name string
 		text string
-		want ToolTurn
+		want action.ToolTurn
 	}{
 		{"qwen3 thinking then call",
 			"<think>\nThe user wants the weather in Paris. I should call get_weather.\n</think>\n\n" +
 				"<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"location\": \"Paris, FR\", \"unit\": \"celsius\"}}\n</tool_call>",
-			ToolTurn{ToolCalls: []ToolCall{{Name: "get_weather", Arguments: `{"location": "Paris, FR", "unit": "celsius"}`}},
+			action.ToolTurn{ToolCalls: []action.ToolCall{{Name: "get_weather", Arguments: `{"location": "Paris, FR", "unit": "celsius"}`}},
 				Reasoning: "The user wants the weather in Paris. I should call get_weather."}},
 		{"qwen2.5 parallel calls with text",
 			"Let me check both cities.\n<tool_call>\n{\"name\": \"get_current_temperature\", \"arguments\": {\"location\": \"San Francisco, CA, USA\"}}\n</tool_call>\n" +
 				"<tool_call>\n{\"name\": \"get_temperature_date\", \"arguments\": {\"location\": \"San Francisco, CA, USA\", \"date\": \"2024-10-01\"}}\n</tool_call>",
-			ToolTurn{Text: "Let me check both cities.", ToolCalls: []ToolCall{
+			action.ToolTurn{Text: "Let me check both cities.", ToolCalls: []action.ToolCall{
 				{Name: "get_current_temperature", Arguments: `{"location": "San Francisco, CA, USA"}`},
 				{Name: "get_temperature_date", Arguments: `{"location": "San Francisco, CA, USA", "date": "2024-10-01"}`}}}},
 		{"no call", "<think>\n\n</think>\n\nThe capital of France is Paris.",
-			ToolTurn{Text: "The capital of France is Paris."}},
+			action.ToolTurn{Text: "The capital of France is Paris."}},
 		{"arguments as JSON string", `<tool_call>{"name": "f", "arguments": "{\"x\": [1, 2]}"}</tool_call>`,
-			ToolTurn{ToolCalls: []ToolCall{{Name: "f", Arguments: `{"x": [1, 2]}`}}}},
+			action.ToolTurn{ToolCalls: []action.ToolCall{{Name: "f", Arguments: `{"x": [1, 2]}`}}}},
 		{"parameters alias and missing arguments", "<tool_call>{\"name\": \"g\", \"parameters\": {\"y\": true}}</tool_call>\n<tool_call>{\"name\": \"h\"}</tool_call>",
-			ToolTurn{ToolCalls: []ToolCall{{Name: "g", Arguments: `{"y": true}`}, {Name: "h", Arguments: `{}`}}}},
+			action.ToolTurn{ToolCalls: []action.ToolCall{{Name: "g", Arguments: `{"y": true}`}, {Name: "h", Arguments: `{}`}}}},
 		{"call drafted inside think is not a call",
 			"<think>maybe <tool_call>{\"name\": \"x\", \"arguments\": {}}</tool_call>? no.</think>I know this: 42.",
-			ToolTurn{Text: "I know this: 42.", Reasoning: "maybe <tool_call>{\"name\": \"x\", \"arguments\": {}}</tool_call>? no."}},
+			action.ToolTurn{Text: "I know this: 42.", Reasoning: "maybe <tool_call>{\"name\": \"x\", \"arguments\": {}}</tool_call>? no."}},
 		{"unclosed block cut by length stays text", "Calling.\n<tool_call>\n{\"name\": \"get_weather\", \"argu",
-			ToolTurn{Text: "Calling.\n<tool_call>\n{\"name\": \"get_weather\", \"argu"}},
+			action.ToolTurn{Text: "Calling.\n<tool_call>\n{\"name\": \"get_weather\", \"argu"}},
 		{"malformed: extra brace",
 			"<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"location\": \"Paris\"}}}\n</tool_call>",
-			ToolTurn{ToolCalls: []ToolCall{{Name: "get_weather", Arguments: `{"name": "get_weather", "arguments": {"location": "Paris"}}}`,
+			action.ToolTurn{ToolCalls: []action.ToolCall{{Name: "get_weather", Arguments: `{"name": "get_weather", "arguments": {"location": "Paris"}}}`,
 				Error: "text after the tool call's JSON object"}}}},
 		{"malformed: single quotes",
 			"<tool_call>\n{'name': 'get_weather', 'arguments': {'location': 'Paris'}}\n</tool_call>",
-			ToolTurn{ToolCalls: []ToolCall{{Arguments: `{'name': 'get_weather', 'arguments': {'location': 'Paris'}}`,
+			action.ToolTurn{ToolCalls: []action.ToolCall{{Arguments: `{'name': 'get_weather', 'arguments': {'location': 'Paris'}}`,
 				Error: "tool call is not a JSON object: invalid character '\\'' looking for beginning of object key string"}}}},
 		{"malformed: truncated JSON keeps the name",
 			"<tool_call>{\"name\": \"search\", \"arguments\": {\"q\": \"a</tool_call>",
-			ToolTurn{ToolCalls: []ToolCall{{Name: "search", Arguments: `{"name": "search", "arguments": {"q": "a`,
+			action.ToolTurn{ToolCalls: []action.ToolCall{{Name: "search", Arguments: `{"name": "search", "arguments": {"q": "a`,
 				Error: "tool call is not a JSON object: unexpected EOF"}}}},
 		{"malformed: no name", `<tool_call>{"arguments": {}}</tool_call>`,
-			ToolTurn{ToolCalls: []ToolCall{{Arguments: `{"arguments": {}}`, Error: `tool call has no "name" string`}}}},
+			action.ToolTurn{ToolCalls: []action.ToolCall{{Arguments: `{"arguments": {}}`, Error: `tool call has no "name" string`}}}},
 		{"malformed: arguments array", `<tool_call>{"name": "f", "arguments": [1]}</tool_call>`,
-			ToolTurn{ToolCalls: []ToolCall{{Name: "f", Arguments: `{"name": "f", "arguments": [1]}`, Error: "arguments are not a JSON object"}}}},
+			action.ToolTurn{ToolCalls: []action.ToolCall{{Name: "f", Arguments: `{"name": "f", "arguments": [1]}`, Error: "arguments are not a JSON object"}}}},
 		{"malformed: arguments string not JSON", `<tool_call>{"name": "f", "arguments": "x=1"}</tool_call>`,
-			ToolTurn{ToolCalls: []ToolCall{{Name: "f", Arguments: `{"name": "f", "arguments": "x=1"}`, Error: "arguments string is not a JSON object"}}}},
+			action.ToolTurn{ToolCalls: []action.ToolCall{{Name: "f", Arguments: `{"name": "f", "arguments": "x=1"}`, Error: "arguments string is not a JSON object"}}}},
 		{"malformed: empty block", `<tool_call></tool_call>`,
-			ToolTurn{ToolCalls: []ToolCall{{Error: "tool call is not a JSON object: EOF"}}}},
+			action.ToolTurn{ToolCalls: []action.ToolCall{{Error: "tool call is not a JSON object: EOF"}}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := ParseHermes(Result{Text: tt.text, StopReason: "stop"})
+			got := ParseHermes(action.Result{Text: tt.text, StopReason: "stop"})
 			assert.Equal(t, tt.want, got)
 			for _, c := range got.ToolCalls {
 				if !c.Malformed() {
@@ -142,54 +112,54 @@ func TestParseQwenXML(t *testing.T) {
 		name  string
 		tools []json.RawMessage
 		text  string
-		want  ToolTurn
+		want  action.ToolTurn
 	}{
 		{"qwen3.5 thinking then call (prompt opened think)", weatherTools,
 			"The user wants the forecast.\n</think>\n\n<tool_call>\n<function=get_weather>\n<parameter=location>\nParis, FR\n</parameter>\n" +
 				"<parameter=days>\n3\n</parameter>\n<parameter=metric>\nTrue\n</parameter>\n</function>\n</tool_call>",
-			ToolTurn{Reasoning: "The user wants the forecast.", ToolCalls: []ToolCall{{Name: "get_weather",
+			action.ToolTurn{Reasoning: "The user wants the forecast.", ToolCalls: []action.ToolCall{{Name: "get_weather",
 				Arguments: `{"location": "Paris, FR", "days": 3, "metric": true}`}}}},
 		{"schema keeps a numeric-looking string", weatherTools,
 			"<tool_call>\n<function=get_weather>\n<parameter=zip>\n02139\n</parameter>\n<parameter=limit>\nNone\n</parameter>\n" +
 				"<parameter=ratio>\n0.5\n</parameter>\n<parameter=opts>\n{\"a\": [1]}\n</parameter>\n<parameter=ids>\n[3, 4]\n</parameter>\n</function>\n</tool_call>",
-			ToolTurn{ToolCalls: []ToolCall{{Name: "get_weather",
+			action.ToolTurn{ToolCalls: []action.ToolCall{{Name: "get_weather",
 				Arguments: `{"zip": "02139", "limit": null, "ratio": 0.5, "opts": {"a": [1]}, "ids": [3, 4]}`}}}},
 		{"schema type that does not fit keeps the text", weatherTools,
 			"<tool_call>\n<function=get_weather>\n<parameter=days>\nthree\n</parameter>\n</function>\n</tool_call>",
-			ToolTurn{ToolCalls: []ToolCall{{Name: "get_weather", Arguments: `{"days": "three"}`}}}},
+			action.ToolTurn{ToolCalls: []action.ToolCall{{Name: "get_weather", Arguments: `{"days": "three"}`}}}},
 		{"bare schema", weatherTools,
 			"<tool_call>\n<function=bare_tool>\n<parameter=n>\n7\n</parameter>\n</function>\n</tool_call>",
-			ToolTurn{ToolCalls: []ToolCall{{Name: "bare_tool", Arguments: `{"n": 7}`}}}},
+			action.ToolTurn{ToolCalls: []action.ToolCall{{Name: "bare_tool", Arguments: `{"n": 7}`}}}},
 		{"no schema: literals and strings", nil,
 			"I'll run it.\n\n<tool_call>\n<function=run>\n<parameter=cmd>\nls -la <dir> & echo \"hi\"\n</parameter>\n<parameter=timeout>\n30\n</parameter>\n" +
 				"<parameter=verbose>\nFalse\n</parameter>\n<parameter=env>\n{\"A\": \"1\"}\n</parameter>\n<parameter=code>\n\ndef f():\n    return 1\n\n</parameter>\n</function>\n</tool_call>",
-			ToolTurn{Text: "I'll run it.", ToolCalls: []ToolCall{{Name: "run",
+			action.ToolTurn{Text: "I'll run it.", ToolCalls: []action.ToolCall{{Name: "run",
 				Arguments: `{"cmd": "ls -la <dir> & echo \"hi\"", "timeout": 30, "verbose": false, "env": {"A": "1"}, "code": "\ndef f():\n    return 1\n"}`}}}},
 		{"no parameters", nil, "<tool_call>\n<function=now>\n</function>\n</tool_call>",
-			ToolTurn{ToolCalls: []ToolCall{{Name: "now", Arguments: `{}`}}}},
+			action.ToolTurn{ToolCalls: []action.ToolCall{{Name: "now", Arguments: `{}`}}}},
 		{"missing closing tags tolerated", nil,
 			"<tool_call>\n<function=f>\n<parameter=a>\nx\n<parameter=b>\ny\n</tool_call>",
-			ToolTurn{ToolCalls: []ToolCall{{Name: "f", Arguments: `{"a": "x", "b": "y"}`}}}},
+			action.ToolTurn{ToolCalls: []action.ToolCall{{Name: "f", Arguments: `{"a": "x", "b": "y"}`}}}},
 		{"two calls, unicode", nil,
 			"<tool_call>\n<function=say>\n<parameter=text>\n你好 🙂\n</parameter>\n</function>\n</tool_call>\n<tool_call>\n<function=say>\n<parameter=text>\nÿ\n</parameter>\n</function>\n</tool_call>",
-			ToolTurn{ToolCalls: []ToolCall{{Name: "say", Arguments: `{"text": "你好 🙂"}`}, {Name: "say", Arguments: `{"text": "ÿ"}`}}}},
+			action.ToolTurn{ToolCalls: []action.ToolCall{{Name: "say", Arguments: `{"text": "你好 🙂"}`}, {Name: "say", Arguments: `{"text": "ÿ"}`}}}},
 		{"malformed: hermes JSON in an XML model", nil,
 			"<tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_call>",
-			ToolTurn{ToolCalls: []ToolCall{{Arguments: `{"name": "f", "arguments": {}}`, Error: "tool call has no <function=NAME> tag"}}}},
+			action.ToolTurn{ToolCalls: []action.ToolCall{{Arguments: `{"name": "f", "arguments": {}}`, Error: "tool call has no <function=NAME> tag"}}}},
 		{"malformed: unclosed function tag", nil, "<tool_call><function=f</tool_call>",
-			ToolTurn{ToolCalls: []ToolCall{{Arguments: `<function=f`, Error: "tool call's <function= tag is not closed with '>'"}}}},
+			action.ToolTurn{ToolCalls: []action.ToolCall{{Arguments: `<function=f`, Error: "tool call's <function= tag is not closed with '>'"}}}},
 		{"malformed: empty name", nil, "<tool_call><function=>\n</function></tool_call>",
-			ToolTurn{ToolCalls: []ToolCall{{Arguments: "<function=>\n</function>", Error: "tool call has an empty function name"}}}},
+			action.ToolTurn{ToolCalls: []action.ToolCall{{Arguments: "<function=>\n</function>", Error: "tool call has an empty function name"}}}},
 		{"malformed: repeated parameter", nil,
 			"<tool_call>\n<function=f>\n<parameter=a>\n1\n</parameter>\n<parameter=a>\n2\n</parameter>\n</function>\n</tool_call>",
-			ToolTurn{ToolCalls: []ToolCall{{Name: "f", Arguments: "<function=f>\n<parameter=a>\n1\n</parameter>\n<parameter=a>\n2\n</parameter>\n</function>",
+			action.ToolTurn{ToolCalls: []action.ToolCall{{Name: "f", Arguments: "<function=f>\n<parameter=a>\n1\n</parameter>\n<parameter=a>\n2\n</parameter>\n</function>",
 				Error: `parameter "a" is given twice`}}}},
 		{"malformed: unclosed parameter tag", nil, "<tool_call><function=f>\n<parameter=a\n</function></tool_call>",
-			ToolTurn{ToolCalls: []ToolCall{{Name: "f", Arguments: "<function=f>\n<parameter=a\n</function>", Error: "a <parameter= tag is not closed with '>'"}}}},
+			action.ToolTurn{ToolCalls: []action.ToolCall{{Name: "f", Arguments: "<function=f>\n<parameter=a\n</function>", Error: "a <parameter= tag is not closed with '>'"}}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := QwenXML{Tools: tt.tools}.Parse(Result{Text: tt.text, StopReason: "stop"})
+			got := QwenXML{Tools: tt.tools}.Parse(action.Result{Text: tt.text, StopReason: "stop"})
 			assert.Equal(t, tt.want, got)
 			for _, c := range got.ToolCalls {
 				if !c.Malformed() {
@@ -198,49 +168,49 @@ func TestParseQwenXML(t *testing.T) {
 			}
 		})
 	}
-	assert.Equal(t, ParseQwenXML(Result{Text: tests[4].text}), tests[4].want)
+	assert.Equal(t, ParseQwenXML(action.Result{Text: tests[4].text}), tests[4].want)
 }
 
 func TestParseNative(t *testing.T) {
-	got := ParseNative(Result{Text: "<think>plan</think>Calling now.", StopReason: "tool_calls", NativeToolCalls: []ToolCall{
+	got := ParseNative(action.Result{Text: "<think>plan</think>Calling now.", StopReason: "tool_calls", NativeToolCalls: []action.ToolCall{
 		{Name: "f", Arguments: `{"x": 1}`, CallID: "call_1"},
 		{Name: "g", Arguments: "", CallID: "call_2"},
 		{Name: "h", Arguments: `{"x": `, CallID: "call_3"},
 		{Name: "", Arguments: `{}`, CallID: "call_4"},
 	}})
-	assert.Equal(t, ToolTurn{Text: "Calling now.", Reasoning: "plan", ToolCalls: []ToolCall{
+	assert.Equal(t, action.ToolTurn{Text: "Calling now.", Reasoning: "plan", ToolCalls: []action.ToolCall{
 		{Name: "f", Arguments: `{"x": 1}`, CallID: "call_1"},
 		{Name: "g", Arguments: `{}`, CallID: "call_2"},
 		{Name: "h", Arguments: `{"x": `, CallID: "call_3", Error: "arguments are not a JSON object"},
 		{Name: "", Arguments: `{}`, CallID: "call_4", Error: "tool call has no function name"},
 	}}, got)
 	assert.True(t, got.Malformed())
-	assert.False(t, ParseNative(Result{Text: "plain"}).Malformed())
+	assert.False(t, ParseNative(action.Result{Text: "plain"}).Malformed())
 }
 
 func TestBuildToolTurnCustomDecoder(t *testing.T) {
-	turn := BuildToolTurn("a<tool_call>X</tool_call>b<tool_call>\nY\n</tool_call>c", func(block string) ToolCall {
-		return ToolCall{Name: strings.TrimSpace(block), Arguments: "{}"}
+	turn := BuildToolTurn("a<tool_call>X</tool_call>b<tool_call>\nY\n</tool_call>c", func(block string) action.ToolCall {
+		return action.ToolCall{Name: strings.TrimSpace(block), Arguments: "{}"}
 	})
-	assert.Equal(t, ToolTurn{Text: "abc", ToolCalls: []ToolCall{{Name: "X", Arguments: "{}"}, {Name: "Y", Arguments: "{}"}}}, turn)
+	assert.Equal(t, action.ToolTurn{Text: "abc", ToolCalls: []action.ToolCall{{Name: "X", Arguments: "{}"}, {Name: "Y", Arguments: "{}"}}}, turn)
 }
 
 func TestParsersAndProfiles(t *testing.T) {
-	r := Result{Tokens: []uint32{1, 2}, Text: " <tool_call>{\"name\": \"f\", \"arguments\": {}}</tool_call> ", StopReason: "stop"}
+	r := action.Result{Tokens: []uint32{1, 2}, Text: " <tool_call>{\"name\": \"f\", \"arguments\": {}}</tool_call> ", StopReason: "stop"}
 	tests := []struct {
 		profile string
-		kind    Kind
-		check   func(t *testing.T, a Action)
+		kind    action.Kind
+		check   func(t *testing.T, a action.Action)
 	}{
-		{ProfileTokenChunk, KindTokens, func(t *testing.T, a Action) {
-			assert.Equal(t, &TokenChunk{Tokens: []uint32{1, 2}, Finished: true}, a.Chunk)
+		{ProfileTokenChunk, action.KindTokens, func(t *testing.T, a action.Action) {
+			assert.Equal(t, &action.TokenChunk{Tokens: []uint32{1, 2}, Finished: true}, a.Chunk)
 		}},
-		{ProfileText, KindText, func(t *testing.T, a Action) {
+		{ProfileText, action.KindText, func(t *testing.T, a action.Action) {
 			assert.Equal(t, `<tool_call>{"name": "f", "arguments": {}}</tool_call>`, a.Text)
 		}},
-		{ProfileHermes, KindTool, func(t *testing.T, a Action) { assert.Equal(t, "f", a.Turn.ToolCalls[0].Name) }},
-		{ProfileQwenXML, KindTool, func(t *testing.T, a Action) { assert.True(t, a.Turn.ToolCalls[0].Malformed()) }},
-		{ProfileNative, KindTool, func(t *testing.T, a Action) { assert.Empty(t, a.Turn.ToolCalls) }},
+		{ProfileHermes, action.KindTool, func(t *testing.T, a action.Action) { assert.Equal(t, "f", a.Turn.ToolCalls[0].Name) }},
+		{ProfileQwenXML, action.KindTool, func(t *testing.T, a action.Action) { assert.True(t, a.Turn.ToolCalls[0].Malformed()) }},
+		{ProfileNative, action.KindTool, func(t *testing.T, a action.Action) { assert.Empty(t, a.Turn.ToolCalls) }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.profile, func(t *testing.T) {
@@ -255,7 +225,7 @@ func TestParsersAndProfiles(t *testing.T) {
 	}
 	_, err := ForProfile("xml", nil)
 	assert.ErrorContains(t, err, `unknown profile "xml"`)
-	_, err = TokenChunkParser{}.Parse(Result{StopReason: "abort"})
+	_, err = action.TokenChunkParser{}.Parse(action.Result{StopReason: "abort"})
 	assert.Equal(t, status.Backend, status.CodeOf(err))
 
 	models := map[string]string{"Qwen/Qwen3.5-4B": ProfileQwenXML, "Qwen/Qwen3-Coder-30B-A3B-Instruct": ProfileQwenXML,
@@ -297,12 +267,12 @@ func TestRoundTripFromGoldenPrompts(t *testing.T) {
 	tests := []struct {
 		caseName string
 		tools    string // the case whose tool schemas type the parameters
-		parse    func(text string, tools []json.RawMessage) ToolTurn
+		parse    func(text string, tools []json.RawMessage) action.ToolTurn
 	}{
-		{"parallel calls and results", "", func(text string, _ []json.RawMessage) ToolTurn { return ParseHermes(Result{Text: text}) }},
-		{"multi-step tools with reasoning", "", func(text string, _ []json.RawMessage) ToolTurn { return ParseHermes(Result{Text: text}) }},
-		{"qwen xml tool calls", "qwen25 tools order preserved", func(text string, tools []json.RawMessage) ToolTurn {
-			return QwenXML{Tools: append(tools, json.RawMessage(`{"name": "calculator", "parameters": {"properties": {"expression": {"type": "string"}}}}`))}.Parse(Result{Text: text})
+		{"parallel calls and results", "", func(text string, _ []json.RawMessage) action.ToolTurn { return ParseHermes(action.Result{Text: text}) }},
+		{"multi-step tools with reasoning", "", func(text string, _ []json.RawMessage) action.ToolTurn { return ParseHermes(action.Result{Text: text}) }},
+		{"qwen xml tool calls", "qwen25 tools order preserved", func(text string, tools []json.RawMessage) action.ToolTurn {
+			return QwenXML{Tools: append(tools, json.RawMessage(`{"name": "calculator", "parameters": {"properties": {"expression": {"type": "string"}}}}`))}.Parse(action.Result{Text: text})
 		}},
 	}
 	for _, tt := range tests {
@@ -337,7 +307,7 @@ func TestRoundTripFromGoldenPrompts(t *testing.T) {
 }
 
 func ExampleParseHermes() {
-	turn := ParseHermes(Result{Text: "<think>\nNeed the weather.\n</think>\n\n" +
+	turn := ParseHermes(action.Result{Text: "<think>\nNeed the weather.\n</think>\n\n" +
 		"<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>", StopReason: "stop"})
 	fmt.Printf("reasoning=%q text=%q\n", turn.Reasoning, turn.Text)
 	for _, c := range turn.ToolCalls {
@@ -349,14 +319,14 @@ func ExampleParseHermes() {
 }
 
 func ExampleQwenXML_Parse() {
-	turn := QwenXML{}.Parse(Result{Text: "<tool_call>\n<function=add>\n<parameter=a>\n2\n</parameter>\n" +
+	turn := QwenXML{}.Parse(action.Result{Text: "<tool_call>\n<function=add>\n<parameter=a>\n2\n</parameter>\n" +
 		"<parameter=label>\nsum\n</parameter>\n</function>\n</tool_call>"})
 	fmt.Println(turn.ToolCalls[0].Name, turn.ToolCalls[0].Arguments)
 	// Output: add {"a": 2, "label": "sum"}
 }
 
 func ExampleParseTokenChunk() {
-	chunk, _ := ParseTokenChunk(Result{Tokens: []uint32{10, 20}, StopReason: "length"})
+	chunk, _ := action.ParseTokenChunk(action.Result{Tokens: []uint32{10, 20}, StopReason: "length"})
 	fmt.Println(chunk.Tokens, chunk.Finished)
 	// Output: [10 20] false
 }
@@ -412,6 +382,6 @@ func TestFamilyFor(t *testing.T) {
 		_, err := ForProfile(p, nil)
 		assert.NoError(t, err, p)
 	}
-	assert.True(t, KeepsSpecialTokens(HarmonyParser{}))
-	assert.False(t, KeepsSpecialTokens(HermesParser{}))
+	assert.True(t, action.KeepsSpecialTokens(HarmonyParser{}))
+	assert.False(t, action.KeepsSpecialTokens(HermesParser{}))
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/focus-go/focus-go/core/action"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -42,7 +43,7 @@ func loadPeerCases(t testing.TB) []peerCase {
 }
 
 // peerMismatch says how turn differs from what c expects ("" when it does not).
-func peerMismatch(c peerCase, turn ToolTurn) string {
+func peerMismatch(c peerCase, turn action.ToolTurn) string {
 	var diffs []string
 	if len(turn.ToolCalls) != len(c.Calls) {
 		diffs = append(diffs, "calls: got "+describeCalls(turn.ToolCalls))
@@ -70,7 +71,7 @@ func peerMismatch(c peerCase, turn ToolTurn) string {
 	return strings.Join(diffs, "; ")
 }
 
-func describeCalls(calls []ToolCall) string {
+func describeCalls(calls []action.ToolCall) string {
 	data, _ := json.Marshal(calls)
 	return string(data)
 }
@@ -94,7 +95,7 @@ func TestPeerCases(t *testing.T) {
 		t.Run(c.Profile+"/"+c.Name, func(t *testing.T) {
 			p, err := ForProfile(c.Profile, c.Tools)
 			require.NoError(t, err)
-			a, err := p.Parse(Result{Text: c.Text, StopReason: c.StopReason})
+			a, err := p.Parse(action.Result{Text: c.Text, StopReason: c.StopReason})
 			require.NoError(t, err)
 			require.NotNil(t, a.Turn)
 			assert.Empty(t, peerMismatch(c, *a.Turn), "%s\ninput %q", c.Peer, c.Text)

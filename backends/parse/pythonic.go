@@ -8,6 +8,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/focus-go/focus-go/core/action"
 )
 
 // ParsePythonic reads pythonic tool calls: a Python list of calls with keyword arguments,
@@ -22,7 +24,7 @@ import (
 // surrounds them. A list that opens like a call list ("[NAME(") but does not parse is one
 // malformed call carrying the first name and the raw list; a bracket that is not a call
 // list is text.
-func ParsePythonic(r Result) ToolTurn {
+func ParsePythonic(r action.Result) action.ToolTurn {
 	reasoning, visible := SplitReasoning(r.Text)
 	const start, end = "<|python_start|>", "<|python_end|>"
 	if i := strings.Index(visible, start); i >= 0 {
@@ -33,10 +35,10 @@ func ParsePythonic(r Result) ToolTurn {
 		}
 		calls, rest, ok := pythonicCalls(body)
 		if ok {
-			return ToolTurn{Text: strings.TrimSpace(visible[:i] + rest + after), ToolCalls: calls, Reasoning: reasoning}
+			return action.ToolTurn{Text: strings.TrimSpace(visible[:i] + rest + after), ToolCalls: calls, Reasoning: reasoning}
 		}
 	}
-	var calls []ToolCall
+	var calls []action.ToolCall
 	var text strings.Builder
 	for rest := visible; ; {
 		found, before, after, ok := pythonicList(rest)
@@ -48,12 +50,12 @@ func ParsePythonic(r Result) ToolTurn {
 		text.WriteString(before)
 		rest = after
 	}
-	return ToolTurn{Text: strings.TrimSpace(text.String()), ToolCalls: calls, Reasoning: reasoning}
+	return action.ToolTurn{Text: strings.TrimSpace(text.String()), ToolCalls: calls, Reasoning: reasoning}
 }
 
 // pythonicCalls reads the call lists of s and returns their calls and the rest of s.
-func pythonicCalls(s string) ([]ToolCall, string, bool) {
-	var calls []ToolCall
+func pythonicCalls(s string) ([]action.ToolCall, string, bool) {
+	var calls []action.ToolCall
 	var text strings.Builder
 	for {
 		found, before, after, ok := pythonicList(s)
@@ -68,7 +70,7 @@ func pythonicCalls(s string) ([]ToolCall, string, bool) {
 }
 
 // pythonicList finds the first call list in s: its calls, the text before and after it.
-func pythonicList(s string) ([]ToolCall, string, string, bool) {
+func pythonicList(s string) ([]action.ToolCall, string, string, bool) {
 	for off := 0; off < len(s); {
 		i := strings.IndexByte(s[off:], '[')
 		if i < 0 {
@@ -93,7 +95,7 @@ func pythonicList(s string) ([]ToolCall, string, string, bool) {
 			}
 			raw := s[at : end+1]
 			before, after = s[:at], s[end+1:]
-			calls = []ToolCall{{Name: name, Arguments: raw, Error: "pythonic tool call does not parse: " + err.Error()}}
+			calls = []action.ToolCall{{Name: name, Arguments: raw, Error: "pythonic tool call does not parse: " + err.Error()}}
 		}
 		before, after = stripFence(before, after)
 		return calls, before, after, true
@@ -174,11 +176,11 @@ func (p *pyParser) dotted() string {
 }
 
 // callList reads [call, call, ...].
-func (p *pyParser) callList() ([]ToolCall, error) {
+func (p *pyParser) callList() ([]action.ToolCall, error) {
 	if err := p.expect('['); err != nil {
 		return nil, err
 	}
-	var calls []ToolCall
+	var calls []action.ToolCall
 	for {
 		p.space()
 		if p.peek(']') && len(calls) > 0 {
@@ -193,7 +195,7 @@ func (p *pyParser) callList() ([]ToolCall, error) {
 		if err != nil {
 			return nil, err
 		}
-		calls = append(calls, ToolCall{Name: name, Arguments: args})
+		calls = append(calls, action.ToolCall{Name: name, Arguments: args})
 		p.space()
 		switch {
 		case p.peek(','):

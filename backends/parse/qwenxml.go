@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"strconv"
 	"strings"
+
+	"github.com/focus-go/focus-go/core/action"
 )
 
 // QwenXML reads Qwen3.5 / Qwen3-Coder tool calls, which the chat templates write as
@@ -30,14 +32,14 @@ type QwenXML struct {
 }
 
 // ParseQwenXML reads Qwen XML tool calls without tool schemas.
-func ParseQwenXML(r Result) ToolTurn { return QwenXML{}.Parse(r) }
+func ParseQwenXML(r action.Result) action.ToolTurn { return QwenXML{}.Parse(r) }
 
 // Parse reads the tool calls of a result. A <function=...>...</function> block the model
 // wrote without its <tool_call> wrapper is a call too, as SGLang's and vLLM's Qwen3-Coder
 // parsers read it.
-func (q QwenXML) Parse(r Result) ToolTurn {
+func (q QwenXML) Parse(r action.Result) action.ToolTurn {
 	types := toolParamTypes(q.Tools)
-	decode := func(block string) ToolCall { return decodeQwenXML(block, types) }
+	decode := func(block string) action.ToolCall { return decodeQwenXML(block, types) }
 	turn := buildTurn(r.Text, qwenXMLClose, decode)
 	if !strings.Contains(turn.Text, fnOpen) {
 		return turn
@@ -87,7 +89,7 @@ func bareFunctionEnd(s string) int {
 }
 
 // DecodeBlock decodes one <tool_call> block body.
-func (q QwenXML) DecodeBlock(block string) ToolCall {
+func (q QwenXML) DecodeBlock(block string) action.ToolCall {
 	return decodeQwenXML(block, toolParamTypes(q.Tools))
 }
 
@@ -156,10 +158,10 @@ func valueEnd(rest string, declared map[string][]string, seen map[string]bool) (
 	return closing, closing + len(pClose)
 }
 
-func decodeQwenXML(block string, types map[string]map[string][]string) ToolCall {
+func decodeQwenXML(block string, types map[string]map[string][]string) action.ToolCall {
 	body := strings.TrimSpace(block)
-	malformed := func(name, reason string) ToolCall {
-		return ToolCall{Name: name, Arguments: body, Error: reason}
+	malformed := func(name, reason string) action.ToolCall {
+		return action.ToolCall{Name: name, Arguments: body, Error: reason}
 	}
 	start := strings.Index(body, fnOpen)
 	if start < 0 {
@@ -225,7 +227,7 @@ func decodeQwenXML(block string, types map[string]map[string][]string) ToolCall 
 		args.WriteString(paramJSON(value, params[pname]))
 	}
 	args.WriteByte('}')
-	return ToolCall{Name: name, Arguments: args.String()}
+	return action.ToolCall{Name: name, Arguments: args.String()}
 }
 
 // paramJSON converts a raw parameter value to JSON, guided by its schema types (nil: none).

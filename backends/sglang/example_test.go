@@ -7,8 +7,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 
-	"github.com/focus-go/focus-go/backends/generate"
 	"github.com/focus-go/focus-go/backends/sglang"
+	"github.com/focus-go/focus-go/core/generate"
 )
 
 func Example() {

@@ -3,8 +3,8 @@ package sglang
 import (
 	jsoniter "github.com/json-iterator/go"
 
-	"github.com/focus-go/focus-go/backends/generate"
 	"github.com/focus-go/focus-go/backends/transport"
+	"github.com/focus-go/focus-go/core/generate"
 )
 
 // readFast decodes a /generate reply of the usual shape (one object; keys without

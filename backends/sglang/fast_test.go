@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/focus-go/focus-go/backends/generate"
+	"github.com/focus-go/focus-go/core/generate"
 )
 
 // comparable replaces floats by their bits so that NaN (a null logprob) compares equal,

@@ -6,8 +6,8 @@ import (
 
 	jsoniter "github.com/json-iterator/go"
 
-	"github.com/focus-go/focus-go/backends/generate"
 	"github.com/focus-go/focus-go/backends/transport"
+	"github.com/focus-go/focus-go/core/generate"
 	"github.com/focus-go/focus-go/core/status"
 )
 

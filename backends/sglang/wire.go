@@ -1,8 +1,8 @@
 package sglang
 
 import (
-	"github.com/focus-go/focus-go/backends/generate"
 	"github.com/focus-go/focus-go/backends/transport"
+	"github.com/focus-go/focus-go/core/generate"
 	"github.com/focus-go/focus-go/core/status"
 )
 

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/focus-go/focus-go/backends/sim"
 	"github.com/focus-go/focus-go/backends/tokenizer"
+	"github.com/focus-go/focus-go/sim"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )

@@ -9,7 +9,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/focus-go/focus-go/backends/generate"
+	"github.com/focus-go/focus-go/core/generate"
 )
 
 // bodyOf256 is a /v1/completions reply with 256 generated tokens (return_token_ids and

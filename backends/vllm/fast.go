@@ -5,8 +5,8 @@ import (
 
 	jsoniter "github.com/json-iterator/go"
 
-	"github.com/focus-go/focus-go/backends/generate"
 	"github.com/focus-go/focus-go/backends/transport"
+	"github.com/focus-go/focus-go/core/generate"
 )
 
 // readFast reads a /v1/completions reply of the usual shape in one pass over its bytes

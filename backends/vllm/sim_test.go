@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/focus-go/focus-go/backends/generate"
-	"github.com/focus-go/focus-go/backends/sim"
+	"github.com/focus-go/focus-go/core/generate"
+	"github.com/focus-go/focus-go/sim"
 )
 
 // Prompt logprobs end to end against the simulator, which sends prompt_logprobs as vLLM

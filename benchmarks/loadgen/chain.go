@@ -8,8 +8,8 @@ import (
 	"os"
 	"time"
 
-	"github.com/focus-go/focus-go/backends/generate"
 	"github.com/focus-go/focus-go/backends/sglang"
+	"github.com/focus-go/focus-go/core/generate"
 )
 
 // chain is the latency floor of one path with no tree logic: -n rollouts, one after

@@ -11,10 +11,9 @@ import (
 	"time"
 
 	"github.com/focus-go/focus-go/backends/chat"
-	"github.com/focus-go/focus-go/backends/critic"
-	"github.com/focus-go/focus-go/backends/generate"
 	"github.com/focus-go/focus-go/backends/sglang"
 	"github.com/focus-go/focus-go/core/collect"
+	"github.com/focus-go/focus-go/core/generate"
 	"github.com/focus-go/focus-go/core/mathenv"
 	"github.com/focus-go/focus-go/core/prepare"
 	"github.com/focus-go/focus-go/core/search"
@@ -115,7 +114,7 @@ func collectTrees(args []string) error {
 				}
 				cfg.Search.Seed = uint64(i)
 				began := time.Now()
-				res, err := collect.Run(context.Background(), cfg, policy, mathenv.New(p.Label, decode), critic.Constant(0.5))
+				res, err := collect.Run(context.Background(), cfg, policy, mathenv.New(p.Label, decode), collect.ConstantCritic{Value: 0.5})
 				if err != nil || res.Tree == nil {
 					if err != nil {
 						firstErr.CompareAndSwap(nil, err.Error())

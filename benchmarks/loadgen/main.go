@@ -18,9 +18,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/focus-go/focus-go/backends/generate"
 	"github.com/focus-go/focus-go/backends/sglang"
-	"github.com/focus-go/focus-go/backends/sim"
+	"github.com/focus-go/focus-go/core/generate"
+	"github.com/focus-go/focus-go/sim"
 )
 
 func main() {

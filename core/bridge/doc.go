@@ -33,7 +33,7 @@
 //	"env.fork"        {} -> {"object": int}   (the new env's handle)
 //	"critic.score"    {"contexts": [str]} -> {"values": [float]}
 //
-// SamplingParams is backends/generate's JSON form (temperature, max_tokens,
+// SamplingParams is core/generate's JSON form (temperature, max_tokens,
 // top_p, top_k, stop, stop_token_ids, logprobs, prompt_logprobs,
 // repetition_penalty, seed; unset fields are omitted). Two kinds are
 // notifications, which expect no reply (a Resolve of their id fails

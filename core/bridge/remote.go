@@ -7,10 +7,9 @@ import (
 
 	jsoniter "github.com/json-iterator/go"
 
-	"github.com/focus-go/focus-go/backends/critic"
-	"github.com/focus-go/focus-go/backends/generate"
-	"github.com/focus-go/focus-go/backends/parse"
+	"github.com/focus-go/focus-go/core/action"
 	"github.com/focus-go/focus-go/core/collect"
+	"github.com/focus-go/focus-go/core/generate"
 	"github.com/focus-go/focus-go/core/status"
 )
 
@@ -190,7 +189,7 @@ func (e Env) Reset(ctx context.Context) (collect.Observation, error) {
 }
 
 type actionWire struct {
-	Kind      parse.Kind     `json:"kind"`
+	Kind      action.Kind    `json:"kind"`
 	Tokens    *[]uint32      `json:"tokens,omitempty"`
 	Finished  *bool          `json:"finished,omitempty"`
 	Text      *string        `json:"text,omitempty"`
@@ -205,10 +204,10 @@ type toolCallWire struct {
 	Error     string `json:"error"`
 }
 
-func actionToWire(a parse.Action) (actionWire, error) {
+func actionToWire(a action.Action) (actionWire, error) {
 	w := actionWire{Kind: a.Kind}
 	switch a.Kind {
-	case parse.KindTokens:
+	case action.KindTokens:
 		if a.Chunk == nil {
 			return w, status.Errorf(status.InvalidArgument, "bridge: token action without a chunk")
 		}
@@ -218,9 +217,9 @@ func actionToWire(a parse.Action) (actionWire, error) {
 		}
 		w.Tokens = &tokens
 		w.Finished = &a.Chunk.Finished
-	case parse.KindText:
+	case action.KindText:
 		w.Text = &a.Text
-	case parse.KindTool:
+	case action.KindTool:
 		if a.Turn == nil {
 			return w, status.Errorf(status.InvalidArgument, "bridge: tool action without a turn")
 		}
@@ -250,20 +249,20 @@ type stepReply struct {
 
 // Step sends "env.step". A reply without a reward is an error (Python's
 // Step always carries one); the engine rejects non-finite rewards.
-func (e Env) Step(ctx context.Context, action parse.Action) (collect.Step, error) {
-	step, _, err := e.step(ctx, action, false)
+func (e Env) Step(ctx context.Context, act action.Action) (collect.Step, error) {
+	step, _, err := e.step(ctx, act, false)
 	return step, err
 }
 
 // StepFork sends one "env.step" with "fork": true, so a snapshot costs no round trip of
 // its own: the Python side steps, then forks unless the step is done, and replies with
 // the fork's handle in "object" beside the step.
-func (e Env) StepFork(ctx context.Context, action parse.Action) (collect.Step, collect.Env, error) {
-	return e.step(ctx, action, true)
+func (e Env) StepFork(ctx context.Context, act action.Action) (collect.Step, collect.Env, error) {
+	return e.step(ctx, act, true)
 }
 
-func (e Env) step(ctx context.Context, action parse.Action, fork bool) (collect.Step, collect.Env, error) {
-	w, err := actionToWire(action)
+func (e Env) step(ctx context.Context, act action.Action, fork bool) (collect.Step, collect.Env, error) {
+	w, err := actionToWire(act)
 	if err != nil {
 		return collect.Step{}, nil, err
 	}
@@ -368,8 +367,8 @@ func (c Critic) Score(ctx context.Context, contexts []string) ([]float64, error)
 	if r.Values == nil {
 		return nil, status.Errorf(status.InvalidArgument, "bridge: critic.score reply from object %d has no \"values\" list", c.Object)
 	}
-	if err := critic.CheckValues("python critic (object "+strconv.FormatInt(c.Object, 10)+")", *r.Values, len(contexts)); err != nil {
-		return nil, err
+	if err := collect.CheckCriticValues(*r.Values, len(contexts)); err != nil {
+		return nil, status.Wrap(status.Backend, err, "critic: python critic (object %d)", c.Object)
 	}
 	return *r.Values, nil
 }

@@ -13,10 +13,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/focus-go/focus-go/backends/critic"
-	"github.com/focus-go/focus-go/backends/generate"
-	"github.com/focus-go/focus-go/backends/parse"
+	"github.com/focus-go/focus-go/core/action"
 	"github.com/focus-go/focus-go/core/collect"
+	"github.com/focus-go/focus-go/core/generate"
 	"github.com/focus-go/focus-go/core/mathenv"
 	"github.com/focus-go/focus-go/core/prepare"
 	"github.com/focus-go/focus-go/core/search"
@@ -170,7 +169,7 @@ func (py *python) serve(r Request) {
 			reply(nil, fmt.Errorf("bad step payload %s", r.Payload))
 			return
 		}
-		step, err := py.env(r.Object).Step(ctx, parse.Action{Kind: parse.KindTokens, Chunk: &parse.TokenChunk{Tokens: p.Action.Tokens, Finished: p.Action.Finished}})
+		step, err := py.env(r.Object).Step(ctx, action.Action{Kind: action.KindTokens, Chunk: &action.TokenChunk{Tokens: p.Action.Tokens, Finished: p.Action.Finished}})
 		if err != nil {
 			reply(nil, err)
 			return
@@ -229,11 +228,11 @@ func marshal(t *testing.T, tr *tree.Tree) string {
 func TestRemoteCollectionMatchesNative(t *testing.T) {
 	cfg := remoteConfig()
 	policy := answerPolicy{prompt: len(cfg.PromptTokens)}
-	native, err := collect.Collect(context.Background(), cfg, policy, mathenv.New("5", byteText), critic.Constant(0.5))
+	native, err := collect.Collect(context.Background(), cfg, policy, mathenv.New("5", byteText), collect.ConstantCritic{Value: 0.5})
 	require.NoError(t, err)
 
 	b := New()
-	py := servePython(b, policy, mathenv.New("5", byteText), critic.Constant(0.5))
+	py := servePython(b, policy, mathenv.New("5", byteText), collect.ConstantCritic{Value: 0.5})
 	remote, err := collect.Collect(context.Background(), cfg, Policy{b, 1}, Env{b, 100}, Critic{b, 2})
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { return b.Queued() == 0 }, time.Second, time.Millisecond, "close notifications are taken")
@@ -254,7 +253,7 @@ func TestRemoteFailuresAndCancellation(t *testing.T) {
 		b := New()
 		defer b.Close()
 		failing := failingPolicy{}
-		py := servePython(b, failing, mathenv.New("5", byteText), critic.Constant(0.5))
+		py := servePython(b, failing, mathenv.New("5", byteText), collect.ConstantCritic{Value: 0.5})
 		defer py.wg.Wait()
 		defer b.Close()
 		cfg := remoteConfig()
@@ -373,7 +372,7 @@ func TestRemoteDecoding(t *testing.T) {
 			}, `has no "tokens" list`},
 		{"step reply", KindEnvStep, `{"observation":{"text":"result: 3","tokens":[9,9]},"reward":0.5,"done":false,"info":{"tool":"calc"}}`,
 			func(t *testing.T, b *Bridge) error {
-				step, err := Env{b, 1}.Step(context.Background(), parse.Action{Kind: parse.KindTokens, Chunk: &parse.TokenChunk{Tokens: []uint32{1}}})
+				step, err := Env{b, 1}.Step(context.Background(), action.Action{Kind: action.KindTokens, Chunk: &action.TokenChunk{Tokens: []uint32{1}}})
 				if err == nil {
 					assert.Equal(t, collect.Observation{Text: "result: 3", Tokens: []uint32{9, 9}}, step.Observation)
 					assert.Equal(t, 0.5, step.Reward)
@@ -383,12 +382,12 @@ func TestRemoteDecoding(t *testing.T) {
 			}, ""},
 		{"step without reward", KindEnvStep, `{"done":true}`,
 			func(t *testing.T, b *Bridge) error {
-				_, err := Env{b, 1}.Step(context.Background(), parse.Action{Kind: parse.KindText, Text: "hi"})
+				_, err := Env{b, 1}.Step(context.Background(), action.Action{Kind: action.KindText, Text: "hi"})
 				return err
 			}, `has no "reward"`},
 		{"step with the fork asked for", KindEnvStep, `{"reward":0,"done":false,"object":7}`,
 			func(t *testing.T, b *Bridge) error {
-				_, twin, err := Env{b, 1}.StepFork(context.Background(), parse.Action{Kind: parse.KindText, Text: "hi"})
+				_, twin, err := Env{b, 1}.StepFork(context.Background(), action.Action{Kind: action.KindText, Text: "hi"})
 				if err == nil {
 					assert.Equal(t, Env{b, 7}, twin)
 				}
@@ -396,14 +395,14 @@ func TestRemoteDecoding(t *testing.T) {
 			}, ""},
 		{"done step forks nothing", KindEnvStep, `{"reward":1,"done":true}`,
 			func(t *testing.T, b *Bridge) error {
-				step, twin, err := Env{b, 1}.StepFork(context.Background(), parse.Action{Kind: parse.KindText, Text: "hi"})
+				step, twin, err := Env{b, 1}.StepFork(context.Background(), action.Action{Kind: action.KindText, Text: "hi"})
 				assert.True(t, step.Done)
 				assert.Nil(t, twin)
 				return err
 			}, ""},
 		{"step without the fork asked for", KindEnvStep, `{"reward":0,"done":false}`,
 			func(t *testing.T, b *Bridge) error {
-				_, _, err := Env{b, 1}.StepFork(context.Background(), parse.Action{Kind: parse.KindText, Text: "hi"})
+				_, _, err := Env{b, 1}.StepFork(context.Background(), action.Action{Kind: action.KindText, Text: "hi"})
 				return err
 			}, `has no "object" handle for the fork it was asked for`},
 		{"fork without object", KindEnvFork, `{}`,
@@ -450,15 +449,15 @@ func TestRemoteDecoding(t *testing.T) {
 func TestActionPayloads(t *testing.T) {
 	tests := []struct {
 		name   string
-		action parse.Action
+		act action.Action
 		want   string
 	}{
-		{"tokens", parse.Action{Kind: parse.KindTokens, Chunk: &parse.TokenChunk{Tokens: []uint32{1, 2}, Finished: true}},
+		{"tokens", action.Action{Kind: action.KindTokens, Chunk: &action.TokenChunk{Tokens: []uint32{1, 2}, Finished: true}},
 			`{"action":{"kind":"tokens","tokens":[1,2],"finished":true}}`},
-		{"empty chunk", parse.Action{Kind: parse.KindTokens, Chunk: &parse.TokenChunk{}},
+		{"empty chunk", action.Action{Kind: action.KindTokens, Chunk: &action.TokenChunk{}},
 			`{"action":{"kind":"tokens","tokens":[],"finished":false}}`},
-		{"text", parse.Action{Kind: parse.KindText, Text: "42"}, `{"action":{"kind":"text","text":"42"}}`},
-		{"tool", parse.Action{Kind: parse.KindTool, Turn: &parse.ToolTurn{Text: "", Reasoning: "hm", ToolCalls: []parse.ToolCall{{Name: "calc", Arguments: `{"x":1}`}}}},
+		{"text", action.Action{Kind: action.KindText, Text: "42"}, `{"action":{"kind":"text","text":"42"}}`},
+		{"tool", action.Action{Kind: action.KindTool, Turn: &action.ToolTurn{Text: "", Reasoning: "hm", ToolCalls: []action.ToolCall{{Name: "calc", Arguments: `{"x":1}`}}}},
 			`{"action":{"kind":"tool","text":"","reasoning":"hm","tool_calls":[{"name":"calc","arguments":"{\"x\":1}","call_id":"","error":""}]}}`},
 	}
 	for _, tt := range tests {
@@ -470,12 +469,12 @@ func TestActionPayloads(t *testing.T) {
 				got <- string(r.Payload)
 				return Reply{Payload: []byte(`{"reward":0}`)}
 			})
-			_, err := Env{b, 1}.Step(context.Background(), tt.action)
+			_, err := Env{b, 1}.Step(context.Background(), tt.act)
 			require.NoError(t, err)
 			assert.JSONEq(t, tt.want, <-got)
 		})
 	}
-	_, err := Env{New(), 1}.Step(context.Background(), parse.Action{Kind: "image"})
+	_, err := Env{New(), 1}.Step(context.Background(), action.Action{Kind: "image"})
 	assert.Equal(t, status.InvalidArgument, status.CodeOf(err))
 }
 

@@ -6,9 +6,8 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/focus-go/focus-go/backends/critic"
-	"github.com/focus-go/focus-go/backends/generate"
-	"github.com/focus-go/focus-go/backends/parse"
+	"github.com/focus-go/focus-go/core/action"
+	"github.com/focus-go/focus-go/core/generate"
 	"github.com/focus-go/focus-go/core/search"
 )
 
@@ -45,7 +44,7 @@ func (p *benchPolicy) Generate(_ context.Context, req generate.Request) (*genera
 type nopEnv struct{}
 
 func (nopEnv) Reset(context.Context) (Observation, error) { return Observation{}, nil }
-func (nopEnv) Step(_ context.Context, a parse.Action) (Step, error) {
+func (nopEnv) Step(_ context.Context, a action.Action) (Step, error) {
 	if a.Chunk.Finished {
 		return Step{Reward: 1, Done: true}, nil
 	}
@@ -63,7 +62,7 @@ func BenchmarkSelective32x16(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
-		if _, err := Collect(ctx, cfg, pol, nopEnv{}, critic.Constant(0.5)); err != nil {
+		if _, err := Collect(ctx, cfg, pol, nopEnv{}, ConstantCritic{Value: 0.5}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -3,7 +3,6 @@ package collect
 import (
 	"context"
 	"fmt"
-	"math"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -329,10 +328,9 @@ func (e *engine) addChild(parent int, nd tree.Node, snap *snapshot) (int, error)
 // scoring set).
 func (e *engine) allCheckpoints() []int {
 	var ids []int
-	excluded := make([]bool, len(e.t.Nodes))
+	excluded := e.t.Excluded(nil)
 	for id := range e.t.Nodes {
 		nd := &e.t.Nodes[id]
-		excluded[id] = nd.Failed != "" || (nd.Parent >= 0 && excluded[nd.Parent])
 		if !excluded[id] && !nd.Terminal() {
 			ids = append(ids, id)
 		}
@@ -364,7 +362,7 @@ func (e *engine) scoreCheckpoints(ctx context.Context, ids []int) error {
 	values, err := e.critic.Score(cctx, contexts)
 	cancel()
 	if err == nil {
-		err = checkValues(values, len(batch))
+		err = CheckCriticValues(values, len(batch))
 	}
 	if err != nil {
 		if ctx.Err() != nil {
@@ -379,18 +377,6 @@ func (e *engine) scoreCheckpoints(ctx context.Context, ids []int) error {
 	for i, id := range batch {
 		v := values[i]
 		e.t.Nodes[id].Critic = &v
-	}
-	return nil
-}
-
-func checkValues(values []float64, n int) error {
-	if len(values) != n {
-		return fmt.Errorf("returned %d values for %d contexts; expected one value per context", len(values), n)
-	}
-	for i, v := range values {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return fmt.Errorf("value %d is %v, not finite", i, v)
-		}
 	}
 	return nil
 }

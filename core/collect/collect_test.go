@@ -14,8 +14,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/focus-go/focus-go/backends/generate"
-	"github.com/focus-go/focus-go/backends/parse"
+	"github.com/focus-go/focus-go/core/action"
+	"github.com/focus-go/focus-go/core/generate"
 	"github.com/focus-go/focus-go/core/prepare"
 	"github.com/focus-go/focus-go/core/search"
 	"github.com/focus-go/focus-go/core/status"
@@ -171,7 +171,7 @@ func TestEmptyPlanStopsEarly(t *testing.T) {
 	cfg := baseConfig(search.Selective(16, 4))
 	cfg.Segments = 4
 	env := newFakeEnv()
-	env.step = func(e *fakeEnv, c *parse.TokenChunk) (Step, error, bool) {
+	env.step = func(e *fakeEnv, c *action.TokenChunk) (Step, error, bool) {
 		return Step{Reward: 1, Done: true}, nil, true
 	}
 	res, err := Run(context.Background(), cfg, pol, env, nil)
@@ -294,7 +294,7 @@ func TestFailures(t *testing.T) {
 			}
 		}, contains: `policy: parse: finish reason "abort"`},
 		{name: "env error", env: func(e *fakeEnv) {
-			e.step = func(e *fakeEnv, c *parse.TokenChunk) (Step, error, bool) {
+			e.step = func(e *fakeEnv, c *action.TokenChunk) (Step, error, bool) {
 				if e.steps == 2 && c.Tokens[0]%3 == 0 {
 					return Step{}, errors.New("tool crashed"), true
 				}
@@ -302,7 +302,7 @@ func TestFailures(t *testing.T) {
 			}
 		}, contains: "env: step: tool crashed"},
 		{name: "nan reward", env: func(e *fakeEnv) {
-			e.step = func(e *fakeEnv, c *parse.TokenChunk) (Step, error, bool) {
+			e.step = func(e *fakeEnv, c *action.TokenChunk) (Step, error, bool) {
 				if c.Finished && c.Tokens[0]%2 == 0 {
 					return Step{Reward: math.NaN(), Done: true}, nil, true
 				}
@@ -310,7 +310,7 @@ func TestFailures(t *testing.T) {
 			}
 		}, contains: "env: step reward NaN is not finite"},
 		{name: "reward out of range", env: func(e *fakeEnv) {
-			e.step = func(e *fakeEnv, c *parse.TokenChunk) (Step, error, bool) {
+			e.step = func(e *fakeEnv, c *action.TokenChunk) (Step, error, bool) {
 				if c.Finished && c.Tokens[0]%2 == 0 {
 					return Step{Reward: 2, Done: true}, nil, true
 				}
@@ -544,7 +544,7 @@ func TestCriticScoresEachCheckpointOnce(t *testing.T) {
 func TestObservationsAndText(t *testing.T) {
 	env := newFakeEnv()
 	env.obs = Observation{Text: "[reset]"}
-	env.step = func(e *fakeEnv, c *parse.TokenChunk) (Step, error, bool) {
+	env.step = func(e *fakeEnv, c *action.TokenChunk) (Step, error, bool) {
 		if e.steps == 1 {
 			return Step{Observation: Observation{Text: "[tool]"}, Reward: 0.5}, nil, true
 		}
@@ -684,7 +684,7 @@ func TestStepForkerTakesSnapshotsInItsStep(t *testing.T) {
 
 	t.Run("a failure after the step closes its fork", func(t *testing.T) {
 		env := newFakeEnv()
-		env.step = func(e *fakeEnv, c *parse.TokenChunk) (Step, error, bool) {
+		env.step = func(e *fakeEnv, c *action.TokenChunk) (Step, error, bool) {
 			if !c.Finished && e.steps == 2 {
 				return Step{Reward: 2}, nil, true // outside [reward_min, reward_max]
 			}

@@ -3,8 +3,8 @@ package collect
 import (
 	"time"
 
-	"github.com/focus-go/focus-go/backends/generate"
-	"github.com/focus-go/focus-go/backends/parse"
+	"github.com/focus-go/focus-go/core/action"
+	"github.com/focus-go/focus-go/core/generate"
 	"github.com/focus-go/focus-go/core/prepare"
 	"github.com/focus-go/focus-go/core/search"
 	"github.com/focus-go/focus-go/core/status"
@@ -117,7 +117,7 @@ func (c Config) Validate() error {
 		switch {
 		case t.Parser == nil || t.Template == nil:
 			return status.Errorf(status.InvalidArgument, "collect: the whole-turn context needs a parser and a chat template (parser set: %t, template set: %t)", t.Parser != nil, t.Template != nil)
-		case t.Parser.Kind() != parse.KindTool && t.Parser.Kind() != parse.KindText:
+		case t.Parser.Kind() != action.KindTool && t.Parser.Kind() != action.KindText:
 			return status.Errorf(status.InvalidArgument, "collect: the whole-turn context parses replies into %q actions; expected a tool or text parser (exact token chunks need Segments)", t.Parser.Kind())
 		case len(t.Messages) == 0:
 			return status.Errorf(status.InvalidArgument, "collect: the whole-turn context needs the root messages the prompt was rendered from")

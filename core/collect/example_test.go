@@ -4,9 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/focus-go/focus-go/backends/critic"
-	"github.com/focus-go/focus-go/backends/generate"
 	"github.com/focus-go/focus-go/core/collect"
+	"github.com/focus-go/focus-go/core/generate"
 	"github.com/focus-go/focus-go/core/mathenv"
 	"github.com/focus-go/focus-go/core/prepare"
 	"github.com/focus-go/focus-go/core/search"
@@ -57,7 +56,7 @@ func Example() {
 		Search: search.Selective(6, 4), Reward: prepare.DefaultRewardConfig(),
 	}
 	env := mathenv.New(`\boxed{5}`, func(ids []uint32) (string, error) { return bytes{}.Decode(ids, false) })
-	t, err := collect.Collect(context.Background(), cfg, guesser{len(prompt)}, env, critic.Constant(0.5))
+	t, err := collect.Collect(context.Background(), cfg, guesser{len(prompt)}, env, collect.ConstantCritic{Value: 0.5})
 	if err != nil {
 		panic(err)
 	}

@@ -11,7 +11,7 @@ import (
 type Failure struct {
 	NodeID  int    `json:"node_id"`
 	Message string `json:"message"`
-	// Aborted marks a rollout whose generation the server aborted (parse.ErrAborted):
+	// Aborted marks a rollout whose generation the server aborted (action.ErrAborted):
 	// trainers such as Slime treat it as an aborted sample rather than a failure.
 	Aborted bool `json:"aborted,omitempty"`
 }

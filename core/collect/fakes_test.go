@@ -8,8 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/focus-go/focus-go/backends/generate"
-	"github.com/focus-go/focus-go/backends/parse"
+	"github.com/focus-go/focus-go/core/action"
+	"github.com/focus-go/focus-go/core/generate"
 	"github.com/focus-go/focus-go/core/status"
 )
 
@@ -111,7 +111,7 @@ type fakeEnv struct {
 	busy   atomic.Bool
 	closed atomic.Bool
 	// hooks, shared by forks
-	step func(e *fakeEnv, chunk *parse.TokenChunk) (Step, error, bool)
+	step func(e *fakeEnv, chunk *action.TokenChunk) (Step, error, bool)
 	fork func(e *fakeEnv) error
 	obs  Observation
 }
@@ -133,23 +133,23 @@ func (e *fakeEnv) Reset(ctx context.Context) (Observation, error) {
 	return e.obs, nil
 }
 
-func (e *fakeEnv) Step(ctx context.Context, action parse.Action) (Step, error) {
+func (e *fakeEnv) Step(ctx context.Context, act action.Action) (Step, error) {
 	defer e.enter()()
-	if action.Kind != parse.KindTokens || action.Chunk == nil {
+	if act.Kind != action.KindTokens || act.Chunk == nil {
 		return Step{}, status.Errorf(status.InvalidArgument, "fake env: not a token chunk")
 	}
 	e.steps++
 	if e.step != nil {
-		if s, err, handled := e.step(e, action.Chunk); handled {
+		if s, err, handled := e.step(e, act.Chunk); handled {
 			return s, err
 		}
 	}
-	if !action.Chunk.Finished {
+	if !act.Chunk.Finished {
 		return Step{}, nil
 	}
 	r := 0.0
-	if n := len(action.Chunk.Tokens); n > 0 {
-		r = float64(action.Chunk.Tokens[n-1] % 2)
+	if n := len(act.Chunk.Tokens); n > 0 {
+		r = float64(act.Chunk.Tokens[n-1] % 2)
 	}
 	return Step{Reward: r, Done: true}, nil
 }
@@ -227,8 +227,8 @@ func (e stepForkEnv) Fork(ctx context.Context) (Env, error) {
 	return stepForkEnv{twin.(*fakeEnv), e.stepForks}, nil
 }
 
-func (e stepForkEnv) StepFork(ctx context.Context, action parse.Action) (Step, Env, error) {
-	step, err := e.Step(ctx, action)
+func (e stepForkEnv) StepFork(ctx context.Context, act action.Action) (Step, Env, error) {
+	step, err := e.Step(ctx, act)
 	if err != nil || step.Done {
 		return step, nil, err
 	}

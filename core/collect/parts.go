@@ -4,8 +4,8 @@ import (
 	"context"
 	"encoding/json"
 
-	"github.com/focus-go/focus-go/backends/generate"
-	"github.com/focus-go/focus-go/backends/parse"
+	"github.com/focus-go/focus-go/core/action"
+	"github.com/focus-go/focus-go/core/generate"
 )
 
 // Policy generates one segment: a continuation of req.Tokens under
@@ -45,9 +45,9 @@ type Step struct {
 }
 
 // Env is the task a rollout acts in. Exact-token segments reach Step as a
-// parse.Action of kind parse.KindTokens carrying the segment's TokenChunk;
+// action.Action of kind action.KindTokens carrying the segment's TokenChunk;
 // whole turns (Config.Turns) as the action Turns.Parser reads from the reply
-// (parse.KindTool or parse.KindText).
+// (action.KindTool or action.KindText).
 //
 // The engine Resets the collection's root env once and never steps it: every
 // rollout works on a Fork. Each checkpoint keeps its own fork as a snapshot,
@@ -57,7 +57,7 @@ type Step struct {
 // exactly once (the root env stays the caller's).
 type Env interface {
 	Reset(ctx context.Context) (Observation, error)
-	Step(ctx context.Context, action parse.Action) (Step, error)
+	Step(ctx context.Context, act action.Action) (Step, error)
 	Fork(ctx context.Context) (Env, error)
 	Close()
 }
@@ -67,7 +67,7 @@ type Env interface {
 // fork of the env as it is after the step (the checkpoint's snapshot). The engine calls it
 // instead of Step when it will keep a snapshot of the step's node if the episode goes on.
 type StepForker interface {
-	StepFork(ctx context.Context, action parse.Action) (Step, Env, error)
+	StepFork(ctx context.Context, act action.Action) (Step, Env, error)
 }
 
 // Critic predicts the value of checkpoints from their context text, one

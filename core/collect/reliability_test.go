@@ -15,8 +15,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/focus-go/focus-go/backends/generate"
-	"github.com/focus-go/focus-go/backends/parse"
+	"github.com/focus-go/focus-go/core/action"
+	"github.com/focus-go/focus-go/core/generate"
 	"github.com/focus-go/focus-go/core/prepare"
 	"github.com/focus-go/focus-go/core/search"
 	"github.com/focus-go/focus-go/core/status"
@@ -78,12 +78,12 @@ type hangEnv struct {
 	hit func([]uint32) bool
 }
 
-func (e *hangEnv) Step(ctx context.Context, action parse.Action) (Step, error) {
-	if e.steps == 1 && e.hit(action.Chunk.Tokens) {
+func (e *hangEnv) Step(ctx context.Context, act action.Action) (Step, error) {
+	if e.steps == 1 && e.hit(act.Chunk.Tokens) {
 		<-ctx.Done()
 		return Step{}, status.Wrap(status.CodeOf(ctx.Err()), ctx.Err(), "tool")
 	}
-	return e.fakeEnv.Step(ctx, action)
+	return e.fakeEnv.Step(ctx, act)
 }
 
 func (e *hangEnv) Fork(ctx context.Context) (Env, error) {
@@ -104,7 +104,7 @@ func TestFaultsCostExactlyTheirRollouts(t *testing.T) {
 	hit := func(tokens []uint32) bool { return len(tokens) > 0 && tokens[0]%3 == 0 }
 	secondStep := func(step func() (Step, error)) func(e *fakeEnv) {
 		return func(e *fakeEnv) {
-			e.step = func(e *fakeEnv, c *parse.TokenChunk) (Step, error, bool) {
+			e.step = func(e *fakeEnv, c *action.TokenChunk) (Step, error, bool) {
 				if e.steps == 2 && hit(c.Tokens) {
 					s, err := step()
 					return s, err, true

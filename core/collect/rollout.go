@@ -8,8 +8,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/focus-go/focus-go/backends/generate"
-	"github.com/focus-go/focus-go/backends/parse"
+	"github.com/focus-go/focus-go/core/action"
+	"github.com/focus-go/focus-go/core/generate"
 	"github.com/focus-go/focus-go/core/search"
 	"github.com/focus-go/focus-go/core/status"
 	"github.com/focus-go/focus-go/core/tree"
@@ -33,7 +33,12 @@ func (s *snapshot) fork(ctx context.Context) (Env, error) {
 	return s.env.Fork(ctx)
 }
 
+// release closes the snapshot's env (if the engine made it) once; a nil snapshot is a
+// no-op.
 func (s *snapshot) release() {
+	if s == nil {
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -108,182 +113,262 @@ func (e *engine) failed(ctx context.Context, what string, err error) (msg string
 	return what + ": " + err.Error(), false
 }
 
+// stepError is a failed step of a rollout: the call that failed (what: "policy",
+// "env: step", ...) and its error. An empty what means err already names the call
+// (Result.Validate's "policy: response has ...").
+type stepError struct {
+	what string
+	err  error
+}
+
+func stepFailed(what string, err error) *stepError { return &stepError{what: what, err: err} }
+
+// path is where a rollout stands: the exact context so far and what it spent.
+type path struct {
+	// Appending never changes ids an earlier request was given, so a policy
+	// may keep req.Tokens.
+	prefix    []uint32
+	generated int // generated policy tokens from the root
+	depth     int // edges from the root
+}
+
 // rollout generates segments from l.start until done, truncation or
 // failure. It reads only l and the engine's immutable settings.
 func (e *engine) rollout(ctx context.Context, l *launch) (out outcome) {
+	se := e.runSegments(ctx, l, &out)
+	if se == nil {
+		return out
+	}
+	out.discard()
+	if se.what == "" {
+		out.failure, out.cancelled = se.err.Error(), ctx.Err() != nil
+		return out
+	}
+	out.failure, out.cancelled = e.failed(ctx, se.what, se.err)
+	out.aborted = errors.Is(se.err, action.ErrAborted)
+	return out
+}
+
+// runSegments forks the checkpoint's env and appends one node (with its snapshot) per
+// segment to out until the path ends, or returns the step that failed.
+func (e *engine) runSegments(ctx context.Context, l *launch, out *outcome) *stepError {
 	cfg := &e.cfg
-	fail := func(what string, err error) outcome {
-		out.discard()
-		out.failure, out.cancelled = e.failed(ctx, what, err)
-		out.aborted = errors.Is(err, parse.ErrAborted)
-		return out
-	}
-	// Result.Validate already names the policy: "policy: response has ...".
-	failValidate := func(err error) outcome {
-		out.discard()
-		out.failure, out.cancelled = err.Error(), ctx.Err() != nil
-		return out
-	}
 	ectx, cancel := withTimeout(ctx, cfg.EnvTimeout)
 	env, err := l.snap.fork(ectx)
 	cancel()
 	if err != nil {
-		return fail("env: fork", err)
+		return stepFailed("env: fork", err)
 	}
 	defer env.Close()
 
-	// Appending never changes ids an earlier request was given, so a policy
-	// may keep req.Tokens.
-	prefix := l.prefix
-	generated, depth := l.generated, l.depth
+	p := path{prefix: l.prefix, generated: l.generated, depth: l.depth}
 	// Room for the segments a typical path still needs, without reserving
 	// the whole T_max for every rollout.
-	expect := min(cfg.MaxSegments-depth, (cfg.MaxTotalTokens-generated+cfg.Segments-1)/cfg.Segments, 8)
+	expect := min(cfg.MaxSegments-p.depth, (cfg.MaxTotalTokens-p.generated+cfg.Segments-1)/cfg.Segments, 8)
 	out.nodes = make([]tree.Node, 0, expect)
 	out.snaps = make([]*snapshot, 0, expect)
 	for k := 0; ; k++ {
-		// One allocation for both per-request values: a policy may keep the
-		// request's pointers, so they are never reused.
-		perRequest := &struct {
-			maxTokens int
-			seed      int64
-		}{min(cfg.Segments, cfg.MaxTotalTokens-generated), segmentSeed(l.seed, cfg.ProblemID, k)}
-		maxTokens := perRequest.maxTokens
-		params := cfg.Sampling
-		params.MaxTokens, params.Seed = &perRequest.maxTokens, &perRequest.seed
-
-		pctx, cancel := withTimeout(ctx, cfg.PolicyTimeout)
-		began := time.Now()
-		res, err := e.policy.Generate(pctx, generate.Request{Tokens: prefix, Params: params, RoutingKey: cfg.RoutingKey})
-		e.policyNanos.Add(int64(time.Since(began)))
-		cancel()
-		if err != nil {
-			return fail("policy", err)
-		}
-		if res == nil {
-			return fail("policy", errors.New("returned no result and no error"))
-		}
-		if err := res.Validate("policy", maxTokens); err != nil {
-			return failValidate(err)
-		}
-		// Counted once validated (a broken response's count means nothing),
-		// whether or not the rollout later fails: the tokens were generated.
-		e.generatedTokens.Add(int64(len(res.Tokens)))
-		var action parse.Action
-		if e.turns != nil {
-			if action, err = e.turns.turnAction(res.Tokens, res.StopReason); err != nil {
-				return fail("policy", err)
-			}
-		} else {
-			chunk, err := parse.ParseTokenChunk(parse.Result{Tokens: res.Tokens, Text: res.Text, StopReason: res.StopReason})
-			if err != nil {
-				return fail("policy", err)
-			}
-			action = parse.Action{Kind: parse.KindTokens, Chunk: &chunk}
-		}
-		text := res.Text
-		if cfg.Codec != nil {
-			if text, err = cfg.Codec.Decode(res.Tokens, false); err != nil {
-				return fail("policy: decode the generated tokens", err)
-			}
-		}
-
-		// The node keeps a snapshot unless it ends the path; the truncation limits are
-		// known now, so an env that can fork in its step call is asked to.
-		n := len(res.Tokens)
-		truncates := generated+n >= cfg.MaxTotalTokens || depth+1 >= cfg.MaxSegments
-		wantSnap := !truncates && e.branchable(generated+n)
-		ectx, cancel := withTimeout(ctx, cfg.EnvTimeout)
-		var step Step
-		var snap *snapshot
-		sf, isStepForker := env.(StepForker)
-		if isStepForker && wantSnap {
-			var twin Env
-			step, twin, err = sf.StepFork(ectx, action)
-			if twin != nil {
-				snap = &snapshot{env: twin, owned: true}
-			}
-		} else {
-			step, err = env.Step(ectx, action)
-		}
-		cancel()
-		// From here a failure also releases the snapshot the step made.
-		failStepped := func(what string, err error) outcome {
-			if snap != nil {
-				snap.release()
-			}
-			return fail(what, err)
-		}
-		if err != nil {
-			what := "env: step"
-			if wantSnap && isStepForker {
-				what = "env: step and fork"
-			}
-			return failStepped(what, err)
-		}
-		if math.IsNaN(step.Reward) || math.IsInf(step.Reward, 0) {
-			return failStepped("env", fmt.Errorf("step reward %v is not finite", step.Reward))
-		}
-		if step.Reward < cfg.Reward.RewardMin || step.Reward > cfg.Reward.RewardMax {
-			return failStepped("env", fmt.Errorf("step reward %v is outside [reward_min, reward_max] = [%v, %v]",
-				step.Reward, cfg.Reward.RewardMin, cfg.Reward.RewardMax))
-		}
-		var obsTokens []uint32
-		var obsText string
-		if e.turns != nil {
-			obsTokens, obsText, err = e.turns.conditioning(res.Tokens, step)
-		} else {
-			obsTokens, obsText, err = e.observation(step.Observation)
-		}
-		if err != nil {
-			return failStepped("env: observation", err)
-		}
-
-		span := tree.PackedSequence{
-			Tokens:    make([]uint32, n+len(obsTokens)),
-			Trainable: make([]bool, n+len(obsTokens)),
-			Logprobs:  make([]float64, n+len(obsTokens)),
-		}
-		copy(span.Tokens, res.Tokens)
-		copy(span.Tokens[n:], obsTokens)
-		inexact := inexactReason(res)
-		if inexact == "" {
-			copy(span.Logprobs, res.Logprobs)
-			for i := range n {
-				span.Trainable[i] = true
-			}
-		}
-		generated += n
-		depth++
-		node := tree.Node{
-			Spans: []tree.PackedSequence{span}, Reward: step.Reward, Text: text + obsText,
-			Observation: obsText, Done: step.Done, SearchPass: l.pass, Inexact: inexact,
-		}
-		if !node.Done && (generated >= cfg.MaxTotalTokens || depth >= cfg.MaxSegments) {
-			node.Truncated, node.Reward = true, cfg.Reward.TruncatedReward
-		}
-		switch {
-		case node.Terminal() || !e.branchable(generated):
-			if snap != nil {
-				snap.release() // a StepForker forked although the step ended the path
-				snap = nil
-			}
-		case snap == nil:
-			ectx, cancel := withTimeout(ctx, cfg.EnvTimeout)
-			forked, err := env.Fork(ectx)
-			cancel()
-			if err != nil {
-				return fail("env: fork", err)
-			}
-			snap = &snapshot{env: forked, owned: true}
+		node, snap, se := e.segment(ctx, l, env, &p, k)
+		if se != nil {
+			return se
 		}
 		out.nodes = append(out.nodes, node)
 		out.snaps = append(out.snaps, snap)
 		if node.Terminal() {
-			return out
+			return nil
 		}
-		prefix = append(prefix, span.Tokens...)
+		p.prefix = append(p.prefix, node.Spans[0].Tokens...)
 	}
+}
+
+// segment runs segment k of a rollout standing at p: generate, read the action, step the
+// env, encode the observation, build the node, and keep the snapshot a later branch from
+// the node forks (nil when none can). It advances p's counts past the new edge.
+func (e *engine) segment(ctx context.Context, l *launch, env Env, p *path, k int) (tree.Node, *snapshot, *stepError) {
+	cfg := &e.cfg
+	res, se := e.generateSegment(ctx, l, p, k)
+	if se != nil {
+		return tree.Node{}, nil, se
+	}
+	act, text, se := e.readReply(res)
+	if se != nil {
+		return tree.Node{}, nil, se
+	}
+
+	// The node keeps a snapshot unless it ends the path; the truncation limits are
+	// known now, so an env that can fork in its step call is asked to.
+	n := len(res.Tokens)
+	truncates := p.generated+n >= cfg.MaxTotalTokens || p.depth+1 >= cfg.MaxSegments
+	wantSnap := !truncates && e.branchable(p.generated+n)
+	step, snap, se := e.stepEnv(ctx, env, act, wantSnap)
+	if se != nil {
+		return tree.Node{}, nil, se
+	}
+	var obsTokens []uint32
+	var obsText string
+	var err error
+	if e.turns != nil {
+		obsTokens, obsText, err = e.turns.conditioning(res.Tokens, step)
+	} else {
+		obsTokens, obsText, err = e.observation(step.Observation)
+	}
+	if err != nil {
+		snap.release()
+		return tree.Node{}, nil, stepFailed("env: observation", err)
+	}
+
+	span, inexact := edgeSpan(res, obsTokens)
+	p.generated += n
+	p.depth++
+	node := tree.Node{
+		Spans: []tree.PackedSequence{span}, Reward: step.Reward, Text: text + obsText,
+		Observation: obsText, Done: step.Done, SearchPass: l.pass, Inexact: inexact,
+	}
+	if !node.Done && (p.generated >= cfg.MaxTotalTokens || p.depth >= cfg.MaxSegments) {
+		node.Truncated, node.Reward = true, cfg.Reward.TruncatedReward
+	}
+	snap, se = e.keepSnapshot(ctx, env, &node, p.generated, snap)
+	return node, snap, se
+}
+
+// generateSegment asks the policy for segment k from p's prefix (max_tokens = min(L,
+// T_max - generated), the segment's derived seed) and checks the response.
+func (e *engine) generateSegment(ctx context.Context, l *launch, p *path, k int) (*generate.Result, *stepError) {
+	cfg := &e.cfg
+	// One allocation for both per-request values: a policy may keep the
+	// request's pointers, so they are never reused.
+	perRequest := &struct {
+		maxTokens int
+		seed      int64
+	}{min(cfg.Segments, cfg.MaxTotalTokens-p.generated), segmentSeed(l.seed, cfg.ProblemID, k)}
+	maxTokens := perRequest.maxTokens
+	params := cfg.Sampling
+	params.MaxTokens, params.Seed = &perRequest.maxTokens, &perRequest.seed
+
+	pctx, cancel := withTimeout(ctx, cfg.PolicyTimeout)
+	began := time.Now()
+	res, err := e.policy.Generate(pctx, generate.Request{Tokens: p.prefix, Params: params, RoutingKey: cfg.RoutingKey})
+	e.policyNanos.Add(int64(time.Since(began)))
+	cancel()
+	if err != nil {
+		return nil, stepFailed("policy", err)
+	}
+	if res == nil {
+		return nil, stepFailed("policy", errors.New("returned no result and no error"))
+	}
+	if err := res.Validate("policy", maxTokens); err != nil {
+		return nil, stepFailed("", err)
+	}
+	// Counted once validated (a broken response's count means nothing),
+	// whether or not the rollout later fails: the tokens were generated.
+	e.generatedTokens.Add(int64(len(res.Tokens)))
+	return res, nil
+}
+
+// readReply reads the action off a checked response (the whole turn's parser, or the
+// exact-token chunk) and the edge's display text (the codec's decoding when there is one).
+func (e *engine) readReply(res *generate.Result) (act action.Action, text string, se *stepError) {
+	var err error
+	if e.turns != nil {
+		if act, err = e.turns.turnAction(res.Tokens, res.StopReason); err != nil {
+			return act, "", stepFailed("policy", err)
+		}
+	} else {
+		chunk, err := action.ParseTokenChunk(action.Result{Tokens: res.Tokens, Text: res.Text, StopReason: res.StopReason})
+		if err != nil {
+			return act, "", stepFailed("policy", err)
+		}
+		act = action.Action{Kind: action.KindTokens, Chunk: &chunk}
+	}
+	text = res.Text
+	if e.cfg.Codec != nil {
+		if text, err = e.cfg.Codec.Decode(res.Tokens, false); err != nil {
+			return act, "", stepFailed("policy: decode the generated tokens", err)
+		}
+	}
+	return act, text, nil
+}
+
+// stepEnv steps env with act and checks the reward. With wantSnap an env that can step
+// and fork in one call (StepForker) does, and the fork is returned as the new node's
+// snapshot; on an error no snapshot is left behind.
+func (e *engine) stepEnv(ctx context.Context, env Env, act action.Action, wantSnap bool) (Step, *snapshot, *stepError) {
+	cfg := &e.cfg
+	ectx, cancel := withTimeout(ctx, cfg.EnvTimeout)
+	var step Step
+	var snap *snapshot
+	var err error
+	sf, isStepForker := env.(StepForker)
+	if isStepForker && wantSnap {
+		var twin Env
+		step, twin, err = sf.StepFork(ectx, act)
+		if twin != nil {
+			snap = &snapshot{env: twin, owned: true}
+		}
+	} else {
+		step, err = env.Step(ectx, act)
+	}
+	cancel()
+	var se *stepError
+	switch {
+	case err != nil:
+		what := "env: step"
+		if wantSnap && isStepForker {
+			what = "env: step and fork"
+		}
+		se = stepFailed(what, err)
+	case math.IsNaN(step.Reward) || math.IsInf(step.Reward, 0):
+		se = stepFailed("env", fmt.Errorf("step reward %v is not finite", step.Reward))
+	case step.Reward < cfg.Reward.RewardMin || step.Reward > cfg.Reward.RewardMax:
+		se = stepFailed("env", fmt.Errorf("step reward %v is outside [reward_min, reward_max] = [%v, %v]",
+			step.Reward, cfg.Reward.RewardMin, cfg.Reward.RewardMax))
+	}
+	if se != nil {
+		snap.release()
+		return Step{}, nil, se
+	}
+	return step, snap, nil
+}
+
+// edgeSpan is the new edge: the generated tokens (trainable, with their logprobs, unless
+// the response is inexact) followed by the observation's conditioning tokens.
+func edgeSpan(res *generate.Result, obsTokens []uint32) (span tree.PackedSequence, inexact string) {
+	n := len(res.Tokens)
+	span = tree.PackedSequence{
+		Tokens:    make([]uint32, n+len(obsTokens)),
+		Trainable: make([]bool, n+len(obsTokens)),
+		Logprobs:  make([]float64, n+len(obsTokens)),
+	}
+	copy(span.Tokens, res.Tokens)
+	copy(span.Tokens[n:], obsTokens)
+	inexact = inexactReason(res)
+	if inexact == "" {
+		copy(span.Logprobs, res.Logprobs)
+		for i := range n {
+			span.Trainable[i] = true
+		}
+	}
+	return span, inexact
+}
+
+// keepSnapshot decides the new node's snapshot: none when the node ends its path or can
+// never be branched from (a StepForker's fork is released), else the step's fork or, when
+// the env made none, a fork made now.
+func (e *engine) keepSnapshot(ctx context.Context, env Env, node *tree.Node, generated int, snap *snapshot) (*snapshot, *stepError) {
+	switch {
+	case node.Terminal() || !e.branchable(generated):
+		snap.release() // a StepForker forked although the step ended the path
+		return nil, nil
+	case snap == nil:
+		ectx, cancel := withTimeout(ctx, e.cfg.EnvTimeout)
+		forked, err := env.Fork(ectx)
+		cancel()
+		if err != nil {
+			return nil, stepFailed("env: fork", err)
+		}
+		return &snapshot{env: forked, owned: true}, nil
+	}
+	return snap, nil
 }
 
 // inexactReason says why res cannot train the actor ("" when it can): its ids are not

@@ -11,9 +11,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/focus-go/focus-go/backends/sglang"
-	"github.com/focus-go/focus-go/backends/sim"
 	"github.com/focus-go/focus-go/backends/transport"
 	"github.com/focus-go/focus-go/core/search"
+	"github.com/focus-go/focus-go/sim"
 )
 
 // TestSimulatedServerFaults runs collections over loopback HTTP against the simulated

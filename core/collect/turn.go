@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/focus-go/focus-go/backends/parse"
+	"github.com/focus-go/focus-go/core/action"
 	"github.com/focus-go/focus-go/core/status"
 )
 
@@ -43,7 +43,7 @@ import (
 // so a non-empty reset observation without exact tokens is rejected.
 type Turns struct {
 	// Parser reads a reply (KindTool: a tool-call dialect; KindText: text).
-	Parser parse.Parser
+	Parser action.Parser
 	// Template renders chat messages with the model's chat template (and
 	// the keyword arguments the prompt was rendered with).
 	Template Template
@@ -183,18 +183,18 @@ func describeMessages(msgs []json.RawMessage) string {
 // without special tokens (the EOS is not part of the answer); "stop" and
 // "length" finishes are both turns (a turn cut at max_tokens is parsed as
 // written: an unclosed tool call is no call), anything else is an error.
-func (r *turnRenderer) turnAction(tokens []uint32, stopReason string) (parse.Action, error) {
+func (r *turnRenderer) turnAction(tokens []uint32, stopReason string) (action.Action, error) {
 	if stopReason == "abort" {
-		return parse.Action{}, parse.ErrAborted
+		return action.Action{}, action.ErrAborted
 	}
 	if stopReason != "stop" && stopReason != "length" {
-		return parse.Action{}, status.Errorf(status.Backend, "finish reason %q cannot end an assistant turn, expected \"stop\" or \"length\"", stopReason)
+		return action.Action{}, status.Errorf(status.Backend, "finish reason %q cannot end an assistant turn, expected \"stop\" or \"length\"", stopReason)
 	}
 	// Most dialects read the reply without special tokens (the EOS is not part of the
 	// answer); harmony's channel markers are special tokens, so it reads them all.
-	text, err := r.codec.Decode(tokens, !parse.KeepsSpecialTokens(r.turns.Parser))
+	text, err := r.codec.Decode(tokens, !action.KeepsSpecialTokens(r.turns.Parser))
 	if err != nil {
-		return parse.Action{}, fmt.Errorf("decode the reply: %w", err)
+		return action.Action{}, fmt.Errorf("decode the reply: %w", err)
 	}
-	return r.turns.Parser.Parse(parse.Result{Tokens: tokens, Text: text, StopReason: stopReason})
+	return r.turns.Parser.Parse(action.Result{Tokens: tokens, Text: text, StopReason: stopReason})
 }

@@ -12,8 +12,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/focus-go/focus-go/backends/generate"
 	"github.com/focus-go/focus-go/backends/parse"
+	"github.com/focus-go/focus-go/core/action"
+	"github.com/focus-go/focus-go/core/generate"
 	"github.com/focus-go/focus-go/core/search"
 	"github.com/focus-go/focus-go/core/status"
 )
@@ -109,20 +110,20 @@ func (p *turnPolicy) Generate(ctx context.Context, req generate.Request) (*gener
 // replaces the observation of a call.
 type toolEnv struct {
 	steps   int
-	observe func(calls []parse.ToolCall) Observation
-	actions *[]parse.Action
+	observe func(calls []action.ToolCall) Observation
+	actions *[]action.Action
 	mu      *sync.Mutex
 }
 
-func newToolEnv() *toolEnv { return &toolEnv{actions: &[]parse.Action{}, mu: &sync.Mutex{}} }
+func newToolEnv() *toolEnv { return &toolEnv{actions: &[]action.Action{}, mu: &sync.Mutex{}} }
 
 func (e *toolEnv) Reset(ctx context.Context) (Observation, error) { return Observation{}, nil }
 
-func (e *toolEnv) Step(ctx context.Context, a parse.Action) (Step, error) {
+func (e *toolEnv) Step(ctx context.Context, a action.Action) (Step, error) {
 	e.mu.Lock()
 	*e.actions = append(*e.actions, a)
 	e.mu.Unlock()
-	if a.Kind != parse.KindTool || a.Turn == nil {
+	if a.Kind != action.KindTool || a.Turn == nil {
 		return Step{}, status.Errorf(status.InvalidArgument, "tool env: action kind %q", a.Kind)
 	}
 	e.steps++
@@ -226,7 +227,7 @@ func TestTurnsToolEpisode(t *testing.T) {
 
 	// Actions reach the env parsed, without the EOS.
 	for _, a := range *env.actions {
-		require.Equal(t, parse.KindTool, a.Kind)
+		require.Equal(t, action.KindTool, a.Kind)
 		assert.NotContains(t, a.Turn.Text, turnEnd)
 	}
 }
@@ -246,13 +247,13 @@ func TestTurnsDeterministic(t *testing.T) {
 func TestTurnsRewritingTemplateFailsTheRollout(t *testing.T) {
 	tests := []struct {
 		name    string
-		observe func(calls []parse.ToolCall) Observation
+		observe func(calls []action.ToolCall) Observation
 		want    string
 	}{
-		{"user message", func([]parse.ToolCall) Observation {
+		{"user message", func([]action.ToolCall) Observation {
 			return Observation{Messages: []json.RawMessage{json.RawMessage(`{"role":"user","content":"go on"}`)}}
 		}, "roles [user]"},
-		{"text becomes a user message", func([]parse.ToolCall) Observation { return Observation{Text: "go on"} }, "roles [user]"},
+		{"text becomes a user message", func([]action.ToolCall) Observation { return Observation{Text: "go on"} }, "roles [user]"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -310,7 +311,7 @@ func TestTurnsConfigErrors(t *testing.T) {
 		want string
 	}{
 		{"no parser", func(c *Config) { c.Turns.Parser = nil }, "needs a parser and a chat template"},
-		{"token chunks", func(c *Config) { c.Turns.Parser = parse.TokenChunkParser{} }, "expected a tool or text parser"},
+		{"token chunks", func(c *Config) { c.Turns.Parser = action.TokenChunkParser{} }, "expected a tool or text parser"},
 		{"no messages", func(c *Config) { c.Turns.Messages = nil }, "root messages"},
 		{"no codec", func(c *Config) { c.Codec = nil }, "needs a codec"},
 		{"template without content", func(c *Config) { c.Turns.Template = blankTemplate{} }, "does not write an assistant message's content"},
@@ -337,7 +338,7 @@ func (blankTemplate) Render(messages, tools []json.RawMessage, gen bool) (string
 
 func TestSegmentsRejectMessageObservations(t *testing.T) {
 	env := newFakeEnv()
-	env.step = func(e *fakeEnv, c *parse.TokenChunk) (Step, error, bool) {
+	env.step = func(e *fakeEnv, c *action.TokenChunk) (Step, error, bool) {
 		return Step{Observation: Observation{Messages: rootMessages}}, nil, true
 	}
 	cfg := baseConfig(search.Independent(1))
@@ -433,7 +434,7 @@ func (c skipRecorder) Decode(ids []uint32, skipSpecial bool) (string, error) {
 // tokens, so the reply is decoded with them; the other dialects read it without.
 func TestTurnActionKeepsSpecialTokensForHarmony(t *testing.T) {
 	for _, tt := range []struct {
-		parser parse.Parser
+		parser action.Parser
 		skip   bool
 	}{{parse.HermesParser{}, true}, {parse.HarmonyParser{}, false}, {parse.Llama3JSONParser{}, true}} {
 		var skipped []bool

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"slices"
 
-	"github.com/focus-go/focus-go/backends/parse"
+	"github.com/focus-go/focus-go/core/action"
 	"github.com/focus-go/focus-go/core/collect"
 	"github.com/focus-go/focus-go/core/status"
 )
@@ -75,21 +75,21 @@ type stepInfo struct {
 // Step appends a token chunk. An unfinished chunk gives reward 0 and the
 // episode goes on; a finished one is graded: the decoded response's last
 // \boxed{} answer against the label, reward Correct or Wrong, done.
-func (e *Env) Step(ctx context.Context, action parse.Action) (collect.Step, error) {
-	if action.Kind != parse.KindTokens || action.Chunk == nil {
-		return collect.Step{}, status.Errorf(status.InvalidArgument, "mathenv: action of kind %q, expected %q (a token chunk)", action.Kind, parse.KindTokens)
+func (e *Env) Step(ctx context.Context, act action.Action) (collect.Step, error) {
+	if act.Kind != action.KindTokens || act.Chunk == nil {
+		return collect.Step{}, status.Errorf(status.InvalidArgument, "mathenv: action of kind %q, expected %q (a token chunk)", act.Kind, action.KindTokens)
 	}
 	if e.done {
 		return collect.Step{}, status.Errorf(status.InvalidArgument, "mathenv: step after the episode ended; fork or reset first")
 	}
-	if k := len(action.Chunk.Tokens); k > 0 {
+	if k := len(act.Chunk.Tokens); k > 0 {
 		n := k
 		if e.last != nil {
 			n += e.last.n
 		}
-		e.last = &stepChunk{tokens: slices.Clone(action.Chunk.Tokens), prev: e.last, n: n}
+		e.last = &stepChunk{tokens: slices.Clone(act.Chunk.Tokens), prev: e.last, n: n}
 	}
-	if !action.Chunk.Finished {
+	if !act.Chunk.Finished {
 		return collect.Step{}, nil
 	}
 	tokens := e.Tokens()

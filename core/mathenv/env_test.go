@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/focus-go/focus-go/backends/parse"
+	"github.com/focus-go/focus-go/core/action"
 	"github.com/focus-go/focus-go/core/status"
 )
 
@@ -23,12 +23,12 @@ func byteDecode(ids []uint32) (string, error) {
 	return string(b), nil
 }
 
-func chunk(s string, finished bool) parse.Action {
+func chunk(s string, finished bool) action.Action {
 	ids := make([]uint32, len(s))
 	for i := range s {
 		ids[i] = uint32(s[i])
 	}
-	return parse.Action{Kind: parse.KindTokens, Chunk: &parse.TokenChunk{Tokens: ids, Finished: finished}}
+	return action.Action{Kind: action.KindTokens, Chunk: &action.TokenChunk{Tokens: ids, Finished: finished}}
 }
 
 func TestEnvEpisode(t *testing.T) {
@@ -101,7 +101,7 @@ func mustDecode(ids []uint32) string {
 
 func TestEnvErrors(t *testing.T) {
 	ctx := context.Background()
-	_, err := New("5", byteDecode).Step(ctx, parse.Action{Kind: parse.KindText, Text: "5"})
+	_, err := New("5", byteDecode).Step(ctx, action.Action{Kind: action.KindText, Text: "5"})
 	assert.Equal(t, status.InvalidArgument, status.CodeOf(err))
 	assert.Contains(t, err.Error(), `expected "tokens"`)
 

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/focus-go/focus-go/backends/parse"
+	"github.com/focus-go/focus-go/core/action"
 	"github.com/focus-go/focus-go/core/mathenv"
 )
 
@@ -27,9 +27,9 @@ func Example() {
 	ctx := context.Background()
 	env := mathenv.New(`\boxed{\frac{1}{2}}`, decode)
 	_, _ = env.Reset(ctx)
-	step, _ := env.Step(ctx, parse.Action{Kind: parse.KindTokens, Chunk: &parse.TokenChunk{Tokens: tokens("Half of 1 is \\box"), Finished: false}})
+	step, _ := env.Step(ctx, action.Action{Kind: action.KindTokens, Chunk: &action.TokenChunk{Tokens: tokens("Half of 1 is \\box"), Finished: false}})
 	fmt.Println(step.Reward, step.Done)
-	step, _ = env.Step(ctx, parse.Action{Kind: parse.KindTokens, Chunk: &parse.TokenChunk{Tokens: tokens("ed{0.5}."), Finished: true}})
+	step, _ = env.Step(ctx, action.Action{Kind: action.KindTokens, Chunk: &action.TokenChunk{Tokens: tokens("ed{0.5}."), Finished: true}})
 	fmt.Println(step.Reward, step.Done, string(step.Info))
 
 	fmt.Println(mathenv.Equal(`\dfrac{1}{2}`, ".5"), mathenv.Normalize(`\left( 1, 2 \right).`))

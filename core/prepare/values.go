@@ -44,12 +44,12 @@ func Values(t *tree.Tree, cfg RewardConfig) (*TreeValues, error) {
 	v := &TreeValues{
 		Tree: t, Config: cfg,
 		Backup: make([]float64, n), Refined: make([]float64, n), Count: make([]int, n),
-		Reward: make([]float64, n), Excluded: make([]bool, n),
+		Reward: make([]float64, n),
 	}
 	order := t.BreadthFirst()
+	v.Excluded = t.Excluded(order)
 	for _, id := range order[1:] {
 		nd := &t.Nodes[id]
-		v.Excluded[id] = nd.Failed != "" || v.Excluded[nd.Parent]
 		switch {
 		case v.Excluded[id]:
 		case nd.Truncated:

@@ -13,11 +13,11 @@ import (
 // seeded hash decides (ALGORITHM.md §5.7.5).
 const TieTolerance = 1e-12
 
-// scan is what the candidate rule reads off a tree in one breadth-first pass.
+// scan is what the candidate rule reads off a tree, in breadth-first passes.
 type scan struct {
 	order    []int  // breadth-first, parents before children
 	reached  []bool // on a path from the root (always, on a valid tree)
-	excluded []bool // failed or under a failed node
+	excluded []bool // failed or under a failed node (tree.Excluded)
 	live     []int  // |ch(s)|: children that did not fail
 	tokens   []int  // generated policy tokens on the path root..s
 }
@@ -25,18 +25,17 @@ type scan struct {
 func scanTree(t *tree.Tree) *scan {
 	n := len(t.Nodes)
 	s := &scan{
-		order: t.BreadthFirst(), reached: make([]bool, n), excluded: make([]bool, n),
+		order: t.BreadthFirst(), reached: make([]bool, n),
 		live: make([]int, n), tokens: make([]int, n),
 	}
+	s.excluded = t.Excluded(s.order)
 	for _, id := range s.order {
 		nd := &t.Nodes[id]
 		s.reached[id] = true
-		s.excluded[id] = nd.Failed != ""
 		s.tokens[id], _ = t.EdgeTrainable(id)
 		// Bounds checks keep an invalid tree from panicking here; Plan
 		// reports it through validation.
 		if p := nd.Parent; id != 0 && p >= 0 && p < n {
-			s.excluded[id] = s.excluded[id] || s.excluded[p]
 			s.tokens[id] += s.tokens[p]
 			if nd.Failed == "" {
 				s.live[p]++

@@ -1,5 +1,6 @@
-"""The built-in action parsers. Each one runs the Go parser of backends/parse, so the Go
-collection engine and a Python caller parse identically."""
+"""The built-in action parsers. Each one runs the Go parser (the tool-call dialects of
+backends/parse, the token-chunk and text parsers of core/action), so the Go collection
+engine and a Python caller parse identically."""
 
 from __future__ import annotations
 

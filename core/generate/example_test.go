@@ -3,7 +3,7 @@ package generate_test
 import (
 	"fmt"
 
-	"github.com/focus-go/focus-go/backends/generate"
+	"github.com/focus-go/focus-go/core/generate"
 )
 
 func Example() {
