@@ -1,7 +1,7 @@
 package tokenizer
 
 // Hooks for the external test package (package tokenizer_test), which may import
-// backends/sim: compare the Go decode table with the Rust decode it replaces.
+// sim: compare the Go decode table with the Rust decode it replaces.
 
 // HasFastDecode reports whether Decode runs in Go for this tokenizer.
 func (t *Tokenizer) HasFastDecode() bool { return t.fast != nil }
