@@ -15,15 +15,8 @@ import pytest
 
 from focus_go.__main__ import main
 from focus_go._cli_collect import ProblemsFileError, read_problems
-from focus_go.sim import SimServer
 
 SMALL = ["--budget", "4", "--warmup", "2"]
-
-
-@pytest.fixture(scope="module")
-def server():
-    with SimServer(seed=0) as s:
-        yield s
 
 
 @pytest.fixture(scope="module")

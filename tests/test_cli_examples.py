@@ -15,7 +15,6 @@ from urllib.parse import urlparse
 
 import pytest
 
-from focus_go.sim import SimServer
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -25,12 +24,6 @@ def load(path: Path, name: str):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
-
-
-@pytest.fixture(scope="module")
-def server():
-    with SimServer(seed=0) as s:
-        yield s
 
 
 def math_file(server, path: Path, n: int = 2) -> Path:

@@ -29,15 +29,8 @@ from focus_go.env import grade_math
 from focus_go.errors import CollectionError, ConfigError
 from focus_go.extend import SchedulerView
 from focus_go.integrations import Problem
-from focus_go.sim import SimServer
 
 SAMPLING = SamplingParams(temperature=1.0)
-
-
-@pytest.fixture(scope="module")
-def server():
-    with SimServer(seed=0) as s:
-        yield s
 
 
 @pytest.fixture

@@ -17,15 +17,8 @@ import pytest
 from focus_go import Agent, Collector, Critic, MathEnv, Segments, Selective
 from focus_go.backends import Policy, SamplingParams, SGLangPolicy
 from focus_go.extend import SchedulerView
-from focus_go.sim import SimServer
 
 SAMPLING = SamplingParams(temperature=1.0)
-
-
-@pytest.fixture(scope="module")
-def server():
-    with SimServer(seed=0) as s:
-        yield s
 
 
 @pytest.fixture

@@ -16,13 +16,6 @@ from focus_go import Agent, Collector, Critic, Independent, MathEnv, Segments, S
 from focus_go.backends import SamplingParams, SGLangPolicy
 from focus_go.errors import CollectionError, ConfigError
 from focus_go.integrations import JsonlDirectory, collect_records
-from focus_go.sim import SimServer
-
-
-@pytest.fixture(scope="module")
-def server():
-    with SimServer(seed=0) as s:
-        yield s
 
 
 @pytest.fixture

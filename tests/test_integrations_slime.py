@@ -19,18 +19,11 @@ from focus_go import Agent, Collector, Critic, MathEnv, Segments, Selective
 from focus_go.backends import SamplingParams
 from focus_go.errors import CollectionError
 from focus_go.integrations import JsonlDirectory
-from focus_go.sim import SimServer
 
 from slime_contract import Sample, check_fanout, generate_and_rm, load_function, make_args
 
 # The generate hook Slime loads by dotted path (set per test).
 generate_hook = None
-
-
-@pytest.fixture(scope="module")
-def server():
-    with SimServer(seed=0) as s:
-        yield s
 
 
 @pytest.fixture

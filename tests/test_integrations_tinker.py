@@ -25,7 +25,6 @@ from focus_go.backends import PolicyFormat, SamplingParams, SGLangPolicy  # noqa
 from focus_go.errors import CollectionError  # noqa: E402
 from focus_go.integrations import JsonlDirectory  # noqa: E402
 from focus_go.integrations.tinker import PPO_CLIP, StepReport, to_datum, train, update_actor  # noqa: E402
-from focus_go.sim import SimServer  # noqa: E402
 
 _POOL = concurrent.futures.ThreadPoolExecutor(max_workers=16, thread_name_prefix="fake-tinker")
 
@@ -152,12 +151,6 @@ class FakeTrainingClient:
         f = concurrent.futures.Future()
         f.set_result(client)
         return AwaitableConcurrentFuture(f)
-
-
-@pytest.fixture(scope="module")
-def server():
-    with SimServer(seed=0) as s:
-        yield s
 
 
 @pytest.fixture

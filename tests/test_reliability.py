@@ -30,12 +30,6 @@ SAMPLING = SamplingParams(temperature=1.0)
 ROLLOUTS = 8
 
 
-@pytest.fixture(scope="module")
-def server():
-    with SimServer(seed=0) as s:
-        yield s
-
-
 @pytest.fixture
 def policy(server):
     p = SGLangPolicy(model=server.model, base_url=server.url, profile="token_chunk", default_params=SAMPLING, timeout=30)

@@ -20,15 +20,8 @@ from focus_go.generation.openai import OpenAIChatPolicy
 from focus_go.generation.parsing import HermesToolCallParser, QwenXMLToolCallParser
 from focus_go.generation.types import GenerateResult
 from focus_go.integrations import JsonlDirectory
-from focus_go.sim import SimServer
 
 KEY = "sk-focus-TEST-7f3a9c1e5b2d4f6a8c0e"
-
-
-@pytest.fixture(scope="module")
-def server():
-    with SimServer(seed=0) as s:
-        yield s
 
 
 def refused_url():

@@ -17,13 +17,6 @@ from openai.types import Completion
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 from openai.types.responses import Response
 
-from focus_go.sim import SimServer
-
-
-@pytest.fixture(scope="module")
-def server():
-    with SimServer(seed=0) as s:
-        yield s
 
 
 @pytest.fixture(scope="module")

@@ -50,12 +50,6 @@ def calc(expression: str) -> str:
     return str(int(value)) if float(value).is_integer() else str(value)
 
 
-@pytest.fixture(scope="module")
-def server():
-    with SimServer(seed=0) as s:
-        yield s
-
-
 @pytest.fixture
 def policy(server):
     p = SGLangPolicy(model=server.model, base_url=server.url, profile="hermes", default_params=SAMPLING)

@@ -9,13 +9,6 @@ import math
 import pytest
 
 from focus_go.backends import SamplingParams, SGLangPolicy, VLLMPolicy
-from focus_go.sim import SimServer
-
-
-@pytest.fixture(scope="module")
-def server():
-    with SimServer(seed=0) as s:
-        yield s
 
 
 def _policies(server):
