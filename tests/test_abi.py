@@ -69,6 +69,24 @@ def test_missing_library_names_the_fix():
     assert "make lib" in proc.stdout
 
 
+def test_foreign_library_is_refused_with_the_reason():
+    """A shared library that is not libfocus (here the C library) raises LibraryError
+    naming it, not AttributeError."""
+    import ctypes.util
+
+    foreign = ctypes.util.find_library("m") or ctypes.util.find_library("c")
+    assert foreign, "no C library to point at"
+    path = ctypes.CDLL(foreign)._name
+    proc = run_python(
+        "import focus_go._lib as l\n"
+        "try:\n    l.lib()\nexcept Exception as e:\n    print(type(e).__name__, e)",
+        FOCUS_GO_LIBRARY=path,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("LibraryError "), proc.stdout
+    assert "focus_abi_version" in proc.stdout and "not a focus-go library" in proc.stdout
+
+
 def test_abi_mismatch_is_refused():
     proc = run_python(
         "import focus_go._lib as l\nl.ABI_VERSION = 999\n"

@@ -151,6 +151,13 @@ func TestFaultsCostExactlyTheirRollouts(t *testing.T) {
 				}
 			}
 		}, contains: `"abort"`, aborted: true},
+		{name: "empty segment that does not finish", policy: func(p *fakePolicy) {
+			p.mutate = func(r *generate.Result) {
+				if hit(r.Tokens) && r.StopReason == generate.StopReasonLength {
+					r.Tokens, r.Logprobs = nil, nil
+				}
+			}
+		}, contains: `policy: the response has no tokens and finish reason "length"`},
 		{name: "env raises", env: secondStep(func() (Step, error) { return Step{}, errors.New("grader crashed") }), contains: "env: step: grader crashed"},
 		{name: "env nan reward", env: secondStep(func() (Step, error) { return Step{Reward: math.NaN()}, nil }), contains: "not finite"},
 		{name: "env infinite reward", env: secondStep(func() (Step, error) { return Step{Reward: math.Inf(-1), Done: true}, nil }), contains: "not finite"},

@@ -259,6 +259,12 @@ func (e *engine) generateSegment(ctx context.Context, l *launch, p *path, k int)
 	if err := res.Validate("policy", maxTokens); err != nil {
 		return nil, stepFailed("", err)
 	}
+	// A segment that generates nothing and does not finish leaves the rollout where it
+	// was: asking again would loop, and keeping it would train on an empty edge.
+	if len(res.Tokens) == 0 && res.StopReason == generate.StopReasonLength {
+		return nil, stepFailed("policy", fmt.Errorf("the response has no tokens and finish reason %q (max_tokens was %d): "+
+			"a segment that generates nothing without finishing cannot advance the rollout", res.StopReason, maxTokens))
+	}
 	// Counted once validated (a broken response's count means nothing),
 	// whether or not the rollout later fails: the tokens were generated.
 	e.generatedTokens.Add(int64(len(res.Tokens)))

@@ -237,7 +237,14 @@ def lib() -> ctypes.CDLL:
     with _lock:
         if _lib is None:
             loaded, path = _open()
-            abi = loaded.focus_abi_version()
+            try:
+                abi_fn = loaded.focus_abi_version
+            except AttributeError:
+                raise LibraryError(
+                    f"{path} has no focus_abi_version: it is not a focus-go library (another shared "
+                    f"library, or a build of something else). {_FIX}"
+                ) from None
+            abi = abi_fn()
             if abi != ABI_VERSION:
                 raise LibraryError(
                     f"{path} implements C ABI version {abi}, but this focus_go package needs "
