@@ -62,7 +62,11 @@ def add_parser(commands: Any) -> None:
     p.add_argument("--out", required=True, help="output directory")
     p.add_argument("--overwrite", action="store_true", help="replace the records of an earlier run in --out")
     p.add_argument("--resume", action="store_true",
-                   help="continue an earlier (interrupted) run in --out: collect only the problems without a tree")
+                   help="continue an earlier (interrupted) run in --out: collect only the problems without a tree "
+                        "(refused if a setting that shapes the data, or a collected problem, changed)")
+    p.add_argument("--retry-failed", action="store_true",
+                   help="like --resume, and also collect again the problems whose tree has failed rollouts, "
+                        "replacing their records")
     g = p.add_argument_group("problems file")
     g.add_argument("--prompt-key", default="prompt", help="key of the prompt (a string or a list of chat messages)")
     g.add_argument("--label-key", default="label", help="key of the reference answer (graded against the last \\boxed{})")

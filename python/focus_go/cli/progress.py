@@ -26,8 +26,12 @@ class Totals:
     actor_records: int = 0
     critic_records: int = 0
     resumed: int = 0
+    degraded_trees: int = 0  # trees of this run with failed rollouts
+    degraded_before: int = 0  # earlier trees with failed rollouts, kept (not --retry-failed)
+    retried: int = 0  # degraded earlier trees replaced (--retry-failed)
     elapsed: float = 0.0
     interrupted: bool = False
+    signal: int = 0  # the signal that stopped the run (0: none)
 
     @property
     def success_rate(self) -> Optional[float]:
@@ -58,6 +62,9 @@ class Totals:
             ("tokens generated", f"{self.generated_tokens}"),
             ("prefix tokens reused", f"{self.prefix_tokens_reused}"),
             ("failures", f"{self.failed_rollouts} rollouts, {self.failed_problems} problems"),
+            ("degraded trees", f"{self.degraded_trees} with failed rollouts"
+             + (f" ({self.retried} replaced earlier ones)" if self.retried else "")
+             + (f", {self.degraded_before} earlier (--retry-failed collects them again)" if self.degraded_before else "")),
             ("records", f"{self.actor_records} actor, {self.critic_records} critic"),
             ("time", f"{self.elapsed:.1f} s  ({self.completed / secs:.2f} trees/s, {self.generated_tokens / secs:.0f} tokens/s)"),
         ]

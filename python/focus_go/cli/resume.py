@@ -1,12 +1,17 @@
 """``focus-go collect --resume``: which problems an earlier run in the output directory
-completed (their tree files exist), and dropping every record of the ones it did not (what
-an interrupted write or an unfinished problem left), so they are collected again."""
+completed (their tree files exist), whether it collected them the same way (``run.json``
+records the settings that shape the data and a digest of each problem: ``check_same_run``
+refuses any difference), which of its trees are degraded (have failed rollouts, what
+``--retry-failed`` collects again), and dropping every record of the problems it did not
+complete (what an interrupted write or an unfinished problem left), so they are collected
+again."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
-from typing import Any, List, Sequence
+from typing import Any, Dict, List, Mapping, Sequence, Set
 
 from ..errors import ConfigError
 from .outdir import tree_name, write_atomic
@@ -29,6 +34,74 @@ def completed_indices(out: Path, problems: Sequence[LoadedProblem]) -> List[int]
             raise ConfigError(f"--resume: {f} is not a tree of this problems file (problem {int(f.name[:5])} "
                               "has another id, or the file has fewer problems); use another --out or --overwrite")
     return done
+
+
+RESUMABLE_FLAGS = ("--concurrency", "--limit", "--timeout", "--wait-for-server", "--sglang/--vllm URL", "--critic-url URL",
+                   "--api-key", "--sim-latency", "--retry-failed", "--progress-interval")
+"""What a resumed run may change: flags that do not alter the data (every other setting is
+recorded in run.json and must match)."""
+
+
+def problem_digest(problem: Any) -> str:
+    """A digest of what a problem feeds the collection: id, prompt, label and metadata."""
+    text = json.dumps({"id": problem.id, "prompt": problem.prompt, "label": problem.label,
+                       "metadata": dict(problem.metadata or {})}, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+
+
+def read_run_json(out: Path) -> Dict[str, Any]:
+    """The earlier run's run.json (empty when there is none or it cannot be read)."""
+    try:
+        run = json.loads((out / "run.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return run if isinstance(run, dict) else {}
+
+
+def check_same_run(out: Path, settings: Mapping[str, Any], digests: Sequence[str], problems: Sequence[LoadedProblem],
+                   done: Sequence[int]) -> List[str]:
+    """Refuse to resume a run collected differently: every recorded setting must match
+    (the message names each one that differs, with both values), and every completed
+    problem must be unchanged in the problems file. Returns the digests to record: this
+    file's, then the earlier run's for problems past this run's ``--limit``."""
+    if not done:
+        return list(digests)  # nothing kept from the earlier run: nothing can mix
+    earlier = read_run_json(out)
+    old_settings, old_digests = earlier.get("settings"), earlier.get("problems")
+    if not isinstance(old_settings, dict) or not isinstance(old_digests, list):
+        raise ConfigError(f"--resume: {out / 'run.json'} does not record the earlier run's settings and problems "
+                          "(it is missing, damaged, or from an older focus-go), so a resumed run cannot be checked "
+                          "against it; use --overwrite or another --out")
+    changed = [f"{key}: {old_settings.get(key)!r} before, {value!r} now"
+               for key, value in settings.items() if old_settings.get(key) != value]
+    changed += [f"{key}: {value!r} before, not set now" for key, value in old_settings.items() if key not in settings]
+    if changed:
+        raise ConfigError("--resume: the earlier run in " + str(out) + " was collected with other settings ("
+                          + "; ".join(changed) + "). Resume with the same settings (only "
+                          + ", ".join(RESUMABLE_FLAGS) + " may change), or use --overwrite or another --out")
+    by_index = {p.index: p for p in problems}
+    for index in done:
+        if index >= len(old_digests) or old_digests[index] != digests[index]:
+            p = by_index[index]
+            raise ConfigError(f"--resume: problem {p.problem.id!r} (line {p.line}) is not the one the earlier run "
+                              "collected (its prompt, label, id or other keys changed); use --overwrite or another --out")
+    return list(digests) + [d for d in old_digests[len(digests):] if isinstance(d, str)]
+
+
+def degraded_lines(out: Path) -> Set[int]:
+    """The problem lines with failed rollouts listed in failures.jsonl (degraded trees)."""
+    lines: Set[int] = set()
+    path = out / "failures.jsonl"
+    if not path.exists():
+        return lines
+    for raw in path.read_text(encoding="utf-8").splitlines():
+        try:
+            record = json.loads(raw)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(record, dict) and record.get("kind") == "rollout" and isinstance(record.get("line"), int):
+            lines.add(record["line"])
+    return lines
 
 
 def _keep_lines(path: Path, keep: Any) -> None:

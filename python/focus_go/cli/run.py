@@ -17,7 +17,7 @@ import sys
 import time
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Iterator, List, Optional, Sequence, TextIO, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Set, TextIO, Tuple
 
 from ..agent import Agent, Segments
 from ..collector import Collector
@@ -25,16 +25,45 @@ from ..env import MathEnv
 from ..errors import CollectionError, ConfigError, FocusError
 from ..tree import SchedulerView
 from .backends import Backend, check_backend_args, open_backend
-from .outdir import Output, check_out_dir, clear_out_dir, write_atomic
+from .outdir import OutLock, Output, check_out_dir, clear_out_dir, write_atomic
 from .problems import LoadedProblem, read_problems
 from .progress import Progress, Totals
-from .resume import completed_indices, trim_for_resume
+from .resume import check_same_run, completed_indices, degraded_lines, problem_digest, trim_for_resume
 from .settings import Settings, describe_critic, settings
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_TERMINATED = 128 + int(signal.SIGTERM)
+"""143: stopped by SIGTERM (``timeout``, Slurm, ``docker stop``), as cleanly as by Ctrl-C."""
 
-INTERRUPT_SIGNALS: Tuple[signal.Signals, ...] = (signal.SIGINT,)
-"""The signals that stop a run cleanly (completed problems kept, summary written)."""
+INTERRUPT_SIGNALS: Tuple[signal.Signals, ...] = (signal.SIGINT, signal.SIGTERM)
+"""The signals that stop a run cleanly (completed problems kept, summary written); the exit
+code is 128 + the signal's number (130 for Ctrl-C, 143 for SIGTERM)."""
+
+
+def recorded_settings(args: argparse.Namespace, run: Settings) -> Dict[str, Any]:
+    """The settings that shape the data, as run.json records them and ``--resume`` compares
+    them (``focus_go.cli.resume.RESUMABLE_FLAGS`` lists what may change instead)."""
+    sim = not (args.sglang or args.vllm)
+    recorded = {
+        "backend": "simulator" if sim else ("sglang" if args.sglang else "vllm"),
+        "model": f"simulator seed {args.sim_seed}" if sim else (args.model or args.tokenizer),
+        "tokenizer": args.tokenizer,
+        "served_model": args.served_model,
+        "search": repr(run.search),
+        "segment_tokens": args.segment_tokens,
+        "max_segments": args.max_segments,
+        "max_total_tokens": args.max_total_tokens,
+        "temperature": args.temperature,
+        "top_p": args.top_p,
+        "system_prompt": args.system_prompt,
+        "critic": "http" if args.critic_url else describe_critic(args),
+        "reward": asdict(run.reward),
+        "estimator": run.estimator.name,
+        "min_abs_advantage": args.min_abs_advantage,
+        "strict": args.strict,
+        "keys": [args.prompt_key, args.label_key, args.id_key],
+    }
+    return json.loads(json.dumps(recorded))
 
 
 def tree_counts(state: Any, reward_max: float) -> Tuple[int, int]:
@@ -50,9 +79,11 @@ def tree_counts(state: Any, reward_max: float) -> Tuple[int, int]:
 
 
 async def collect_all(args: argparse.Namespace, run: Settings, problems: List[LoadedProblem], backend: Backend,
-                      output: Output, totals: Totals, progress: Progress) -> None:
+                      output: Output, totals: Totals, progress: Progress, retry: Set[int] = frozenset()) -> None:
     """Collect every problem, ``args.concurrency`` at once, writing each as it completes; a
-    problem that fails is listed in failures.jsonl and the others go on."""
+    problem that fails is listed in failures.jsonl and the others go on. A problem in
+    ``retry`` (``--retry-failed``) replaces its earlier tree and records when it completes;
+    when it fails, the earlier tree stays."""
     search, critic, reward, estimator = run.search, run.critic, run.reward, run.estimator
     policy = backend.policy
     slots = asyncio.Semaphore(args.concurrency)
@@ -96,9 +127,14 @@ async def collect_all(args: argparse.Namespace, run: Settings, problems: List[Lo
                     state.close()
         actor = [r for r in records if r["lane"] == "actor"]
         critic_records = [r for r in records if r["lane"] == "critic"]
-        output.problem(item.index, str(problem.id), tree_json, actor, critic_records)
-        for node_id, message in failures:
-            output.failure({"kind": "rollout", "line": item.line, "problem_id": problem.id, "node_id": node_id, "error": message})
+        rollout_failures = [{"kind": "rollout", "line": item.line, "problem_id": problem.id, "node_id": node_id, "error": message}
+                            for node_id, message in failures]
+        if item.index in retry:
+            output.replace(item.index, item.line, str(problem.id), tree_json, actor, critic_records, rollout_failures)
+            totals.retried += 1
+        else:
+            output.problem(item.index, str(problem.id), tree_json, actor, critic_records, rollout_failures)
+        totals.degraded_trees += bool(failures)
         totals.completed += 1
         totals.rollouts += int(stats.get("rollouts", 0))
         totals.finished_rollouts += finished
@@ -141,6 +177,7 @@ def cancel_on_signals(work: "asyncio.Future[Any]", totals: Totals,
 
     def interrupt(signum: signal.Signals) -> None:
         totals.interrupted = True
+        totals.signal = int(signum)
         loop.remove_signal_handler(signum)
         work.cancel()
 
@@ -158,8 +195,9 @@ def cancel_on_signals(work: "asyncio.Future[Any]", totals: Totals,
 
 
 async def _collect_until_interrupted(args: argparse.Namespace, run: Settings, problems: List[LoadedProblem],
-                                     backend: Backend, output: Output, totals: Totals, progress: Progress) -> None:
-    work = asyncio.ensure_future(collect_all(args, run, problems, backend, output, totals, progress))
+                                     backend: Backend, output: Output, totals: Totals, progress: Progress,
+                                     retry: Set[int]) -> None:
+    work = asyncio.ensure_future(collect_all(args, run, problems, backend, output, totals, progress, retry))
     with cancel_on_signals(work, totals):
         try:
             await work
@@ -172,19 +210,42 @@ def run_collect(args: argparse.Namespace, stdout: Optional[TextIO] = None, stder
     """The ``collect`` command; returns the exit code."""
     stdout = stdout or sys.stdout
     stderr = stderr or sys.stderr
+    out = Path(args.out)
     try:
         check_backend_args(args)
         problems = read_problems(Path(args.problems), prompt_key=args.prompt_key, label_key=args.label_key,
                                  id_key=args.id_key, limit=args.limit)
         run = settings(args)  # bad search or reward settings fail before anything starts
-        out = Path(args.out)
-        if args.resume and args.overwrite:
-            raise ConfigError("--resume keeps an earlier run and --overwrite replaces it: pass one")
-        existing = check_out_dir(out, args.overwrite, args.resume)
-        done = completed_indices(out, problems) if args.resume else []
+        retry_failed = getattr(args, "retry_failed", False)
+        resume = args.resume or retry_failed
+        if resume and args.overwrite:
+            raise ConfigError(f"{'--retry-failed' if retry_failed else '--resume'} keeps an earlier run and "
+                              "--overwrite replaces it: pass one")
+        lock = OutLock.acquire(out)  # one writer per directory, held to the end
     except ConfigError as exc:
         print(f"focus-go collect: {exc}", file=stderr)
         return EXIT_USAGE
+    try:
+        return _run_locked(args, problems, run, resume, retry_failed, out, stdout, stderr)
+    finally:
+        lock.release(discard=True)
+
+
+def _run_locked(args: argparse.Namespace, problems: List[LoadedProblem], run: Settings, resume: bool, retry_failed: bool,
+                out: Path, stdout: TextIO, stderr: TextIO) -> int:
+    recorded = recorded_settings(args, run)
+    try:
+        existing = check_out_dir(out, args.overwrite, resume)
+        done = completed_indices(out, problems) if resume else []
+        digests = [problem_digest(p.problem) for p in problems]
+        if resume and existing and not args.overwrite:
+            digests = check_same_run(out, recorded, digests, problems, done)
+    except ConfigError as exc:
+        print(f"focus-go collect: {exc}", file=stderr)
+        return EXIT_USAGE
+    failed_lines = degraded_lines(out) if resume else set()
+    degraded = {p.index for p in problems if p.index in set(done) and p.line in failed_lines}
+    retry = degraded if retry_failed else set()
     try:
         backend = open_backend(args)
     except FocusError as exc:
@@ -200,40 +261,56 @@ def run_collect(args: argparse.Namespace, stdout: Optional[TextIO] = None, stder
             clear_out_dir(out)
         elif existing:
             trim_for_resume(out, problems, done)
-        totals = Totals(problems=len(problems), resumed=len(done))
-        todo = [p for p in problems if p.index not in set(done)]
+        totals = Totals(problems=len(problems), resumed=len(done) - len(retry),
+                        degraded_before=len(degraded) - len(retry))
+        todo = [p for p in problems if p.index not in set(done) or p.index in retry]
         progress = Progress(len(todo), stderr, totals)
+        head = {
+            "problems_file": str(args.problems),
+            "backend": {"kind": backend.name, "url": backend.url, "model": backend.policy.model},
+            "search": repr(run.search),
+            "segment_tokens": args.segment_tokens,
+            "critic": describe_critic(args),
+            "reward": asdict(run.reward),
+            "estimator": run.estimator.name,
+            "settings": recorded,
+            "problems": digests,
+        }
+        # Recorded before the first tree, so that --resume can check any run that left one.
+        write_atomic(out / "run.json", json.dumps({**head, "summary": None}, indent=2) + "\n")
         output = Output(out)
         print(f"focus-go collect: {len(todo)} problems from {args.problems}"
-              + (f" ({len(done)} collected before)" if done else "") + f" on {backend.description}; "
+              + (f" ({len(done) - len(retry)} collected before)" if done else "")
+              + (f" ({len(retry)} degraded trees collected again)" if retry else "") + f" on {backend.description}; "
               f"{run.search}, Segments({args.segment_tokens}), critic {describe_critic(args)}; writing {out}/", file=stderr)
         t0 = time.perf_counter()
+        write_error: Optional[OSError] = None
         try:
             try:
-                asyncio.run(_collect_until_interrupted(args, run, todo, backend, output, totals, progress))
+                asyncio.run(_collect_until_interrupted(args, run, todo, backend, output, totals, progress, retry))
             except KeyboardInterrupt:
                 totals.interrupted = True
+                totals.signal = totals.signal or int(signal.SIGINT)
+            except OSError as exc:  # the output directory: a full disk, a lost mount
+                write_error = exc
         finally:
             totals.elapsed = time.perf_counter() - t0
             progress.finish()
             output.close()
-            summary = {
-                "problems_file": str(args.problems),
-                "backend": {"kind": backend.name, "url": backend.url, "model": backend.policy.model},
-                "search": repr(run.search),
-                "segment_tokens": args.segment_tokens,
-                "critic": describe_critic(args),
-                "reward": asdict(run.reward),
-                "estimator": run.estimator.name,
-                "summary": totals.as_json(),
-            }
-            write_atomic(out / "run.json", json.dumps(summary, indent=2) + "\n")
+            try:
+                write_atomic(out / "run.json", json.dumps({**head, "summary": totals.as_json()}, indent=2) + "\n")
+            except OSError as exc:
+                write_error = write_error or exc
     finally:
         backend.close()
+    if write_error is not None:
+        print(f"focus-go collect: cannot write to {out}: {write_error.strerror or write_error}; the problems written "
+              "before are whole (--resume continues once there is room)", file=stderr)
+        return EXIT_FAILED
     print(("Interrupted: kept the completed problems.\n" if totals.interrupted else "") + totals.table(), file=stdout)
     print(f"\nactor records   {out / 'actor.jsonl'}\ncritic records  {out / 'critic.jsonl'}\n"
           f"trees           {out / 'trees'}/  (focus-go view {out} renders them)\nrun summary     {out / 'run.json'}"
           + (f"\nfailures        {out / 'failures.jsonl'}" if (out / "failures.jsonl").exists() else ""), file=stdout)
     if totals.interrupted:
-        return EXIT_INTERRUPTED
+        return 128 + totals.signal if totals.signal else EXIT_INTERRUPTED
     return EXIT_FAILED if totals.failed_problems else EXIT_OK

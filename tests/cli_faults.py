@@ -1,0 +1,91 @@
+"""A loopback HTTP server for the command-line tests that stands in front of a simulated
+server and misbehaves on request: it forwards every call, and in a chosen mode answers
+``/generate`` with empty completions, never answers it, or answers 503 on ``/health``."""
+
+from __future__ import annotations
+
+import json
+import threading
+import urllib.error
+import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Optional
+
+
+class FaultyProxy:
+    """``mode``: "pass" (forward), "empty" (every /generate answered with 0 tokens and
+    finish_reason length), "hang" (/generate never answered), "starting" (/health answers
+    503 for the first ``starting_for`` calls). ``url`` is the proxy's base URL."""
+
+    def __init__(self, upstream: str, mode: str = "pass", starting_for: int = 0) -> None:
+        self.upstream, self.mode, self.starting_for = upstream.rstrip("/"), mode, starting_for
+        self.health_calls = 0
+        self.release = threading.Event()
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def _send(self, code: int, body: bytes) -> None:
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def _forward(self, body: Optional[bytes]) -> None:
+                req = urllib.request.Request(proxy.upstream + self.path, data=body, method=self.command,
+                                             headers={"Content-Type": "application/json"})
+                try:
+                    with urllib.request.urlopen(req, timeout=60) as resp:
+                        code, data = resp.status, resp.read()
+                except urllib.error.HTTPError as exc:
+                    code, data = exc.code, exc.read()
+                if proxy.mode == "empty" and self.path == "/generate" and code == 200:
+                    data = json.dumps(_emptied(json.loads(data))).encode()
+                self._send(code, data)
+
+            def do_GET(self) -> None:
+                if self.path == "/health":
+                    proxy.health_calls += 1
+                    if proxy.mode == "starting" and proxy.health_calls <= proxy.starting_for:
+                        self._send(503, b"")
+                        return
+                self._forward(None)
+
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                if proxy.mode == "hang" and self.path == "/generate":
+                    proxy.release.wait(120)
+                    return
+                self._forward(body)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.release.set()
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def __enter__(self) -> "FaultyProxy":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def _emptied(response: Any) -> Any:
+    """An SGLang /generate response with its output removed: no text, no tokens, finish
+    reason length (a batch is a list of them)."""
+    if isinstance(response, list):
+        return [_emptied(r) for r in response]
+    meta = dict(response.get("meta_info", {}))
+    meta.update(completion_tokens=0, output_token_logprobs=[], finish_reason={"type": "length", "length": 0})
+    return {**response, "text": "", "output_ids": [], "meta_info": meta}

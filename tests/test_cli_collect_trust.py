@@ -1,0 +1,263 @@
+"""`focus-go collect` you can trust (issue 17): one writer per output directory, whole
+lines whatever happens, an honest --resume, --retry-failed, and no silent success against
+servers that misbehave (loopback servers written here, in tests/cli_faults.py)."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Dict, List
+
+import pytest
+
+from cli_faults import FaultyProxy
+from focus_go.__main__ import main
+from focus_go.cli import outdir
+
+SMALL = ["--budget", "4", "--warmup", "2"]
+
+
+def lines(path: Path) -> List[Dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def write_problems(path: Path, problems: List[Any]) -> Path:
+    path.write_text("".join(json.dumps({"id": p.id, "prompt": p.prompt, "label": p.label}) + "\n" for p in problems))
+    return path
+
+
+@pytest.fixture(scope="module")
+def problems_file(server, tmp_path_factory):
+    return write_problems(tmp_path_factory.mktemp("problems") / "problems.jsonl", server.problems()[:3])
+
+
+def consistent(out: Path) -> Dict[str, Any]:
+    """Every record belongs to a tree, each tree's records appear once, and run.json adds up."""
+    run = json.loads((out / "run.json").read_text())
+    trees = sorted((out / "trees").glob("*.json"))
+    actor, critic = lines(out / "actor.jsonl"), lines(out / "critic.jsonl")
+    groups = {int(t.name[:5]) for t in trees}
+    assert {r["group_index"] for r in actor} == groups
+    for records in (actor, critic):
+        keys = [(r["group_index"], r["node_id"]) for r in records]
+        assert len(keys) == len(set(keys)), "a record appears more than once"
+    assert run["summary"] is not None
+    assert len(critic) >= len(groups)
+    return run
+
+
+def spawn(problems: Path, out: Path, *extra: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "focus_go", "collect", str(problems), "--out", str(out), *SMALL, *extra],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+
+
+def wait_for_trees(out: Path, n: int, proc: subprocess.Popen, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and proc.poll() is None:
+        if (out / "trees").is_dir() and len(list((out / "trees").glob("*.json"))) >= n:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"no {n} trees in time (exit {proc.poll()})")
+
+
+def stop(proc: subprocess.Popen, signum: int = signal.SIGINT) -> tuple:
+    try:
+        proc.send_signal(signum)
+        return proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+
+
+# ---- 1. one writer per output directory; whole lines
+
+
+def test_three_runs_into_one_directory_leave_each_record_once(tmp_path, server):
+    problems = write_problems(tmp_path / "p.jsonl", server.problems()[:6])
+    out = tmp_path / "out"
+    procs = [spawn(problems, out, "--sim-latency", "0.0002") for _ in range(3)]
+    results = [p.communicate(timeout=300) for p in procs]
+    codes = sorted(p.returncode for p in procs)
+    assert codes == [0, 2, 2], results
+    for p, (_, err) in zip(procs, results):
+        if p.returncode == 2:
+            assert "another focus-go collect (pid " in err and "is writing there" in err
+    run = consistent(out)
+    assert run["summary"]["completed"] == 6
+
+
+def test_resume_while_a_run_writes_is_refused_naming_its_pid(tmp_path, server, capsys):
+    problems = write_problems(tmp_path / "p.jsonl", server.problems()[:30])
+    out = tmp_path / "out"
+    proc = spawn(problems, out, "--concurrency", "2", "--sim-latency", "0.0005")
+    try:
+        wait_for_trees(out, 1, proc)
+        assert main(["collect", str(problems), "--out", str(out), "--resume", *SMALL]) == 2
+        assert f"another focus-go collect (pid {proc.pid}) is writing there" in capsys.readouterr().err
+        assert main(["collect", str(problems), "--out", str(out), "--overwrite", *SMALL]) == 2
+    finally:
+        stop(proc)
+    assert proc.returncode == 130
+    run = consistent(out)
+    n = run["summary"]["completed"]
+    # The refused runs took nothing away: every tree the first run wrote is there, with its records.
+    assert len(list((out / "trees").glob("*.json"))) == n >= 1
+    # Once it has ended, the lock is free.
+    assert main(["collect", str(problems), "--out", str(out), "--resume", *SMALL, "--limit", str(n + 1)]) == 0
+    consistent(out)
+
+
+def test_a_torn_last_line_is_cut_when_the_file_is_opened(tmp_path):
+    path = tmp_path / "actor.jsonl"
+    path.write_text('{"a": 1}\n{"a": 2')
+    fd = outdir._open_append(path)
+    try:
+        outdir._append(fd, '{"a": 3}\n')
+    finally:
+        os.close(fd)
+    assert path.read_text() == '{"a": 1}\n{"a": 3}\n'
+
+
+def test_a_full_disk_keeps_every_line_whole_and_fails_cleanly(tmp_path, problems_file, capsys, monkeypatch):
+    out = tmp_path / "out"
+    real_write = os.write
+    calls = {"n": 0}
+
+    def write(fd: int, data: Any) -> int:
+        calls["n"] += 1
+        if calls["n"] >= 3:  # the second problem's actor records: half written, then no space
+            real_write(fd, bytes(data[: len(data) // 2]))
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_write(fd, data)
+
+    monkeypatch.setattr(outdir.os, "write", write)
+    code = main(["collect", str(problems_file), "--out", str(out), *SMALL, "--concurrency", "1"])
+    monkeypatch.undo()
+    err = capsys.readouterr().err
+    assert code == 1 and "cannot write to" in err and "No space left on device" in err and "Traceback" not in err
+    for name in ("actor.jsonl", "critic.jsonl"):
+        text = (out / name).read_text()
+        assert text == "" or text.endswith("\n")
+        lines(out / name)  # every line parses
+    run = json.loads((out / "run.json").read_text())
+    assert run["summary"]["completed"] == 1
+    # --resume collects the rest once there is room.
+    assert main(["collect", str(problems_file), "--out", str(out), "--resume", *SMALL]) == 0
+    assert consistent(out)["problems"] and len(list((out / "trees").glob("*.json"))) == 3
+
+
+# ---- 2. an honest --resume
+
+
+@pytest.mark.parametrize(
+    "change, names",
+    [
+        (["--budget", "6"], ["search: ", "budget=4", "budget=6"]),
+        (["--gamma", "0.9"], ["reward: ", "'gamma': 1.0", "'gamma': 0.9"]),
+        (["--estimator", "group-baseline"], ["estimator: 'DirectBranchTd' before, 'GroupBaseline' now"]),
+        (["--temperature", "0.7"], ["temperature: 1.0 before, 0.7 now"]),
+        (["--segment-tokens", "128"], ["segment_tokens: 256 before, 128 now"]),
+        (["--sim-seed", "3"], ["model: 'simulator seed 0' before, 'simulator seed 3' now"]),
+        (["--no-critic"], ["critic: 'constant 0.5' before, 'none' now"]),
+    ],
+    ids=["budget", "gamma", "estimator", "temperature", "segments", "model", "critic"],
+)
+def test_resume_refuses_a_setting_that_alters_the_data(tmp_path, problems_file, capsys, change, names):
+    out = tmp_path / "out"
+    assert main(["collect", str(problems_file), "--out", str(out), "--limit", "1", *SMALL]) == 0
+    before = {n: (out / n).read_text() for n in ("actor.jsonl", "critic.jsonl", "run.json")}
+    capsys.readouterr()
+    assert main(["collect", str(problems_file), "--out", str(out), "--resume", *SMALL, *change]) == 2
+    err = capsys.readouterr().err
+    assert "--resume: the earlier run" in err and "collected with other settings" in err
+    for name in names:
+        assert name in err
+    assert {n: (out / n).read_text() for n in before} == before, "nothing rewritten"
+
+
+def test_resume_accepts_what_does_not_alter_the_data(tmp_path, problems_file):
+    out = tmp_path / "out"
+    assert main(["collect", str(problems_file), "--out", str(out), "--limit", "1", *SMALL]) == 0
+    assert main(["collect", str(problems_file), "--out", str(out), "--resume", *SMALL, "--limit", "2",
+                 "--concurrency", "1", "--timeout", "30"]) == 0
+    run = consistent(out)
+    assert len(run["problems"]) == 2 and run["settings"]["search"].startswith("Selective(budget=4")
+
+
+def test_resume_refuses_a_changed_problem(tmp_path, server, capsys):
+    problems = write_problems(tmp_path / "p.jsonl", server.problems()[:2])
+    out = tmp_path / "out"
+    assert main(["collect", str(problems), "--out", str(out), *SMALL]) == 0
+    changed = [json.loads(line) for line in problems.read_text().splitlines()]
+    changed[1]["label"] = "not the answer"
+    problems.write_text("".join(json.dumps(r) + "\n" for r in changed))
+    capsys.readouterr()
+    assert main(["collect", str(problems), "--out", str(out), "--resume", *SMALL]) == 2
+    err = capsys.readouterr().err
+    assert f"problem {changed[1]['id']!r} (line 2) is not the one the earlier run collected" in err
+
+
+def test_resume_refuses_a_run_json_without_settings(tmp_path, problems_file, capsys):
+    out = tmp_path / "out"
+    assert main(["collect", str(problems_file), "--out", str(out), "--limit", "1", *SMALL]) == 0
+    run = json.loads((out / "run.json").read_text())
+    del run["settings"]
+    (out / "run.json").write_text(json.dumps(run))
+    assert main(["collect", str(problems_file), "--out", str(out), "--resume", *SMALL]) == 2
+    assert "does not record the earlier run's settings" in capsys.readouterr().err
+
+
+# ---- 3. degraded trees: counted, and --retry-failed
+
+
+def test_retry_failed_replaces_degraded_trees(tmp_path, server, problems_file, capsys):
+    out = tmp_path / "out"
+    args = ["collect", str(problems_file), "--out", str(out), "--sglang", server.url, "--model", server.model, *SMALL,
+            "--concurrency", "1"]
+    server.set_faults([{"kind": "missing_logprobs", "count": 1}])
+    try:
+        assert main(args) == 0
+    finally:
+        server.set_faults([])
+    captured = capsys.readouterr()
+    run = consistent(out)
+    degraded = run["summary"]["degraded_trees"]
+    assert degraded >= 1 and "degraded trees" in captured.out
+    failed_lines = {f["line"] for f in lines(out / "failures.jsonl") if f["kind"] == "rollout"}
+    assert len(failed_lines) == degraded
+    # A plain --resume keeps them and says so.
+    assert main([*args, "--resume"]) == 0
+    assert f"{degraded} earlier (--retry-failed collects them again)" in capsys.readouterr().out
+    # --retry-failed collects them again, replacing their records.
+    assert main([*args, "--retry-failed"]) == 0
+    captured = capsys.readouterr()
+    assert f"({degraded} degraded trees collected again)" in captured.err
+    run = consistent(out)
+    assert run["summary"]["retried"] == degraded and run["summary"]["degraded_trees"] == 0
+    assert not (out / "failures.jsonl").exists()
+    assert len(list((out / "trees").glob("*.json"))) == 3
+
+
+# ---- 4. a server that answers empty completions
+
+
+def test_empty_completions_are_failures_not_success(tmp_path, server, problems_file, capsys):
+    out = tmp_path / "out"
+    with FaultyProxy(server.url, mode="empty") as proxy:
+        code = main(["collect", str(problems_file), "--out", str(out), "--sglang", proxy.url, "--model", server.model,
+                     *SMALL, "--limit", "1"])
+    assert code == 1
+    run = json.loads((out / "run.json").read_text())
+    assert run["summary"]["completed"] == 0 and run["summary"]["failed_problems"] == 1
+    [failure] = lines(out / "failures.jsonl")
+    assert "no tokens and finish reason \"length\"" in failure["error"]
+    assert (out / "actor.jsonl").read_text() == "" and (out / "critic.jsonl").read_text() == ""
