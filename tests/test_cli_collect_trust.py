@@ -261,3 +261,103 @@ def test_empty_completions_are_failures_not_success(tmp_path, server, problems_f
     [failure] = lines(out / "failures.jsonl")
     assert "no tokens and finish reason \"length\"" in failure["error"]
     assert (out / "actor.jsonl").read_text() == "" and (out / "critic.jsonl").read_text() == ""
+
+
+# ---- 5. a server that never answers: the default request timeout
+
+
+def test_the_request_timeout_has_a_default():
+    import argparse
+
+    from focus_go.cli import main as collect_main
+
+    commands = argparse.ArgumentParser().add_subparsers()
+    collect_main.add_parser(commands)
+    args = commands.choices["collect"].parse_args(["p.jsonl", "--out", "o"])
+    assert args.timeout == collect_main.DEFAULT_TIMEOUT > 0
+
+
+def test_a_server_that_never_answers_fails_the_rollouts_after_the_timeout(tmp_path, server, problems_file):
+    out = tmp_path / "out"
+    with FaultyProxy(server.url, mode="hang") as proxy:
+        proc = subprocess.run(
+            [sys.executable, "-m", "focus_go", "collect", str(problems_file), "--out", str(out), "--sglang", proxy.url,
+             "--model", server.model, *SMALL, "--limit", "1", "--timeout", "1"],
+            capture_output=True, text=True, timeout=120,
+        )
+    assert proc.returncode == 1, proc.stderr
+    [failure] = lines(out / "failures.jsonl")
+    assert failure["kind"] == "problem" and "every rollout failed" in failure["error"]
+    assert "deadline" in failure["error"] or "timeout" in failure["error"].lower()
+
+
+# ---- 6. every server checked at start-up, --wait-for-server
+
+
+def test_a_dead_critic_is_found_before_the_first_problem(tmp_path, problems_file, capsys):
+    out = tmp_path / "out"
+    assert main(["collect", str(problems_file), "--out", str(out), "--critic-url", "http://127.0.0.1:9/values", *SMALL]) == 1
+    err = capsys.readouterr().err
+    assert "the critic at http://127.0.0.1:9/values is not ready" in err
+    assert not out.exists(), "nothing written"
+
+
+def test_a_critic_that_answers_something_else_is_refused(tmp_path, server, problems_file, capsys):
+    out = tmp_path / "out"
+    # The simulated server's /health answers, but it is no value server.
+    assert main(["collect", str(problems_file), "--out", str(out), "--critic-url", server.url + "/health", *SMALL]) == 1
+    err = capsys.readouterr().err
+    assert "the critic at " in err and "is not ready" in err and "HTTP 405" in err
+    assert not out.exists()
+
+
+def test_wait_for_server_waits_while_the_server_loads(tmp_path, server, problems_file, capsys):
+    out = tmp_path / "out"
+    args = ["collect", str(problems_file), "--out", str(out), "--sglang", None, "--model", server.model, *SMALL, "--limit", "1"]
+    with FaultyProxy(server.url, mode="starting", starting_for=10**6) as proxy:
+        args[5] = proxy.url
+        assert main(args) == 1, "without --wait-for-server a loading server is not ready"
+        assert "503" in capsys.readouterr().err and not out.exists()
+    with FaultyProxy(server.url, mode="starting", starting_for=6) as proxy:
+        args[5] = proxy.url
+        assert main([*args, "--wait-for-server", "120"]) == 0
+        assert "waiting up to 120 s for SGLang at" in capsys.readouterr().err
+    consistent(out)
+
+
+# ---- 7. SIGTERM behaves like Ctrl-C
+
+
+def test_sigterm_stops_cleanly_and_exits_143(tmp_path, server):
+    problems = write_problems(tmp_path / "p.jsonl", server.problems()[:30])
+    out = tmp_path / "out"
+    proc = spawn(problems, out, "--concurrency", "2", "--sim-latency", "0.0005")
+    wait_for_trees(out, 2, proc)
+    stdout, stderr = stop(proc, signal.SIGTERM)
+    assert proc.returncode == 143, stderr
+    assert "Interrupted: kept the completed problems." in stdout
+    run = consistent(out)
+    assert run["summary"]["interrupted"] is True and run["summary"]["signal"] == signal.SIGTERM
+    assert 2 <= run["summary"]["completed"] < 30
+    assert not list(out.rglob(".tmp-*"))
+    assert not Path(run["backend"]["model"]).exists(), "the simulator's model directory is removed"
+
+
+# ---- 8. a prompt longer than the model's context is refused up front
+
+
+def test_a_prompt_longer_than_the_context_is_refused_before_anything_starts(tmp_path, server, capsys):
+    problems = tmp_path / "p.jsonl"
+    p = server.problems()[0]
+    problems.write_text(json.dumps({"id": p.id, "prompt": p.prompt, "label": p.label}) + "\n"
+                        + json.dumps({"id": "long", "prompt": "Solve 3x + 7 = 22. " * 40000, "label": "5"}) + "\n"
+                        + json.dumps({"id": "huge", "prompt": "Solve 3x + 7 = 22. " * 400000, "label": "5"}) + "\n")
+    out = tmp_path / "out"
+    assert main(["collect", str(problems), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"{problems}:2: problem 'long': its prompt is " in err and "the model's context is 32768 tokens" in err
+    assert not out.exists()
+    problems.write_text("\n".join(problems.read_text().splitlines()[::2]) + "\n")  # the first and the huge one
+    assert main(["collect", str(problems), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"{problems}:2: problem 'huge': its prompt is more than " in err and not out.exists()

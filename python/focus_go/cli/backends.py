@@ -5,11 +5,17 @@ no URL is given. ``--openai`` is refused with the reason (chat APIs return no to
 from __future__ import annotations
 
 import argparse
+import json
+import math
 import os
+import sys
+import time
+import urllib.error
+import urllib.request
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable, Optional, TextIO
 
-from ..errors import ConfigError
+from ..errors import BackendError, ConfigError, FocusError
 from ..generation.format import HFTokenizer, PolicyFormat
 from ..generation.servers import SGLangPolicy, VLLMPolicy
 from ..sim import SimServer
@@ -61,6 +67,47 @@ def check_backend_args(args: argparse.Namespace) -> None:
                           "simulator serves its own model")
 
 
+def check_critic(url: str, timeout: float) -> None:
+    """Ask the value server at ``url`` to score one context, as a collection will; raises
+    BackendError naming what is wrong (not listening, an HTTP error, not ``{"values": [x]}``)."""
+    body = json.dumps({"contexts": ["focus-go start-up check"]}).encode()
+    req = urllib.request.Request(url, data=body, method="POST", headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
+            data = resp.read()
+    except urllib.error.HTTPError as exc:
+        raise BackendError(f"critic {url}: HTTP {exc.code} {exc.reason}") from None
+    except (urllib.error.URLError, OSError) as exc:
+        raise BackendError(f"critic {url}: {getattr(exc, 'reason', exc)}") from None
+    try:
+        values = json.loads(data)["values"]
+        ok = isinstance(values, list) and len(values) == 1 and math.isfinite(float(values[0]))
+    except (ValueError, KeyError, TypeError):
+        ok = False
+    if not ok:
+        raise BackendError(f'critic {url}: answered {data[:120]!r}, expected {{"values": [one finite number]}}')
+
+
+def wait_until_ready(check: Callable[[], Any], what: str, seconds: float, stderr: Optional[TextIO] = None) -> None:
+    """Run ``check`` until it succeeds; a server that is not ready (FocusError) is checked
+    again every 2 s for up to ``seconds`` (``--wait-for-server``), then its last error is
+    raised."""
+    deadline = time.monotonic() + seconds
+    said = False
+    while True:
+        try:
+            check()
+            return
+        except FocusError as exc:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise
+            if not said:
+                print(f"focus-go collect: waiting up to {seconds:g} s for {what} ({str(exc)[:160]})", file=stderr or sys.stderr)
+                said = True
+            time.sleep(min(2.0, left))
+
+
 def open_backend(args: argparse.Namespace) -> Backend:
     """The policy the command collects with (and the simulated server when no URL is given)."""
     params = SamplingParams(temperature=args.temperature, top_p=args.top_p)
@@ -69,7 +116,8 @@ def open_backend(args: argparse.Namespace) -> Backend:
         # verbosity=3: worked solutions of ~750-1100 tokens, so Segments(256) makes deep trees.
         server = SimServer(seed=args.sim_seed, verbosity=3, latency=latency)
         try:
-            policy = SGLangPolicy(model=server.model, base_url=server.url, profile="token_chunk", default_params=params)
+            policy = SGLangPolicy(model=server.model, base_url=server.url, profile="token_chunk", default_params=params,
+                                  timeout=args.timeout)
         except BaseException:
             server.close()
             raise

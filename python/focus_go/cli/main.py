@@ -9,8 +9,9 @@ tree completes, its actor and critic records are appended to ``actor.jsonl`` /
 ``critic.jsonl`` (one write per file per problem, flushed and synced), and the tree itself
 is written whole to ``trees/`` after them (a tree file marks its problem complete). Ctrl-C
 cancels the collections in flight (the Go engine stops them), keeps every completed
-problem, prints the summary and exits 130; ``--resume`` then collects only the problems
-without a tree, after dropping any record of an unfinished one.
+problem, prints the summary and exits 130; SIGTERM (``timeout``, Slurm, ``docker stop``) does
+the same and exits 143. ``--resume`` then collects only the problems without a tree, after
+dropping any record of an unfinished one.
 
 Output directory::
 
@@ -50,6 +51,24 @@ def _finite(value: str) -> float:
     return x
 
 
+DEFAULT_TIMEOUT = 600.0
+"""Seconds a request to the policy or critic server may take, retries included (``--timeout``)."""
+
+
+def _positive_seconds(value: str) -> float:
+    x = _finite(value)
+    if x <= 0:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds > 0, got {value}")
+    return x
+
+
+def _nonnegative_seconds(value: str) -> float:
+    x = _finite(value)
+    if x < 0:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds >= 0, got {value}")
+    return x
+
+
 def add_parser(commands: Any) -> None:
     """Register ``collect`` on the ``focus-go`` subcommand parser."""
     p = commands.add_parser(
@@ -82,7 +101,12 @@ def add_parser(commands: Any) -> None:
     b.add_argument("--tokenizer", metavar="DIR", help="a local tokenizer directory (tokenizer.json, tokenizer_config.json) to use instead of --model's")
     b.add_argument("--served-model", help="vLLM: the served model name, if not --model")
     b.add_argument("--api-key", help="bearer token (vLLM default: $VLLM_API_KEY or EMPTY)")
-    b.add_argument("--timeout", type=_finite, help="request deadline in seconds, retries included")
+    b.add_argument("--timeout", type=_positive_seconds, default=DEFAULT_TIMEOUT, metavar="SECONDS",
+                   help="deadline of each request to the policy or critic server, retries included; a request "
+                        "still unanswered then fails its rollout (a server that stalls cannot hang the run)")
+    b.add_argument("--wait-for-server", type=_nonnegative_seconds, default=0.0, metavar="SECONDS",
+                   help="keep checking servers that are not ready yet (still loading: 503 on /health, or not "
+                        "listening) for up to SECONDS before giving up; 0: check once")
     b.add_argument("--sim-seed", type=int, default=0, help="simulator seed")
     b.add_argument("--sim-latency", type=_finite, default=0.0, metavar="SECONDS", help="simulator latency per generated token")
     s = p.add_argument_group("search and sampling")

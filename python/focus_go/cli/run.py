@@ -24,7 +24,7 @@ from ..collector import Collector
 from ..env import MathEnv
 from ..errors import CollectionError, ConfigError, FocusError
 from ..tree import SchedulerView
-from .backends import Backend, check_backend_args, open_backend
+from .backends import Backend, check_backend_args, check_critic, open_backend, wait_until_ready
 from .outdir import OutLock, Output, check_out_dir, clear_out_dir, write_atomic
 from .problems import LoadedProblem, read_problems
 from .progress import Progress, Totals
@@ -38,6 +38,52 @@ EXIT_TERMINATED = 128 + int(signal.SIGTERM)
 INTERRUPT_SIGNALS: Tuple[signal.Signals, ...] = (signal.SIGINT, signal.SIGTERM)
 """The signals that stop a run cleanly (completed problems kept, summary written); the exit
 code is 128 + the signal's number (130 for Ctrl-C, 143 for SIGTERM)."""
+
+
+def context_length(backend: Backend) -> int:
+    """The model's context in tokens, as the server's model info gives it (0: not given)."""
+    info = getattr(backend.policy, "server_info", None) or {}
+    for key in ("ContextLength", "MaxModelLen", "context_length", "max_model_len"):
+        value = info.get(key)
+        if isinstance(value, int) and value > 0:
+            return value
+    return 0
+
+
+def check_prompt_lengths(args: argparse.Namespace, backend: Backend, problems: Sequence[LoadedProblem]) -> None:
+    """Refuse, before the first problem, a prompt (system prompt and chat template
+    included) that leaves no room in the model's context for a generated token."""
+    limit = context_length(backend)
+    if not limit:
+        return
+    policy = backend.policy
+    probe = PROBE_CHARS_PER_TOKEN * limit
+    for item in problems:
+        prompt = item.problem.prompt
+        messages = ([{"role": "system", "content": args.system_prompt}] if args.system_prompt else [])
+        messages += [{"role": "user", "content": prompt}] if isinstance(prompt, str) else [dict(m) for m in prompt]
+        text = "".join(m["content"] for m in messages if isinstance(m.get("content"), str))
+        if len(text) > probe:
+            # A huge prompt is refused from the tokens of its beginning, without rendering the
+            # whole (tens of seconds and gigabytes for 20 MB): the whole has at least as many.
+            n = len(policy.format.codec.tokenizer.encode(text[:probe]))
+            if n > limit + 8:
+                raise ConfigError(_too_long(args, item, f"more than {n - 8}", limit, backend))
+        # Only the exact count decides the rest, so the prompt is rendered as the collection will.
+        n = len(policy.prepare(messages).tokens)
+        if n >= limit:
+            raise ConfigError(_too_long(args, item, str(n), limit, backend))
+
+
+PROBE_CHARS_PER_TOKEN = 16
+"""A prompt longer than this many characters per context token is first counted from its
+beginning alone (``check_prompt_lengths``)."""
+
+
+def _too_long(args: argparse.Namespace, item: LoadedProblem, n: str, limit: int, backend: Backend) -> str:
+    return (f"{args.problems}:{item.line}: problem {item.problem.id!r}: its prompt is {n} tokens (system prompt "
+            f"and chat template included), and the model's context is {limit} tokens ({backend.description}'s "
+            "model info): no room to generate; shorten it or leave the problem out")
 
 
 def recorded_settings(args: argparse.Namespace, run: Settings) -> Dict[str, Any]:
@@ -252,11 +298,24 @@ def _run_locked(args: argparse.Namespace, problems: List[LoadedProblem], run: Se
         print(f"focus-go collect: cannot open the backend: {exc}", file=stderr)
         return EXIT_FAILED
     try:
+        # Every server is checked before the first problem (--wait-for-server: while they load).
         try:
-            backend.policy.startup_check()
+            wait_until_ready(backend.policy.startup_check, backend.description, args.wait_for_server, stderr)
         except FocusError as exc:
             print(f"focus-go collect: {backend.description} is not ready: {exc}", file=stderr)
             return EXIT_FAILED
+        if args.critic_url:
+            try:
+                wait_until_ready(lambda: check_critic(args.critic_url, args.timeout), f"the critic at {args.critic_url}",
+                                 args.wait_for_server, stderr)
+            except FocusError as exc:
+                print(f"focus-go collect: the critic at {args.critic_url} is not ready: {exc}", file=stderr)
+                return EXIT_FAILED
+        try:
+            check_prompt_lengths(args, backend, problems)
+        except ConfigError as exc:
+            print(f"focus-go collect: {exc}", file=stderr)
+            return EXIT_USAGE
         if existing and args.overwrite:
             clear_out_dir(out)
         elif existing:

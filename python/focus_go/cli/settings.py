@@ -32,7 +32,7 @@ def settings(args: argparse.Namespace) -> Settings:
     if args.no_critic:
         critic = None
     elif args.critic_url:
-        critic = Critic.http(args.critic_url)
+        critic = Critic.http(args.critic_url, timeout=getattr(args, "timeout", None))
     else:
         critic = Critic.constant(args.critic_value)
     reward = RewardConfig(gamma=args.gamma, critic_weight=args.critic_weight, reward_min=args.reward_min,
