@@ -361,3 +361,107 @@ def test_a_prompt_longer_than_the_context_is_refused_before_anything_starts(tmp_
     assert main(["collect", str(problems), "--out", str(out)]) == 2
     err = capsys.readouterr().err
     assert f"{problems}:2: problem 'huge': its prompt is more than " in err and not out.exists()
+
+
+# ---- 9. every flag checked before anything starts (exit 2)
+
+
+def test_out_naming_a_file_or_an_unwritable_directory_is_refused(tmp_path, problems_file, capsys):
+    a_file = tmp_path / "file"
+    a_file.write_text("x")
+    assert main(["collect", str(problems_file), "--out", str(a_file), *SMALL]) == 2
+    assert "is a file, not a directory" in capsys.readouterr().err
+    if os.geteuid() == 0:
+        pytest.skip("root writes anywhere")
+    locked = tmp_path / "ro"
+    locked.mkdir(mode=0o500)
+    assert main(["collect", str(problems_file), "--out", str(locked / "out"), *SMALL]) == 2
+    assert "cannot write there" in capsys.readouterr().err
+
+
+def test_out_under_a_file_is_refused(tmp_path, problems_file, capsys):
+    a_file = tmp_path / "file"
+    a_file.write_text("x")
+    assert main(["collect", str(problems_file), "--out", str(a_file / "out"), *SMALL]) == 2
+    err = capsys.readouterr().err
+    assert "cannot write there" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--budget", "4", "--warmup", "8"], "warmup (8) must not exceed budget (4)"),
+        (["--timeout", "0"], "--timeout: must be a number of seconds > 0"),
+        (["--wait-for-server", "-1"], "--wait-for-server: must be a number of seconds >= 0"),
+    ],
+    ids=["warmup over budget", "timeout 0", "negative wait"],
+)
+def test_bad_flags_exit_2_before_anything_starts(tmp_path, problems_file, capsys, flags, message):
+    out = tmp_path / "out"
+    try:
+        code = main(["collect", str(problems_file), "--out", str(out), *flags])
+    except SystemExit as exc:  # argparse's own refusal
+        code = exc.code
+    assert code == 2
+    assert message in capsys.readouterr().err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--budget", "0"], "budget must be an integer >= 1"),
+        (["--warmup", "100"], "warmup (100) must not exceed budget (32)"),
+        (["--problems", "0"], "--problems must be an integer >= 1"),
+        (["--problems", "-3"], "--problems must be an integer >= 1"),
+        (["--problems", "1000"], "the simulator bundles"),
+    ],
+    ids=["budget 0", "warmup 100", "problems 0", "problems -3", "problems 1000"],
+)
+def test_bad_demo_arguments_exit_2(tmp_path, capsys, args, message):
+    out = tmp_path / "demo"
+    assert main(["demo", "--out", str(out), *args]) == 2
+    assert message in capsys.readouterr().err
+    assert not out.exists()
+
+
+# ---- 10. the whole problems file checked before anything starts
+
+
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ({"prompt": [{"role": "user", "content": 7}], "label": "1"}, "message 0 has content 7, expected a string or a list of parts"),
+        ({"prompt": [{"role": "wizard", "content": "x"}], "label": "1"}, "message 0 has role 'wizard', expected one of"),
+        ({"prompt": [{"role": "user", "content": [{"type": "text"}]}], "label": "1"}, "part 0 is a text part without a string 'text'"),
+        ({"prompt": [{"role": "user", "content": [3]}], "label": "1"}, "part 0 is 3, expected an object"),
+        ({"prompt": [{"role": "user"}], "label": "1"}, "message 0 has no content"),
+        ({"prompt": {"role": "user", "content": "x"}, "label": "1"}, "must be a non-empty string or a list of chat messages"),
+        ("[" * 100000 + "]" * 100000, "JSON nested too deeply to read"),
+    ],
+    ids=["content not text", "unknown role", "text part without text", "part not an object", "no content", "not a list", "deep nesting"],
+)
+def test_every_line_is_checked_even_past_the_limit(tmp_path, server, capsys, line, message):
+    p = server.problems()[0]
+    problems = tmp_path / "p.jsonl"
+    bad = line if isinstance(line, str) else json.dumps(line)
+    problems.write_text(json.dumps({"id": p.id, "prompt": p.prompt, "label": p.label}) + "\n" + bad + "\n")
+    out = tmp_path / "out"
+    assert main(["collect", str(problems), "--out", str(out), "--limit", "1", *SMALL]) == 2
+    err = capsys.readouterr().err
+    assert f"{problems}:2: " in err and message in err and "Traceback" not in err
+    assert not out.exists()
+
+
+def test_a_prompt_the_chat_template_cannot_render_is_refused_up_front(tmp_path, server, capsys):
+    p = server.problems()[0]
+    problems = tmp_path / "p.jsonl"
+    problems.write_text(json.dumps({"id": p.id, "prompt": p.prompt, "label": p.label}) + "\n"
+                        + json.dumps({"id": "t", "prompt": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}],
+                                      "label": "1"}) + "\n")
+    out = tmp_path / "out"
+    # The simulator's template (Qwen's) concatenates content: it renders no parts list.
+    assert main(["collect", str(problems), "--out", str(out), *SMALL]) == 2
+    err = capsys.readouterr().err
+    assert f"{problems}:2: problem 't': cannot render its prompt" in err and "chat: rendering the chat template failed" in err
+    assert not out.exists()

@@ -14,6 +14,7 @@ from typing import Any, Dict, List
 
 from . import Agent, Collector, Critic, MathEnv, Segments, Selective
 from .backends import SamplingParams, SGLangPolicy
+from .errors import ConfigError
 from .export import format_edges, format_tree, format_tree_html
 from .extend import SchedulerView
 from .sim import SimServer
@@ -53,11 +54,25 @@ def _prog() -> str:
 
 
 def run_demo(out_dir: Path, n_problems: int = 4, budget: int = 32, warmup: int = 16) -> int:
-    out_dir.mkdir(parents=True, exist_ok=True)
+    # Every argument is checked before the server starts or the directory is made (exit 2).
+    try:
+        Selective(budget=budget, warmup=warmup)
+        if not isinstance(n_problems, int) or n_problems < 1:
+            raise ConfigError(f"--problems must be an integer >= 1, got {n_problems!r}")
+        if out_dir.exists() and not out_dir.is_dir():
+            raise ConfigError(f"--out {out_dir}: is a file, not a directory")
+    except ConfigError as exc:
+        print(f"focus-go demo: {exc}", file=sys.stderr)
+        return 2
     # verbosity=3: worked solutions of ~750-1100 tokens, so 256-token segments make a deep tree.
     with SimServer(seed=0, verbosity=3) as server:
+        bundled = server.problems()
+        if n_problems > len(bundled):
+            print(f"focus-go demo: --problems {n_problems}: the simulator bundles {len(bundled)} problems", file=sys.stderr)
+            return 2
+        out_dir.mkdir(parents=True, exist_ok=True)
         # The hardest bundled problems: their rollouts disagree, so the search branches.
-        problems = sorted(server.problems(), key=lambda p: -p.metadata["difficulty"])[:n_problems]
+        problems = sorted(bundled, key=lambda p: -p.metadata["difficulty"])[:n_problems]
         t0 = time.perf_counter()
         results = asyncio.run(_collect(server, problems, budget, warmup))
         elapsed = time.perf_counter() - t0

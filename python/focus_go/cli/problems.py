@@ -52,13 +52,17 @@ def read_problems(
             item = json.loads(raw)
         except json.JSONDecodeError as exc:
             raise ProblemsFileError(f"{where}: bad JSON ({exc.msg} at column {exc.colno})") from None
+        except RecursionError:
+            raise ProblemsFileError(f"{where}: JSON nested too deeply to read") from None
         if not isinstance(item, dict):
             raise ProblemsFileError(f"{where}: expected a JSON object, got {type(item).__name__}")
         if prompt_key not in item:
             raise ProblemsFileError(f"{where}: missing prompt key {prompt_key!r} (keys: {', '.join(sorted(item)) or 'none'}; see --prompt-key)")
         prompt = item[prompt_key]
-        if not (isinstance(prompt, str) and prompt.strip()) and not _is_messages(prompt):
-            raise ProblemsFileError(f"{where}: {prompt_key!r} must be a non-empty string or a list of chat messages, got {prompt!r:.60}")
+        if not (isinstance(prompt, str) and prompt.strip()):
+            problem = _messages_problem(prompt)
+            if problem:
+                raise ProblemsFileError(f"{where}: {prompt_key!r} must be a non-empty string or a list of chat messages; {problem}")
         if label_key not in item:
             raise ProblemsFileError(f"{where}: missing label key {label_key!r} (keys: {', '.join(sorted(item)) or 'none'}; see --label-key)")
         label = item[label_key]
@@ -73,16 +77,39 @@ def read_problems(
         seen[pid] = lineno
         metadata = {k: v for k, v in item.items() if k not in (prompt_key, label_key, id_key)}
         out.append(LoadedProblem(len(out), lineno, Problem(prompt=prompt, label=str(label), id=pid, metadata=metadata)))
-        if limit is not None and len(out) >= limit:
-            break
     if not out:
         raise ProblemsFileError(f"{path}: no problems (the file is empty)")
-    return out
+    # Lines past the limit are checked too: the whole file is good, or nothing starts.
+    return out if limit is None else out[:limit]
 
 
-def _is_messages(value: Any) -> bool:
-    return (
-        isinstance(value, list)
-        and bool(value)
-        and all(isinstance(m, dict) and isinstance(m.get("role"), str) and "content" in m for m in value)
-    )
+ROLES = ("system", "user", "assistant", "tool")
+"""The chat roles a problem's messages may have (the chat template may accept fewer; each
+prompt is also rendered before the first problem starts)."""
+
+
+def _messages_problem(value: Any) -> str:
+    """What is wrong with ``value`` as a list of chat messages ("" when nothing is): each a
+    JSON object with a role of ``ROLES`` and a content that is a string or a list of parts
+    (objects with a string ``type``; a text part has a string ``text``)."""
+    if not isinstance(value, list) or not value:
+        return f"got {value!r:.60}"
+    for i, m in enumerate(value):
+        if not isinstance(m, dict):
+            return f"message {i} is {type(m).__name__}, not an object"
+        role = m.get("role")
+        if role not in ROLES:
+            return f"message {i} has role {role!r:.40}, expected one of {', '.join(ROLES)}"
+        if "content" not in m:
+            return f"message {i} has no content"
+        content = m["content"]
+        if isinstance(content, str) or (content is None and role == "assistant"):
+            continue
+        if not isinstance(content, list):
+            return f"message {i} has content {content!r:.40}, expected a string or a list of parts"
+        for j, part in enumerate(content):
+            if not isinstance(part, dict) or not isinstance(part.get("type"), str):
+                return f"message {i} part {j} is {part!r:.40}, expected an object with a string 'type'"
+            if part["type"] == "text" and not isinstance(part.get("text"), str):
+                return f"message {i} part {j} is a text part without a string 'text'"
+    return ""

@@ -24,6 +24,7 @@ from ..collector import Collector
 from ..env import MathEnv
 from ..errors import CollectionError, ConfigError, FocusError
 from ..tree import SchedulerView
+from ..types import SamplingParams
 from .backends import Backend, check_backend_args, check_critic, open_backend, wait_until_ready
 from .outdir import OutLock, Output, check_out_dir, clear_out_dir, write_atomic
 from .problems import LoadedProblem, read_problems
@@ -40,6 +41,16 @@ INTERRUPT_SIGNALS: Tuple[signal.Signals, ...] = (signal.SIGINT, signal.SIGTERM)
 code is 128 + the signal's number (130 for Ctrl-C, 143 for SIGTERM)."""
 
 
+def check_flags(args: argparse.Namespace) -> Settings:
+    """Build the library's configuration objects from the flags (sampling parameters,
+    segments, search, critic, reward config, estimator) before any backend starts or any
+    directory is created, so a bad value fails here with the library's own message (the
+    rules live there, not in the command)."""
+    SamplingParams(temperature=args.temperature, top_p=args.top_p)
+    Segments(args.segment_tokens)
+    return settings(args)
+
+
 def context_length(backend: Backend) -> int:
     """The model's context in tokens, as the server's model info gives it (0: not given)."""
     info = getattr(backend.policy, "server_info", None) or {}
@@ -51,11 +62,10 @@ def context_length(backend: Backend) -> int:
 
 
 def check_prompt_lengths(args: argparse.Namespace, backend: Backend, problems: Sequence[LoadedProblem]) -> None:
-    """Refuse, before the first problem, a prompt (system prompt and chat template
-    included) that leaves no room in the model's context for a generated token."""
+    """Render every prompt before the first problem starts, refusing one the chat template
+    cannot render, or one (system prompt and chat template included) that leaves no room
+    in the model's context (``server_info``) for a generated token."""
     limit = context_length(backend)
-    if not limit:
-        return
     policy = backend.policy
     probe = PROBE_CHARS_PER_TOKEN * limit
     for item in problems:
@@ -63,15 +73,19 @@ def check_prompt_lengths(args: argparse.Namespace, backend: Backend, problems: S
         messages = ([{"role": "system", "content": args.system_prompt}] if args.system_prompt else [])
         messages += [{"role": "user", "content": prompt}] if isinstance(prompt, str) else [dict(m) for m in prompt]
         text = "".join(m["content"] for m in messages if isinstance(m.get("content"), str))
-        if len(text) > probe:
+        if limit and len(text) > probe:
             # A huge prompt is refused from the tokens of its beginning, without rendering the
             # whole (tens of seconds and gigabytes for 20 MB): the whole has at least as many.
             n = len(policy.format.codec.tokenizer.encode(text[:probe]))
             if n > limit + 8:
                 raise ConfigError(_too_long(args, item, f"more than {n - 8}", limit, backend))
-        # Only the exact count decides the rest, so the prompt is rendered as the collection will.
-        n = len(policy.prepare(messages).tokens)
-        if n >= limit:
+        # Only the exact count decides the rest, so the prompt is rendered as the collection
+        # will (which also refuses, now, what the chat template cannot render).
+        try:
+            n = len(policy.prepare(messages).tokens)
+        except FocusError as exc:
+            raise ConfigError(f"{args.problems}:{item.line}: problem {item.problem.id!r}: cannot render its prompt: {exc}") from None
+        if limit and n >= limit:
             raise ConfigError(_too_long(args, item, str(n), limit, backend))
 
 
@@ -261,14 +275,14 @@ def run_collect(args: argparse.Namespace, stdout: Optional[TextIO] = None, stder
         check_backend_args(args)
         problems = read_problems(Path(args.problems), prompt_key=args.prompt_key, label_key=args.label_key,
                                  id_key=args.id_key, limit=args.limit)
-        run = settings(args)  # bad search or reward settings fail before anything starts
+        run = check_flags(args)  # bad search, sampling or reward settings fail before anything starts
         retry_failed = getattr(args, "retry_failed", False)
         resume = args.resume or retry_failed
         if resume and args.overwrite:
             raise ConfigError(f"{'--retry-failed' if retry_failed else '--resume'} keeps an earlier run and "
                               "--overwrite replaces it: pass one")
         lock = OutLock.acquire(out)  # one writer per directory, held to the end
-    except ConfigError as exc:
+    except FocusError as exc:
         print(f"focus-go collect: {exc}", file=stderr)
         return EXIT_USAGE
     try:
@@ -312,7 +326,7 @@ def _run_locked(args: argparse.Namespace, problems: List[LoadedProblem], run: Se
                 print(f"focus-go collect: the critic at {args.critic_url} is not ready: {exc}", file=stderr)
                 return EXIT_FAILED
         try:
-            check_prompt_lengths(args, backend, problems)
+            check_prompt_lengths(args, backend, [p for p in problems if p.index not in set(done) or p.index in retry])
         except ConfigError as exc:
             print(f"focus-go collect: {exc}", file=stderr)
             return EXIT_USAGE
