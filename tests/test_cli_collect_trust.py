@@ -465,3 +465,43 @@ def test_a_prompt_the_chat_template_cannot_render_is_refused_up_front(tmp_path, 
     err = capsys.readouterr().err
     assert f"{problems}:2: problem 't': cannot render its prompt" in err and "chat: rendering the chat template failed" in err
     assert not out.exists()
+
+
+# ---- 13. tool-use collection from the command line: --env MODULE:FACTORY
+
+EXAMPLE_ENV = Path(__file__).resolve().parent.parent / "examples" / "calculator_env.py"
+
+
+def test_env_factory_collects_tool_use_trees(tmp_path, server, capsys):
+    problems = tmp_path / "p.jsonl"
+    problems.write_text("".join(json.dumps({"id": p.id, "prompt": p.prompt, "label": p.label, "tools": ["calculator"]}) + "\n"
+                                for p in server.problems()[:2]))
+    out = tmp_path / "out"
+    assert main(["collect", str(problems), "--out", str(out), "--env", f"{EXAMPLE_ENV}:make_env", *SMALL]) == 0
+    run = consistent(out)
+    assert run["summary"]["completed"] == 2 and run["settings"]["env"] == f"{EXAMPLE_ENV}:make_env"
+    tree = json.loads(sorted((out / "trees").glob("*.json"))[0].read_text())
+    root = tree["nodes"][0]["text"]
+    assert '"name": "calculator"' in root, "the tool schemas are in the prompt"
+    texts = " ".join(n["text"] for n in tree["nodes"][1:])
+    assert "<tool_call>" in texts and "<tool_response>" in texts, "whole turns with tool calls and their results"
+    actor = lines(out / "actor.jsonl")
+    assert actor and all(len(r["tokens"]) == len(r["loss_mask"]) for r in actor)
+
+
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ("nocolon", "expected MODULE:FACTORY"),
+        ("no_such_module_xyz:make", "cannot import no_such_module_xyz: ModuleNotFoundError"),
+        (f"{EXAMPLE_ENV}:nothing", "has no callable 'nothing'"),
+        ("builtins:str", "returned str for problem"),
+        ("json:dumps", "raised for problem"),
+    ],
+    ids=["no colon", "missing module", "missing factory", "not an env", "factory raises"],
+)
+def test_a_bad_env_factory_exits_2_before_anything_starts(tmp_path, problems_file, capsys, spec, message):
+    out = tmp_path / "out"
+    assert main(["collect", str(problems_file), "--out", str(out), "--env", spec, *SMALL]) == 2
+    assert message in capsys.readouterr().err
+    assert not out.exists()

@@ -5,6 +5,8 @@ no URL is given. ``--openai`` is refused with the reason (chat APIs return no to
 from __future__ import annotations
 
 import argparse
+import importlib
+import importlib.util
 import json
 import math
 import os
@@ -15,6 +17,7 @@ import urllib.request
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, TextIO
 
+from ..env import Env
 from ..errors import BackendError, ConfigError, FocusError
 from ..generation.format import HFTokenizer, PolicyFormat
 from ..generation.servers import SGLangPolicy, VLLMPolicy
@@ -108,16 +111,58 @@ def wait_until_ready(check: Callable[[], Any], what: str, seconds: float, stderr
             time.sleep(min(2.0, left))
 
 
-def open_backend(args: argparse.Namespace) -> Backend:
-    """The policy the command collects with (and the simulated server when no URL is given)."""
+def load_env_factory(spec: str) -> Callable[[Any], Any]:
+    """``--env MODULE:FACTORY``: the callable FACTORY of MODULE (an importable module name, or
+    the path of a ``.py`` file); raises ConfigError naming what is missing."""
+    module_name, sep, attr = spec.rpartition(":")
+    if not sep or not module_name or not attr:
+        raise ConfigError(f"--env {spec!r}: expected MODULE:FACTORY (e.g. my_envs:make_env or path/to/envs.py:make_env)")
+    try:
+        if module_name.endswith(".py"):
+            path = os.path.abspath(module_name)
+            if not os.path.isfile(path):
+                raise ConfigError(f"--env {spec!r}: no such file {module_name}")
+            loader_spec = importlib.util.spec_from_file_location(f"focus_go_cli_env_{abs(hash(path))}", path)
+            assert loader_spec is not None and loader_spec.loader is not None
+            module = importlib.util.module_from_spec(loader_spec)
+            loader_spec.loader.exec_module(module)
+        else:
+            module = importlib.import_module(module_name)
+    except ConfigError:
+        raise
+    except Exception as exc:  # the user's module failed to import: say which and why
+        raise ConfigError(f"--env {spec!r}: cannot import {module_name}: {type(exc).__name__}: {exc}") from None
+    factory = getattr(module, attr, None)
+    if not callable(factory):
+        raise ConfigError(f"--env {spec!r}: {module_name} has no callable {attr!r}")
+    return factory
+
+
+def make_env(factory: Callable[[Any], Any], spec: str, problem: Any) -> Any:
+    """The Env ``factory`` builds for ``problem``; raises ConfigError when it is no Env."""
+    try:
+        env = factory(problem)
+    except Exception as exc:  # the user's factory: name it and the problem
+        raise ConfigError(f"--env {spec}: raised for problem {problem.id!r}: {type(exc).__name__}: {exc}") from None
+    if not isinstance(env, Env):
+        raise ConfigError(f"--env {spec}: returned {type(env).__name__} for problem {problem.id!r}, expected a focus_go.Env "
+                          "(a ToolEnv, a MathEnv or your Env subclass)")
+    return env
+
+
+def open_backend(args: argparse.Namespace, profile: Optional[str] = "token_chunk") -> Backend:
+    """The policy the command collects with (and the simulated server when no URL is given).
+    ``profile`` is its parser: ``token_chunk`` for exact-token segments, a tool-call dialect
+    (or None: the model's own) for the whole-turn chat context of tool and text envs."""
     params = SamplingParams(temperature=args.temperature, top_p=args.top_p)
     if not (args.sglang or args.vllm):
         latency = {"per_token": args.sim_latency} if args.sim_latency else None
         # verbosity=3: worked solutions of ~750-1100 tokens, so Segments(256) makes deep trees.
         server = SimServer(seed=args.sim_seed, verbosity=3, latency=latency)
         try:
-            policy = SGLangPolicy(model=server.model, base_url=server.url, profile="token_chunk", default_params=params,
-                                  timeout=args.timeout)
+            # The simulated model writes Hermes-style tool calls.
+            policy = SGLangPolicy(model=server.model, base_url=server.url, profile=profile or "hermes",
+                                  default_params=params, timeout=args.timeout)
         except BaseException:
             server.close()
             raise
@@ -125,13 +170,13 @@ def open_backend(args: argparse.Namespace) -> Backend:
     model = args.model or args.tokenizer
     tokenizer = HFTokenizer(args.tokenizer) if args.tokenizer else None
     try:
-        fmt = PolicyFormat.resolve(model, tokenizer=tokenizer, profile="token_chunk") if tokenizer else None
+        fmt = PolicyFormat.resolve(model, tokenizer=tokenizer, profile=profile) if tokenizer else None
         if args.sglang:
-            policy: Any = SGLangPolicy(model=model, base_url=args.sglang, format=fmt, profile="token_chunk",
+            policy: Any = SGLangPolicy(model=model, base_url=args.sglang, format=fmt, profile=profile,
                                        default_params=params, api_key=args.api_key, timeout=args.timeout)
             return Backend("sglang", args.sglang, policy, tokenizer=tokenizer, description=f"SGLang at {args.sglang}")
         api_key = args.api_key or os.environ.get("VLLM_API_KEY") or "EMPTY"
-        policy = VLLMPolicy(model=model, base_url=args.vllm, format=fmt, profile="token_chunk", served_model=args.served_model,
+        policy = VLLMPolicy(model=model, base_url=args.vllm, format=fmt, profile=profile, served_model=args.served_model,
                             api_key=api_key, default_params=params, timeout=args.timeout)
         return Backend("vllm", args.vllm, policy, tokenizer=tokenizer, description=f"vLLM at {args.vllm}")
     except BaseException:

@@ -31,6 +31,7 @@ import argparse
 import math
 from typing import Any
 
+from ..generation.format import PROFILES
 from .run import run_collect
 
 # Qwen's math prompt: the answer must end in \boxed{...} for MathEnv to grade it.
@@ -123,6 +124,13 @@ def add_parser(commands: Any) -> None:
     s.add_argument("--temperature", type=_finite, default=1.0)
     s.add_argument("--top-p", type=_finite, default=None)
     s.add_argument("--system-prompt", default=DEFAULT_SYSTEM_PROMPT, help="system message ('' for none)")
+    s.add_argument("--env", metavar="MODULE:FACTORY",
+                   help="build each problem's environment with FACTORY(problem) from MODULE (a module name or a path "
+                        "to a .py file): a ToolEnv with its tools, or any Env; a tokens env collects Segments(n), a "
+                        "tool or text env one assistant turn per segment (default: MathEnv graded on the label)")
+    s.add_argument("--profile", choices=PROFILES,
+                   help="with an --env tool or text environment: the policy's tool-call parser "
+                        "(default: the model's own; hermes for the simulator)")
     s.add_argument("--concurrency", type=_positive, default=4, help="problems collected at once")
     s.add_argument("--strict", action="store_true", help="a problem with any failed rollout fails (default: keep the tree, list the failures)")
     c = p.add_argument_group("critic and rewards")

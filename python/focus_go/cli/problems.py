@@ -28,13 +28,14 @@ class LoadedProblem:
 
 
 def read_problems(
-    path: Path, *, prompt_key: str = "prompt", label_key: str = "label", id_key: str = "id", limit: Optional[int] = None
+    path: Path, *, prompt_key: str = "prompt", label_key: str = "label", id_key: str = "id", limit: Optional[int] = None,
+    label_required: bool = True,
 ) -> List[LoadedProblem]:
     """Every problem of a JSONL file, checked whole before any is used.
 
     Blank lines are skipped. Each other line must be a JSON object with a ``prompt_key``
     (a string, or a list of chat messages) and a ``label_key`` (the reference answer: a
-    string or a number); ``id_key`` is optional (default ``line-N``) and must be unique.
+    string or a number; optional without ``label_required``, for ``--env``); ``id_key`` is optional (default ``line-N``) and must be unique.
     Other keys become the problem's metadata. Raises ProblemsFileError naming the line."""
     try:
         text = path.read_text(encoding="utf-8")
@@ -63,10 +64,11 @@ def read_problems(
             problem = _messages_problem(prompt)
             if problem:
                 raise ProblemsFileError(f"{where}: {prompt_key!r} must be a non-empty string or a list of chat messages; {problem}")
-        if label_key not in item:
+        if label_key not in item and label_required:
             raise ProblemsFileError(f"{where}: missing label key {label_key!r} (keys: {', '.join(sorted(item)) or 'none'}; see --label-key)")
-        label = item[label_key]
-        if isinstance(label, bool) or not isinstance(label, (str, int, float)) or str(label).strip() == "":
+        label = item.get(label_key)
+        if (label is not None or label_required) and (
+                isinstance(label, bool) or not isinstance(label, (str, int, float)) or str(label).strip() == ""):
             raise ProblemsFileError(f"{where}: {label_key!r} must be a non-empty string or a number, got {label!r:.60}")
         pid = item.get(id_key, f"line-{lineno}")
         if pid is None or isinstance(pid, (dict, list, bool)):
@@ -76,7 +78,7 @@ def read_problems(
             raise ProblemsFileError(f"{where}: id {pid!r} repeats line {seen[pid]}")
         seen[pid] = lineno
         metadata = {k: v for k, v in item.items() if k not in (prompt_key, label_key, id_key)}
-        out.append(LoadedProblem(len(out), lineno, Problem(prompt=prompt, label=str(label), id=pid, metadata=metadata)))
+        out.append(LoadedProblem(len(out), lineno, Problem(prompt=prompt, label=None if label is None else str(label), id=pid, metadata=metadata)))
     if not out:
         raise ProblemsFileError(f"{path}: no problems (the file is empty)")
     # Lines past the limit are checked too: the whole file is good, or nothing starts.

@@ -17,7 +17,7 @@ import sys
 import time
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Set, TextIO, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Set, TextIO, Tuple
 
 from ..agent import Agent, Segments
 from ..collector import Collector
@@ -25,7 +25,7 @@ from ..env import MathEnv
 from ..errors import CollectionError, ConfigError, FocusError
 from ..tree import SchedulerView
 from ..types import SamplingParams
-from .backends import Backend, check_backend_args, check_critic, open_backend, wait_until_ready
+from .backends import Backend, check_backend_args, check_critic, load_env_factory, make_env, open_backend, wait_until_ready
 from .outdir import OutLock, Output, check_out_dir, clear_out_dir, write_atomic
 from .problems import LoadedProblem, read_problems
 from .progress import Progress, Totals
@@ -122,6 +122,8 @@ def recorded_settings(args: argparse.Namespace, run: Settings) -> Dict[str, Any]
         "min_abs_advantage": args.min_abs_advantage,
         "strict": args.strict,
         "keys": [args.prompt_key, args.label_key, args.id_key],
+        "env": getattr(args, "env", None),
+        "profile": getattr(args, "profile", None),
     }
     return json.loads(json.dumps(recorded))
 
@@ -139,11 +141,14 @@ def tree_counts(state: Any, reward_max: float) -> Tuple[int, int]:
 
 
 async def collect_all(args: argparse.Namespace, run: Settings, problems: List[LoadedProblem], backend: Backend,
-                      output: Output, totals: Totals, progress: Progress, retry: Set[int] = frozenset()) -> None:
+                      output: Output, totals: Totals, progress: Progress, retry: Set[int] = frozenset(),
+                      env_factory: Optional[Callable[[Any], Any]] = None) -> None:
     """Collect every problem, ``args.concurrency`` at once, writing each as it completes; a
     problem that fails is listed in failures.jsonl and the others go on. A problem in
     ``retry`` (``--retry-failed``) replaces its earlier tree and records when it completes;
-    when it fails, the earlier tree stays."""
+    when it fails, the earlier tree stays. ``env_factory`` (``--env``) builds each problem's
+    Env (exact-token segments for a tokens env, the whole-turn chat context otherwise);
+    without it each problem is a MathEnv graded on its label."""
     search, critic, reward, estimator = run.search, run.critic, run.reward, run.estimator
     policy = backend.policy
     slots = asyncio.Semaphore(args.concurrency)
@@ -151,12 +156,16 @@ async def collect_all(args: argparse.Namespace, run: Settings, problems: List[Lo
     async def one(item: LoadedProblem) -> None:
         problem = item.problem
         async with slots:
-            agent = Agent(policy=policy, env=MathEnv(problem.label, policy.decode), system_prompt=args.system_prompt or None,
-                          context=Segments(args.segment_tokens), max_segments=args.max_segments,
-                          max_total_tokens=args.max_total_tokens)
-            collector = Collector(agent, critic=critic, search=search, reward=reward, estimator=estimator)
             state = None
             try:
+                if env_factory is None:
+                    env: Any = MathEnv(problem.label, policy.decode)
+                else:
+                    env = make_env(env_factory, args.env, problem)
+                context = Segments(args.segment_tokens) if env.action == "tokens" else None
+                agent = Agent(policy=policy, env=env, system_prompt=args.system_prompt or None, context=context,
+                              max_segments=args.max_segments, max_total_tokens=args.max_total_tokens)
+                collector = Collector(agent, critic=critic, search=search, reward=reward, estimator=estimator)
                 async with collector:
                     state = await collector.collect(problem, allow_partial=not args.strict)
                 failures = tuple(state.failures)
@@ -256,8 +265,8 @@ def cancel_on_signals(work: "asyncio.Future[Any]", totals: Totals,
 
 async def _collect_until_interrupted(args: argparse.Namespace, run: Settings, problems: List[LoadedProblem],
                                      backend: Backend, output: Output, totals: Totals, progress: Progress,
-                                     retry: Set[int]) -> None:
-    work = asyncio.ensure_future(collect_all(args, run, problems, backend, output, totals, progress, retry))
+                                     retry: Set[int], env_factory: Optional[Callable[[Any], Any]]) -> None:
+    work = asyncio.ensure_future(collect_all(args, run, problems, backend, output, totals, progress, retry, env_factory))
     with cancel_on_signals(work, totals):
         try:
             await work
@@ -273,9 +282,19 @@ def run_collect(args: argparse.Namespace, stdout: Optional[TextIO] = None, stder
     out = Path(args.out)
     try:
         check_backend_args(args)
+        env_spec = getattr(args, "env", None)
         problems = read_problems(Path(args.problems), prompt_key=args.prompt_key, label_key=args.label_key,
-                                 id_key=args.id_key, limit=args.limit)
+                                 id_key=args.id_key, limit=args.limit, label_required=not env_spec)
         run = check_flags(args)  # bad search, sampling or reward settings fail before anything starts
+        env_factory = profile = None
+        if env_spec:
+            # The factory is tried on the first problem now: a broken one fails before anything starts.
+            env_factory = load_env_factory(env_spec)
+            first = make_env(env_factory, env_spec, problems[0].problem)
+            profile = "token_chunk" if first.action == "tokens" else args.profile
+        elif args.profile:
+            raise ConfigError("--profile chooses the parser of an --env tool or text environment; the default MathEnv "
+                              "collects exact-token segments")
         retry_failed = getattr(args, "retry_failed", False)
         resume = args.resume or retry_failed
         if resume and args.overwrite:
@@ -286,13 +305,15 @@ def run_collect(args: argparse.Namespace, stdout: Optional[TextIO] = None, stder
         print(f"focus-go collect: {exc}", file=stderr)
         return EXIT_USAGE
     try:
-        return _run_locked(args, problems, run, resume, retry_failed, out, stdout, stderr)
+        return _run_locked(args, problems, run, resume, retry_failed, out, stdout, stderr, env_factory,
+                           profile if env_factory else "token_chunk")
     finally:
         lock.release(discard=True)
 
 
 def _run_locked(args: argparse.Namespace, problems: List[LoadedProblem], run: Settings, resume: bool, retry_failed: bool,
-                out: Path, stdout: TextIO, stderr: TextIO) -> int:
+                out: Path, stdout: TextIO, stderr: TextIO, env_factory: Optional[Callable[[Any], Any]],
+                profile: Optional[str]) -> int:
     recorded = recorded_settings(args, run)
     try:
         existing = check_out_dir(out, args.overwrite, resume)
@@ -307,7 +328,7 @@ def _run_locked(args: argparse.Namespace, problems: List[LoadedProblem], run: Se
     degraded = {p.index for p in problems if p.index in set(done) and p.line in failed_lines}
     retry = degraded if retry_failed else set()
     try:
-        backend = open_backend(args)
+        backend = open_backend(args, profile)
     except FocusError as exc:
         print(f"focus-go collect: cannot open the backend: {exc}", file=stderr)
         return EXIT_FAILED
@@ -360,7 +381,7 @@ def _run_locked(args: argparse.Namespace, problems: List[LoadedProblem], run: Se
         write_error: Optional[OSError] = None
         try:
             try:
-                asyncio.run(_collect_until_interrupted(args, run, todo, backend, output, totals, progress, retry))
+                asyncio.run(_collect_until_interrupted(args, run, todo, backend, output, totals, progress, retry, env_factory))
             except KeyboardInterrupt:
                 totals.interrupted = True
                 totals.signal = totals.signal or int(signal.SIGINT)
