@@ -8,7 +8,9 @@ the Hermes format)::
 
     focus-go demo --out demo                      # writes demo/problems.jsonl
     focus-go collect demo/problems.jsonl --out runs/tools \\
-        --env examples/calculator_env.py:make_env --budget 8 --warmup 4
+        --env examples/calculator_env.py:make_env --budget 8 --warmup 4 --segment-tokens 2048
+
+(a tool env's segment is one assistant turn: ``--segment-tokens`` bounds a turn).
 
 On your own server, add ``--sglang URL --model M`` (the model's chat template and its own
 tool-call dialect are used; ``--profile`` names another).

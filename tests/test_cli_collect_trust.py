@@ -477,9 +477,11 @@ def test_env_factory_collects_tool_use_trees(tmp_path, server, capsys):
     problems.write_text("".join(json.dumps({"id": p.id, "prompt": p.prompt, "label": p.label, "tools": ["calculator"]}) + "\n"
                                 for p in server.problems()[:2]))
     out = tmp_path / "out"
-    assert main(["collect", str(problems), "--out", str(out), "--env", f"{EXAMPLE_ENV}:make_env", *SMALL]) == 0
+    assert main(["collect", str(problems), "--out", str(out), "--env", f"{EXAMPLE_ENV}:make_env", *SMALL,
+                 "--segment-tokens", "2048"]) == 0
     run = consistent(out)
     assert run["summary"]["completed"] == 2 and run["settings"]["env"] == f"{EXAMPLE_ENV}:make_env"
+    assert run["summary"]["successes"] > 0, "whole answers (a turn of up to --segment-tokens) are graded"
     tree = json.loads(sorted((out / "trees").glob("*.json"))[0].read_text())
     root = tree["nodes"][0]["text"]
     assert '"name": "calculator"' in root, "the tool schemas are in the prompt"

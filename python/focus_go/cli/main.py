@@ -118,7 +118,7 @@ def add_parser(commands: Any) -> None:
     s.add_argument("--max-children", type=_positive, default=4, help="Selective: direct children per checkpoint")
     s.add_argument("--score", choices=("value_refinement", "posterior_variance", "uniform"), default="value_refinement")
     s.add_argument("--seed", type=int, default=0, help="search seed")
-    s.add_argument("--segment-tokens", type=_positive, default=256, help="Segments(n): tokens per segment")
+    s.add_argument("--segment-tokens", type=_positive, default=256, help="Segments(n): tokens per segment (with a tool or text --env: of one assistant turn)")
     s.add_argument("--max-segments", type=_positive, default=64)
     s.add_argument("--max-total-tokens", type=_positive, default=8192, help="generated tokens per rollout")
     s.add_argument("--temperature", type=_finite, default=1.0)

@@ -162,9 +162,13 @@ async def collect_all(args: argparse.Namespace, run: Settings, problems: List[Lo
                     env: Any = MathEnv(problem.label, policy.decode)
                 else:
                     env = make_env(env_factory, args.env, problem)
-                context = Segments(args.segment_tokens) if env.action == "tokens" else None
-                agent = Agent(policy=policy, env=env, system_prompt=args.system_prompt or None, context=context,
-                              max_segments=args.max_segments, max_total_tokens=args.max_total_tokens)
+                whole_turn = env.action != "tokens"
+                # A whole-turn segment is one assistant turn of up to --segment-tokens tokens.
+                agent = Agent(policy=policy, env=env, system_prompt=args.system_prompt or None,
+                              context=None if whole_turn else Segments(args.segment_tokens),
+                              max_segments=args.max_segments, max_total_tokens=args.max_total_tokens,
+                              sampling=SamplingParams(temperature=args.temperature, top_p=args.top_p,
+                                                      max_tokens=args.segment_tokens) if whole_turn else None)
                 collector = Collector(agent, critic=critic, search=search, reward=reward, estimator=estimator)
                 async with collector:
                     state = await collector.collect(problem, allow_partial=not args.strict)
