@@ -507,3 +507,32 @@ def test_a_bad_env_factory_exits_2_before_anything_starts(tmp_path, problems_fil
     assert main(["collect", str(problems_file), "--out", str(out), "--env", spec, *SMALL]) == 2
     assert message in capsys.readouterr().err
     assert not out.exists()
+
+
+# ---- 12. progress in a log file, and the unspent budget in the summary
+
+
+def test_a_log_gets_progress_lines_while_trees_run_and_the_summary_counts_unspent_budget(tmp_path, problems_file, capsys):
+    out = tmp_path / "out"
+    assert main(["collect", str(problems_file), "--out", str(out), *SMALL, "--limit", "1", "--sim-latency", "0.002",
+                 "--progress-interval", "0.1"]) == 0
+    captured = capsys.readouterr()
+    progress = [line for line in captured.err.splitlines() if line.startswith("[")]
+    periodic = [line for line in progress if not line.endswith(")")]
+    assert periodic, "lines while the tree runs, not only when it ends"
+    assert all("0/1 trees" in line for line in periodic)
+    run = consistent(out)
+    trees = [json.loads(t.read_text())["stats"] for t in (out / "trees").glob("*.json")]
+    assert run["summary"]["budget"] == 4 and run["summary"]["budget_unspent"] == sum(t["budget_unspent"] for t in trees)
+    assert f"budget unspent        {run['summary']['budget_unspent']} of 4 rollouts" in captured.out
+
+
+def test_the_progress_line_says_the_time_left():
+    import io
+
+    from focus_go.cli.progress import Progress, Totals, _duration
+
+    totals = Totals(problems=4, completed=1)
+    line = Progress(4, io.StringIO(), totals).line()
+    assert "1/4 trees" in line and "ETA " in line
+    assert [_duration(s) for s in (5, 425, 11520)] == ["5s", "7m05s", "3h12m"]

@@ -131,6 +131,9 @@ def add_parser(commands: Any) -> None:
     s.add_argument("--profile", choices=PROFILES,
                    help="with an --env tool or text environment: the policy's tool-call parser "
                         "(default: the model's own; hermes for the simulator)")
+    s.add_argument("--progress-interval", type=_nonnegative_seconds, default=10.0, metavar="SECONDS",
+                   help="when stderr is not a terminal (a log file, Slurm): a progress line at least this often "
+                        "while problems run, besides one per finished problem (0: only those)")
     s.add_argument("--concurrency", type=_positive, default=4, help="problems collected at once")
     s.add_argument("--strict", action="store_true", help="a problem with any failed rollout fails (default: keep the tree, list the failures)")
     c = p.add_argument_group("critic and rewards")

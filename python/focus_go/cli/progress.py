@@ -23,6 +23,8 @@ class Totals:
     generated_tokens: int = 0
     prefix_tokens_reused: int = 0
     failed_rollouts: int = 0
+    budget: int = 0  # the search budget (rollouts) of the completed trees, summed
+    budget_unspent: int = 0
     actor_records: int = 0
     critic_records: int = 0
     resumed: int = 0
@@ -61,6 +63,9 @@ class Totals:
             ("mean |A|", rate(self.mean_abs_advantage, ".4f") + f"  (over {self.edges} actor edges)"),
             ("tokens generated", f"{self.generated_tokens}"),
             ("prefix tokens reused", f"{self.prefix_tokens_reused}"),
+            ("budget unspent", f"{self.budget_unspent} of {self.budget} rollouts"
+             + (" (a tree stops early once no checkpoint is worth another branch: each candidate has "
+                "--max-children children, too little token room left, or a score of 0)" if self.budget_unspent else "")),
             ("failures", f"{self.failed_rollouts} rollouts, {self.failed_problems} problems"),
             ("degraded trees", f"{self.degraded_trees} with failed rollouts"
              + (f" ({self.retried} replaced earlier ones)" if self.retried else "")
@@ -73,15 +78,18 @@ class Totals:
 
 
 class Progress:
-    """One status line on stderr: a bar, trees/s and tokens/s. On a terminal it is redrawn
-    in place (``\\r``); otherwise a line is printed per finished problem."""
+    """One status line on stderr: a bar, trees/s, tokens/s and the time left at that pace.
+    On a terminal it is redrawn in place (``\\r``); otherwise (a log file, Slurm) a line is
+    printed per finished problem and, while problems run, every ``interval`` seconds."""
 
-    def __init__(self, total: int, stream: TextIO, totals: Totals) -> None:
+    def __init__(self, total: int, stream: TextIO, totals: Totals, interval: float = 10.0) -> None:
         self.total = total
         self.stream = stream
         self.totals = totals
         self.tty = stream.isatty()
+        self.interval = interval
         self.start = time.perf_counter()
+        self.last_log = self.start
         self.last_line = ""
 
     def line(self) -> str:
@@ -92,8 +100,9 @@ class Progress:
         filled = width * done // max(self.total, 1)
         bar = "#" * filled + "." * (width - filled)
         fail = f" {t.failed_problems} failed" if t.failed_problems else ""
+        eta = f"  ETA {_duration((self.total - done) * secs / done)}" if 0 < done < self.total else ""
         return (f"[{bar}] {done}/{self.total} trees  {t.completed / secs:.2f} trees/s  "
-                f"{t.generated_tokens / secs:.0f} tokens/s  {secs:.0f}s{fail}")
+                f"{t.generated_tokens / secs:.0f} tokens/s  {secs:.0f}s{eta}{fail}")
 
     def refresh(self) -> None:
         if self.tty:
@@ -101,6 +110,10 @@ class Progress:
             self.stream.write("\r" + text + " " * max(0, len(self.last_line) - len(text)))
             self.stream.flush()
             self.last_line = text
+        elif self.interval > 0 and time.perf_counter() - self.last_log >= self.interval:
+            self.stream.write(self.line() + "\n")
+            self.stream.flush()
+            self.last_log = time.perf_counter()
 
     def problem_done(self, label: str) -> None:
         if self.tty:
@@ -108,9 +121,20 @@ class Progress:
         else:
             self.stream.write(f"{self.line()}  ({label})\n")
             self.stream.flush()
+            self.last_log = time.perf_counter()
 
     def finish(self) -> None:
         if self.tty and self.last_line:
             self.refresh()
             self.stream.write("\n")
             self.stream.flush()
+
+
+def _duration(seconds: float) -> str:
+    """Seconds as ``42s``, ``7m05s`` or ``3h12m``."""
+    s = int(seconds + 0.5)
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s // 3600}h{s % 3600 // 60:02d}m"

@@ -217,6 +217,8 @@ async def collect_all(args: argparse.Namespace, run: Settings, problems: List[Lo
         totals.generated_tokens += int(stats.get("generated_tokens", 0))
         totals.prefix_tokens_reused += int(stats.get("prefix_tokens_reused", 0))
         totals.failed_rollouts += len(failures)
+        totals.budget_unspent += int(stats.get("budget_unspent", 0))
+        totals.budget += int(stats.get("rollouts", 0)) + int(stats.get("budget_unspent", 0))
         totals.actor_records += len(actor)
         totals.critic_records += len(critic_records)
         progress.problem_done(f"{problem.id}: {successes}/{finished} correct")
@@ -362,7 +364,7 @@ def _run_locked(args: argparse.Namespace, problems: List[LoadedProblem], run: Se
         totals = Totals(problems=len(problems), resumed=len(done) - len(retry),
                         degraded_before=len(degraded) - len(retry))
         todo = [p for p in problems if p.index not in set(done) or p.index in retry]
-        progress = Progress(len(todo), stderr, totals)
+        progress = Progress(len(todo), stderr, totals, interval=args.progress_interval)
         head = {
             "problems_file": str(args.problems),
             "backend": {"kind": backend.name, "url": backend.url, "model": backend.policy.model},
