@@ -7,11 +7,14 @@ Arrows point down this list; no module imports one above it:
   concurrently, write each as it completes, stop cleanly on ``INTERRUPT_SIGNALS``
   (``cancel_on_signals``), report and choose the exit code;
 - ``settings``: the search, critic, reward config and estimator the flags describe;
-- ``backends``: the policy (SGLang, vLLM or the embedded simulator) and the refusal of
-  chat-only APIs;
-- ``resume``: what an earlier run completed, and trimming what it left unfinished;
-- ``outdir``: the output directory: its files, ``Output`` (appending records, writing
-  trees), refusing or clearing an earlier run;
+- ``backends``: the policy (SGLang, vLLM or the embedded simulator), the refusal of
+  chat-only APIs, the start-up checks of the servers, and ``--env`` factories;
+- ``resume``: what an earlier run completed, whether it was collected the same way
+  (settings and problem digests in run.json), its degraded trees, and trimming what it
+  left unfinished;
+- ``outdir``: the output directory: its files, ``OutLock`` (one writer), ``Output``
+  (appending records whole, writing and replacing trees), refusing or clearing an earlier
+  run;
 - ``progress``: ``Totals`` (the summary) and ``Progress`` (the status line);
 - ``problems``: reading and checking the problems file.
 

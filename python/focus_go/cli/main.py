@@ -19,7 +19,16 @@ Output directory::
     critic.jsonl    critic records
     trees/          one tree per completed problem (``focus-go view`` renders it)
     failures.jsonl  problems that produced no tree, and failed rollouts (only if any)
-    run.json        the settings and the summary
+    run.json        the settings that shape the data, a digest of each problem, the summary
+    .focus-go.lock  the lock of the one run writing there (its pid)
+
+One run writes to a directory at a time (a second exits 2 naming the first's pid).
+``--resume`` refuses settings or problems that differ from the earlier run's in what
+shapes the data; ``--retry-failed`` also collects degraded trees (with failed rollouts)
+again. Every server is checked before the first problem (``--wait-for-server`` while it
+loads), each request has a deadline (``--timeout``), and every prompt is rendered and
+measured against the model's context first. ``--env MODULE:FACTORY`` collects a user's
+Env (a ToolEnv, or any Env) per problem instead of MathEnv.
 
 This module declares the command's flags (``add_parser``); ``focus_go.cli`` lists the
 modules that do the work.
