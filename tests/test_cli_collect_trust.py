@@ -536,3 +536,28 @@ def test_the_progress_line_says_the_time_left():
     line = Progress(4, io.StringIO(), totals).line()
     assert "1/4 trees" in line and "ETA " in line
     assert [_duration(s) for s in (5, 425, 11520)] == ["5s", "7m05s", "3h12m"]
+
+
+def test_sigterm_while_waiting_for_the_server_cleans_up_and_exits_143(tmp_path, server, problems_file):
+    out = tmp_path / "out"
+    with FaultyProxy(server.url, mode="starting", starting_for=10**6) as proxy:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "focus_go", "collect", str(problems_file), "--out", str(out), "--sglang", proxy.url,
+             "--model", server.model, "--wait-for-server", "300", *SMALL],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+        deadline = time.monotonic() + 60
+        while proxy.health_calls < 5 and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.05)
+        _, stderr = stop(proc, signal.SIGTERM)
+    assert proc.returncode == 143, stderr
+    assert "interrupted before the first problem started" in stderr and "Traceback" not in stderr
+    assert not out.exists(), "the directory it made (and its lock) is removed"
+
+
+def test_a_torn_line_in_a_large_file_is_cut_back_to_the_last_newline(tmp_path):
+    path = tmp_path / "actor.jsonl"
+    whole = "".join(json.dumps({"i": i, "pad": "x" * 200}) + "\n" for i in range(2000))  # > one 64 KB block
+    path.write_text(whole + '{"i": 2000, "pad": "' + "y" * 100000)
+    os.close(outdir._open_append(path))
+    assert path.read_text() == whole

@@ -92,9 +92,9 @@ class OutLock:
             return
         if discard and self.created:
             with contextlib.suppress(OSError):
-                if [p.name for p in self.out.iterdir()] in ([LOCK_FILE], [LOCK_FILE, "trees"], ["trees", LOCK_FILE]):
-                    with contextlib.suppress(OSError):
-                        (self.out / "trees").rmdir()
+                (self.out / "trees").rmdir()  # only when empty
+            with contextlib.suppress(OSError):
+                if [p.name for p in self.out.iterdir()] == [LOCK_FILE]:
                     (self.out / LOCK_FILE).unlink()
                     self.out.rmdir()
         os.close(self.fd)  # closing the last descriptor releases the flock
@@ -107,10 +107,19 @@ def _open_append(path: Path) -> int:
     size = os.fstat(fd).st_size
     if size:
         with path.open("rb") as f:
-            f.seek(max(0, size - 1))
+            f.seek(size - 1)
             if f.read(1) != b"\n":
-                f.seek(0)
-                whole = f.read().rfind(b"\n") + 1
+                # Back to the last newline, reading the tail in blocks (the file may be large).
+                end = size
+                whole = 0
+                while end > 0:
+                    start = max(0, end - (1 << 16))
+                    f.seek(start)
+                    at = f.read(end - start).rfind(b"\n")
+                    if at >= 0:
+                        whole = start + at + 1
+                        break
+                    end = start
                 os.ftruncate(fd, whole)
     return fd
 

@@ -281,10 +281,40 @@ async def _collect_until_interrupted(args: argparse.Namespace, run: Settings, pr
                 raise
 
 
+@contextlib.contextmanager
+def _terminate_as_interrupt() -> Iterator[List[int]]:
+    """While inside (in the main thread), SIGTERM raises KeyboardInterrupt as Ctrl-C does,
+    so a SIGTERM before or after the collection loop (which handles it itself) still runs
+    every cleanup; the list yielded gets the signal's number."""
+    got: List[int] = []
+
+    def handler(signum: int, frame: Any) -> None:
+        got.append(signum)
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread
+        yield got
+        return
+    try:
+        yield got
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def run_collect(args: argparse.Namespace, stdout: Optional[TextIO] = None, stderr: Optional[TextIO] = None) -> int:
     """The ``collect`` command; returns the exit code."""
-    stdout = stdout or sys.stdout
     stderr = stderr or sys.stderr
+    with _terminate_as_interrupt() as got:
+        try:
+            return _run_collect(args, stdout or sys.stdout, stderr)
+        except KeyboardInterrupt:
+            print("focus-go collect: interrupted before the first problem started", file=stderr)
+            return 128 + got[0] if got else EXIT_INTERRUPTED
+
+
+def _run_collect(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     out = Path(args.out)
     try:
         check_backend_args(args)
