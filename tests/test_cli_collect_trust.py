@@ -84,7 +84,7 @@ def stop(proc: subprocess.Popen, signum: int = signal.SIGINT) -> tuple:
 def test_three_runs_into_one_directory_leave_each_record_once(tmp_path, server):
     problems = write_problems(tmp_path / "p.jsonl", server.problems()[:6])
     out = tmp_path / "out"
-    procs = [spawn(problems, out, "--sim-latency", "0.0002") for _ in range(3)]
+    procs = [spawn(problems, out, "--sim-latency", "0.001") for _ in range(3)]
     results = [p.communicate(timeout=300) for p in procs]
     codes = sorted(p.returncode for p in procs)
     assert codes == [0, 2, 2], results
