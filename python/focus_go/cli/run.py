@@ -75,7 +75,8 @@ def check_prompt_lengths(args: argparse.Namespace, backend: Backend, problems: S
         text = "".join(m["content"] for m in messages if isinstance(m.get("content"), str))
         if limit and len(text) > probe:
             # A huge prompt is refused from the tokens of its beginning, without rendering the
-            # whole (tens of seconds and gigabytes for 20 MB): the whole has at least as many.
+            # whole (tens of seconds and gigabytes for 20 MB): the whole has as many, give or
+            # take the few tokens that straddle the cut.
             n = len(policy.format.codec.tokenizer.encode(text[:probe]))
             if n > limit + 8:
                 raise ConfigError(_too_long(args, item, f"more than {n - 8}", limit, backend))
