@@ -34,7 +34,7 @@ extern "C" {
 #endif
 
 /* Bumped on every incompatible change; the Python loader refuses a mismatch. */
-#define FOCUS_ABI_VERSION 4
+#define FOCUS_ABI_VERSION 5
 
 typedef int32_t focus_status;
 typedef uint64_t focus_handle;
@@ -229,8 +229,11 @@ focus_status focus_batch_critic_contexts(focus_handle batch, focus_bytes *layout
 /* A batch from Python-made samples with explicit spans. */
 focus_status focus_batch_from_json(char *json, size_t len, focus_handle *out, focus_bytes *err);
 
-/* The full-context spans of actor sample `sample`: [{"tokens", "trainable", "logprobs"}]. */
-focus_status focus_batch_spans(focus_handle batch, int64_t sample, focus_bytes *out, focus_bytes *err);
+/* The full-context spans of actor sample `sample` in one buffer (free it with
+ * focus_buffer_free): *layout gives n_spans and sections offsets (i64, n_spans + 1), tokens
+ * (u32), trainable (u8) and logprobs (f64); span k is [offsets[k]:offsets[k+1]] of each. */
+focus_status focus_batch_spans(focus_handle batch, int64_t sample, focus_bytes *layout, void **blob,
+                               size_t *size, focus_bytes *err);
 
 /* kind "describe" (Batch.describe) or "edges" (format_edges). */
 focus_status focus_batch_text(focus_handle batch, char *kind, size_t kind_len, focus_bytes *out, focus_bytes *err);
@@ -244,7 +247,7 @@ focus_status focus_tree_html(focus_handle tree, char *reward, size_t len, focus_
 
 /* Trainer records of a batch, column-wise in one buffer (*blob, *size bytes; free it with
  * focus_buffer_free). *layout (JSON) gives problem_id, group_index, estimators, n_actor,
- * n_critic and, per section, its byte offset and element count: base, delta_offsets (i64)
+ * n_critic, actor_keys and critic_keys (the record keys, in order) and, per section, its byte offset and element count: base, delta_offsets (i64)
  * and delta_tokens (u32) (actor record i's tokens are record base[i]'s tokens, none when -1,
  * then delta_tokens[delta_offsets[i]:delta_offsets[i+1]]),
  * span_start, span_offsets (i64), span_mask (u8), span_logprobs, advantage (f64), node_id,
@@ -253,6 +256,14 @@ focus_status focus_tree_html(focus_handle tree, char *reward, size_t len, focus_
  * 0 keeps every record. */
 focus_status focus_batch_export(focus_handle batch, int64_t group_index, double min_abs_advantage,
                                 focus_bytes *layout, void **blob, size_t *size, focus_bytes *err);
+
+/* A collected tree's trainer records in one call: focus_prepare with the reward config and
+ * estimator, then focus_batch_export, without a batch handle. The layout adds the batch's
+ * "stats" and "failures" and a section sample_weight (f64, every actor sample's advantage,
+ * records under min_abs_advantage included). */
+focus_status focus_tree_export(focus_handle tree, char *reward, size_t len, char *estimator,
+                               size_t estimator_len, int64_t group_index, double min_abs_advantage,
+                               focus_bytes *layout, void **blob, size_t *size, focus_bytes *err);
 
 /* --- the simulated inference server (sim/) -------------------------------------- */
 

@@ -15,7 +15,6 @@ import (
 	"github.com/focus-go/focus-go/core/generate"
 	"github.com/focus-go/focus-go/core/prepare"
 	"github.com/focus-go/focus-go/core/status"
-	"github.com/focus-go/focus-go/core/tree"
 	"github.com/focus-go/focus-go/sim"
 )
 
@@ -88,21 +87,13 @@ var abiInputs = []struct {
 		return cfg.Validate()
 	}},
 	{"batch", func(data []byte) error {
-		var w wireBatch
-		if err := jsonAPI.Unmarshal(data, &w); err != nil {
-			return status.Wrap(status.InvalidArgument, err, "batch: bad JSON")
+		b, err := prepare.DecodeBatch(data)
+		if err != nil {
+			return err
 		}
-		for i, a := range w.Actor {
-			spans := make([]tree.PackedSequence, len(a.Spans))
-			for k, s := range a.Spans {
-				if len(s.Trainable) != len(s.Tokens) || len(s.Logprobs) != len(s.Tokens) {
-					return status.Errorf(status.InvalidArgument, "batch: actor sample %d span %d: lengths differ", i, k)
-				}
-				spans[k] = tree.PackedSequence{Tokens: s.Tokens, Trainable: s.Trainable, Logprobs: s.Logprobs}
-			}
-			sample := prepare.NewActorSample(a.NodeID, a.GroupID, a.Estimator, a.Weight, spans)
-			for k := range sample.NumSpans() {
-				_ = sample.Span(k)
+		for i := range b.Actor {
+			for k := range b.Actor[i].NumSpans() {
+				_ = b.Actor[i].Span(k)
 			}
 		}
 		return nil

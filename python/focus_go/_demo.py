@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import shutil
 import sys
@@ -13,6 +12,7 @@ from pathlib import Path
 from typing import Any, Dict, List
 
 from . import Agent, Collector, Critic, MathEnv, Segments, Selective
+from ._records import jsonl
 from .backends import SamplingParams, SGLangPolicy
 from .export import format_edges, format_tree, format_tree_html
 from .extend import SchedulerView
@@ -64,10 +64,11 @@ def run_demo(out_dir: Path, n_problems: int = 4, budget: int = 32, warmup: int =
 
     actor_path, critic_path = out_dir / "actor.jsonl", out_dir / "critic.jsonl"
     summary: List[Dict[str, Any]] = []
-    with actor_path.open("w") as actor_file, critic_path.open("w") as critic_file:
+    with actor_path.open("w", encoding="utf-8") as actor_file, critic_path.open("w", encoding="utf-8") as critic_file:
         for group, (problem, state, batch) in enumerate(results):
-            for record in batch.to_records(group):
-                (actor_file if record["lane"] == "actor" else critic_file).write(json.dumps(record) + "\n")
+            records = batch.to_records(group)
+            actor_file.write(jsonl(r for r in records if r["lane"] == "actor"))
+            critic_file.write(jsonl(r for r in records if r["lane"] == "critic"))
             leaves = [n for n in SchedulerView(state).nodes if n.done]
             summary.append(
                 {
@@ -91,7 +92,7 @@ def run_demo(out_dir: Path, n_problems: int = 4, budget: int = 32, warmup: int =
     # The problems in the format `focus-go collect` reads, to try it next.
     problems_path = out_dir / "problems.jsonl"
     problems_path.write_text(
-        "".join(json.dumps({"id": p.id, "prompt": p.prompt, "label": p.label}) + "\n" for p, _, _ in results)
+        jsonl({"id": p.id, "prompt": p.prompt, "label": p.label} for p, _, _ in results), encoding="utf-8"
     )
 
     print(f"FOCUS demo: {len(results)} problems, Selective(budget={budget}, warmup={warmup}), Segments(256), "

@@ -15,11 +15,11 @@ complete, which is what ``--resume`` reads (``focus_go.cli.resume``).
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, TextIO
 
+from .._records import jsonl
 from ..errors import ConfigError
 from ..integrations import _safe_stem, _write_atomic
 
@@ -53,7 +53,7 @@ class Output:
     def problem(self, index: int, pid: str, tree_json: str, actor: Sequence[Dict[str, Any]], critic: Sequence[Dict[str, Any]]) -> Path:
         for f, records in ((self.actor, actor), (self.critic, critic)):
             if records:
-                f.write("".join(json.dumps(r, ensure_ascii=False, allow_nan=False) + "\n" for r in records))
+                f.write(jsonl(records))
                 f.flush()
                 os.fsync(f.fileno())
         # Written last and whole: a tree file marks its problem complete (what --resume reads).
@@ -64,7 +64,7 @@ class Output:
     def failure(self, record: Dict[str, Any]) -> None:
         if self.failures is None:
             self.failures = (self.directory / "failures.jsonl").open("a", encoding="utf-8")
-        self.failures.write(json.dumps(record, ensure_ascii=False) + "\n")
+        self.failures.write(jsonl([record]))
         self.failures.flush()
 
     def close(self) -> None:

@@ -19,6 +19,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Iterator, List, Optional, Sequence, TextIO, Tuple
 
+from .._records import tree_records
 from ..agent import Agent, Segments
 from ..collector import Collector
 from ..env import MathEnv
@@ -72,14 +73,10 @@ async def collect_all(args: argparse.Namespace, run: Settings, problems: List[Lo
                 finished, successes = tree_counts(state, reward.reward_max)
                 if finished == 0:
                     raise CollectionError(f"every rollout failed ({len(failures)} failures; first: {failures[0][1] if failures else '-'})")
-                batch = collector.prepare(state)
-                try:
-                    records = batch.to_records(item.index, min_abs_advantage=args.min_abs_advantage)
-                    stats = dict(batch.stats)
-                    edges = [abs(float(a.weight)) for a in batch.actor]
-                finally:
-                    if batch._go is not None:
-                        batch._go.close()
+                records = tree_records(state, reward_config=collector.reward, estimator=collector.estimator,
+                                       group_index=item.index, min_abs_advantage=args.min_abs_advantage)
+                stats = records.stats
+                edges = [abs(w) for w in records.sample_weights]
                 tree_json = state.to_json()
             except asyncio.CancelledError:
                 raise
@@ -94,8 +91,7 @@ async def collect_all(args: argparse.Namespace, run: Settings, problems: List[Lo
             finally:
                 if state is not None:
                     state.close()
-        actor = [r for r in records if r["lane"] == "actor"]
-        critic_records = [r for r in records if r["lane"] == "critic"]
+        actor, critic_records = records.actor, records.critic
         output.problem(item.index, str(problem.id), tree_json, actor, critic_records)
         for node_id, message in failures:
             output.failure({"kind": "rollout", "line": item.line, "problem_id": problem.id, "node_id": node_id, "error": message})

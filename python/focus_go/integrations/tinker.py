@@ -236,12 +236,13 @@ async def train(
         policy = TinkerPolicy(sampler, model=model, format=fmt)
         try:
             collector = collector_for(policy, problem)
-            actor, critic, _ = await _collect(
-                collector, problem, group_index=batch, workspace_for=workspace_for, allow_partial=allow_partial
+            actor, critic, _, _ = await _collect(
+                collector, problem, group_index=batch, workspace_for=workspace_for, allow_partial=allow_partial,
+                min_abs_advantage=min_abs_advantage,
             )
         finally:
             policy.close()
-        return _Collected(batch, behavior_step, _filter_actor(actor, min_abs_advantage), critic)
+        return _Collected(batch, behavior_step, actor, critic)
 
     reports: List[StepReport] = []
     learner_step = 0  # updates applied so far
