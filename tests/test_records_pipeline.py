@@ -109,13 +109,12 @@ def test_explicit_batch_spans_round_trip():
     records = batch.to_records(2)
     assert [(r["tokens"], r["loss_mask"], r["node_id"], r["search_pass"]) for r in records] == [
         ([1, 2, 3], [False, True, True], 1, None), ([1, 2, 3], [False, True, True], 1, None)]
+    # Go checks each span's lengths (a Python PackedSequence already refuses them).
+    bad = json.dumps({"problem_id": "", "critic": [], "failures": [], "actor": [
+        {"node_id": 1, "group_id": 0, "estimator": "x", "weight": 0.0, "diagnostics": {}, "search_pass": None,
+         "spans": [{"tokens": [1, 2], "trainable": [True], "logprobs": [0.0, 0.0]}]}]}).encode()
     with pytest.raises(FocusError, match="actor sample 0 span 0 has 2 tokens, 1 trainable flags and 2 logprobs"):
-        bad = ActorSample(node_id=1, spans=(span,), group_id=0, estimator="x")
-        object.__setattr__(bad, "spans", (PackedSequence.__new__(PackedSequence),))
-        object.__setattr__(bad.spans[0], "tokens", (1, 2))
-        object.__setattr__(bad.spans[0], "trainable", (True,))
-        object.__setattr__(bad.spans[0], "logprobs", (0.0, 0.0))
-        Batch(actor=(bad,)).to_records(0)
+        _lib.call_handle("focus_batch_from_json", bad, len(bad))
 
 
 def test_jsonl_is_the_record_files_format():
