@@ -1,0 +1,48 @@
+package collect
+
+import "fmt"
+
+// AgentLimits are the agent's limits as a caller states them: Segments(tokens),
+// Agent(max_segments, max_total_tokens). Each must be at least 1; Config.Validate
+// checks its limits with it after filling zeros with their defaults, and the
+// binding's Agent and Segments are checked with it at construction (core/rules),
+// so the rule is written once.
+type AgentLimits struct {
+	Segments       int `json:"segments"`
+	MaxSegments    int `json:"max_segments"`
+	MaxTotalTokens int `json:"max_total_tokens"`
+}
+
+// DefaultAgentLimits are Segments(256), max_segments 64, max_total_tokens 8192.
+func DefaultAgentLimits() AgentLimits {
+	return AgentLimits{Segments: DefaultSegments, MaxSegments: DefaultMaxSegments, MaxTotalTokens: DefaultMaxTotalTokens}
+}
+
+// LimitError names the limit that is out of range (segments, max_segments,
+// max_total_tokens) and why.
+type LimitError struct {
+	Field  string
+	Reason string
+}
+
+func (e *LimitError) Error() string { return fmt.Sprintf("agent limit %s: %s", e.Field, e.Reason) }
+
+// Validate reports the first limit below 1 as a *LimitError (nil: all valid).
+func (l AgentLimits) Validate() error {
+	if e := l.check(); e != nil {
+		return e
+	}
+	return nil
+}
+
+func (l AgentLimits) check() *LimitError {
+	for _, f := range [...]struct {
+		name string
+		v    int
+	}{{"segments", l.Segments}, {"max_segments", l.MaxSegments}, {"max_total_tokens", l.MaxTotalTokens}} {
+		if f.v < 1 {
+			return &LimitError{f.name, fmt.Sprintf("is %d, must be >= 1", f.v)}
+		}
+	}
+	return nil
+}
