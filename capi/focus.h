@@ -268,6 +268,19 @@ focus_status focus_sim_stats(focus_handle sim, focus_bytes *out, focus_bytes *er
 /* Replaces the fault rules (a JSON list of sim.Fault). */
 focus_status focus_sim_set_faults(focus_handle sim, char *faults, size_t len, focus_bytes *err);
 
+/* --- configuration rules (core/rules) ---------------------------------------------- */
+
+/* Validates one configuration object of the binding: kind is "Selective", "Independent",
+ * "Segments", "Agent", "Critic.constant" or "min_abs_advantage"; config is a JSON object of
+ * its fields (non-finite numbers as "NaN", "Infinity", "-Infinity"). *out = the normalised
+ * object (for Selective and Independent the engine's search config). A violation is
+ * FOCUS_ERR_INVALID_ARGUMENT with a message naming the field. */
+focus_status focus_rules_check(char *kind, size_t kind_len, char *config, size_t len, focus_bytes *out, focus_bytes *err);
+
+/* The library's defaults as JSON: {"selective", "independent", "segments", "agent", "reward",
+ * "sampling", "scores", "truncations"}. */
+focus_status focus_rules_defaults(focus_bytes *out, focus_bytes *err);
+
 /* --- math grading (core/mathenv) ----------------------------------------------------- */
 
 /* Grades the last \boxed{...} of a response against a label: request {"text", "label"},

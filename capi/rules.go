@@ -1,0 +1,30 @@
+package main
+
+/*
+#include "focus.h"
+*/
+import "C"
+
+import "github.com/focus-go/focus-go/core/rules"
+
+// focus_rules_check validates one configuration object the binding declares (core/rules.Check).
+//
+//export focus_rules_check
+func focus_rules_check(kind *C.char, kindLen C.size_t, config *C.char, n C.size_t, out *C.focus_bytes, errOut *C.focus_bytes) C.focus_status {
+	return guard(errOut, func() error {
+		normalised, err := rules.Check(string(goBytes(kind, kindLen)), goBytes(config, n))
+		if err != nil {
+			return err
+		}
+		return returnJSON(out, normalised)
+	})
+}
+
+// focus_rules_defaults returns the library's defaults (core/rules.DefaultValues).
+//
+//export focus_rules_defaults
+func focus_rules_defaults(out *C.focus_bytes, errOut *C.focus_bytes) C.focus_status {
+	return guard(errOut, func() error {
+		return returnJSON(out, rules.DefaultValues())
+	})
+}
