@@ -68,13 +68,13 @@ def run_demo(out_dir: Path, n_problems: int = 4, budget: int = 32, warmup: int =
         for group, (problem, state, batch) in enumerate(results):
             for record in batch.to_records(group):
                 (actor_file if record["lane"] == "actor" else critic_file).write(json.dumps(record) + "\n")
-            leaves = [n for n in SchedulerView(state).nodes if n.done]
+            outcomes = state.stats  # the engine's counts: finished rollouts and successes
             summary.append(
                 {
                     "problem": problem.id,
                     "rollouts": int(batch.stats["rollouts"]),
                     "nodes": int(batch.stats["nodes"]),
-                    "success": sum(n.reward for n in leaves) / max(len(leaves), 1),
+                    "success": outcomes["successes"] / max(outcomes["finished_rollouts"], 1),
                     "actor": len(batch.actor),
                     "critic": len(batch.critic),
                     "generated": int(batch.stats["generated_tokens"]),

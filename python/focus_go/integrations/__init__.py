@@ -22,10 +22,10 @@ import uuid
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
+from .. import _rules
 from ..collector import Collector
 from ..errors import CollectionError, ConfigError
 from ..generation.policy import Policy
-from ..tree import SchedulerView
 from ..types import Problem
 from ..workspace import Workspace
 
@@ -99,9 +99,9 @@ class JsonlDirectory:
 
 
 def _all_rollouts_failed(state: Any) -> bool:
-    """Whether no root-to-leaf path of the tree finished without failing."""
-    view = SchedulerView(state)
-    return not any((n.done or n.truncated) and not n.failed for n in view.nodes)
+    """Whether no root-to-leaf path of the tree finished without failing (the engine's
+    count, in the tree's stats)."""
+    return bool(state.stats["all_failed"])
 
 
 def _filter_actor(actor: List[Dict[str, Any]], min_abs_advantage: Optional[float]) -> List[Dict[str, Any]]:
@@ -110,8 +110,7 @@ def _filter_actor(actor: List[Dict[str, Any]], min_abs_advantage: Optional[float
     if min_abs_advantage is None:
         return actor
     threshold = float(min_abs_advantage)
-    if not threshold >= 0:
-        raise ConfigError(f"min_abs_advantage is {min_abs_advantage!r}, must be a number >= 0")
+    _rules.check("min_abs_advantage", {"value": threshold})  # the Go rule (core/export)
     return [r for r in actor if abs(r["advantage"]) >= threshold]
 
 
