@@ -284,7 +284,9 @@ focus_status focus_rules_defaults(focus_bytes *out, focus_bytes *err);
 /* --- math grading (core/mathenv) ----------------------------------------------------- */
 
 /* Grades the last \boxed{...} of a response against a label: request {"text", "label"},
- * *out = {"answer", "correct"}. */
+ * *out = {"answer", "correct", "reward", "done", "info"}: the answer ("" if none), whether it
+ * is correct, and the step that ends a MathEnv episode with this response (reward 1.0 or
+ * 0.0, done, info {"answer" (null if none), "label", "correct"}), as the native MathEnv's. */
 focus_status focus_math_grade(char *request, size_t len, focus_bytes *out, focus_bytes *err);
 
 /* --- collection (core/collect, core/bridge) --------------------------------------- */

@@ -140,3 +140,38 @@ def test_tree_stats_carry_the_engines_outcome_counts(server):
             state.close()
     finally:
         policy.close()
+
+
+def test_python_mathenv_ends_its_episode_with_the_go_step(server):
+    # A MathEnv whose decode is a Python function runs in Python (through the bridge), but
+    # its last step is core/mathenv.GradeEpisode's: the same reward and info as native.
+    from focus_go.types import TokenChunk
+
+    env = MathEnv(r"\boxed{5}", lambda ids: "so x = \\boxed{5}.")
+    assert env.step(TokenChunk(tokens=(1, 2), finished=False)) == focus_types.Step()
+    step = env.step(TokenChunk(tokens=(3,), finished=True))
+    assert (step.reward, step.done) == (1.0, True)
+    assert step.info == {"answer": "5", "label": r"\boxed{5}", "correct": True}
+    wrong = MathEnv("5", lambda ids: "no answer").step(TokenChunk(tokens=(1,), finished=True))
+    assert (wrong.reward, wrong.done, wrong.info) == (0.0, True, {"answer": None, "label": "5", "correct": False})
+
+
+def test_python_mathenv_collects_the_native_tree(server):
+    policy = SGLangPolicy(model=server.model, base_url=server.url, profile="token_chunk",
+                          default_params=SamplingParams(temperature=1.0))
+    problem = server.problems()[5]
+    try:
+        def tree(env):
+            agent = Agent(policy=policy, env=env, context=Segments(48))
+            state = asyncio.run(Collector(agent, critic=Critic.constant(0.5), search=Selective(8, 4, seed=2)).collect(problem))
+            try:
+                return [(n.parent, n.tokens, n.reward, n.done, n.truncated) for n in SchedulerView(state).nodes]
+            finally:
+                state.close()
+
+        native = tree(MathEnv(problem.label, policy.decode))
+        bridged = tree(MathEnv(problem.label, lambda ids: policy.decode(ids)))  # not the tokenizer's: Python
+        assert native == bridged
+        assert any(r == 1.0 for _, _, r, done, _ in native if done)
+    finally:
+        policy.close()
