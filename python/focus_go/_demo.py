@@ -52,7 +52,7 @@ def _prog() -> str:
     return f"{python} -m focus_go"
 
 
-def run_demo(out_dir: Path, n_problems: int = 4, budget: int = 32, warmup: int = 16) -> int:
+def run_demo(out_dir: Path, n_problems: int = 4, budget: int = Selective.budget, warmup: int = Selective.warmup) -> int:
     out_dir.mkdir(parents=True, exist_ok=True)
     # verbosity=3: worked solutions of ~750-1100 tokens, so 256-token segments make a deep tree.
     with SimServer(seed=0, verbosity=3) as server:
