@@ -277,6 +277,12 @@ focus_status focus_sim_set_faults(focus_handle sim, char *faults, size_t len, fo
  * FOCUS_ERR_INVALID_ARGUMENT with a message naming the field. */
 focus_status focus_rules_check(char *kind, size_t kind_len, char *config, size_t len, focus_bytes *out, focus_bytes *err);
 
+/* The root conversation of a collection: request {"system_prompt", "prompt" (a string or a
+ * list of messages), "observation" (what env.reset() returned: a string, a list of messages
+ * or null)}; *out = the messages (JSON array), the reset observation placed by the one rule
+ * (core/collect.RootMessages). */
+focus_status focus_rules_root_messages(char *request, size_t len, focus_bytes *out, focus_bytes *err);
+
 /* The library's defaults as JSON: {"selective", "independent", "segments", "agent", "reward",
  * "sampling", "scores", "truncations"}. */
 focus_status focus_rules_defaults(focus_bytes *out, focus_bytes *err);

@@ -175,3 +175,21 @@ def test_python_mathenv_collects_the_native_tree(server):
         assert any(r == 1.0 for _, _, r, done, _ in native if done)
     finally:
         policy.close()
+
+
+def test_reset_observation_goes_where_the_go_rule_puts_it():
+    # core/collect.RootMessages: text joins the last user message after a blank line (or is
+    # a new user message), messages are appended, the system prompt comes first.
+    assert _rules.root_messages("Be brief.", "Solve x.", "Show your work.") == [
+        {"role": "system", "content": "Be brief."}, {"role": "user", "content": "Solve x.\n\nShow your work."}]
+    prompt = ({"role": "user", "content": "a"}, {"role": "assistant", "content": "b"})
+    assert _rules.root_messages(None, prompt, "c") == [*map(dict, prompt), {"role": "user", "content": "c"}]
+    assert _rules.root_messages("", "x", [{"role": "tool", "content": "42"}]) == [
+        {"role": "user", "content": "x"}, {"role": "tool", "content": "42"}]
+    assert _rules.root_messages("", "x", "") == _rules.root_messages("", "x", None) == [{"role": "user", "content": "x"}]
+    with pytest.raises(ConfigError, match="problem prompt must be a string or a list of messages"):
+        _rules.root_messages("", 5, None)
+    with pytest.raises(ConfigError, match="env.reset"):
+        _rules.root_messages("", "x", 5)
+    with pytest.raises(ConfigError, match="env.reset"):
+        _rules.root_messages("", "x", object())

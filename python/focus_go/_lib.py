@@ -82,6 +82,7 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
         [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t, _str_out, _err_p],
     ),
     "focus_rules_defaults": (ctypes.c_int32, [_str_out, _err_p]),
+    "focus_rules_root_messages": (ctypes.c_int32, [ctypes.c_char_p, ctypes.c_size_t, _str_out, _err_p]),
     # math grading and collection
     "focus_math_grade": (ctypes.c_int32, [ctypes.c_char_p, ctypes.c_size_t, _str_out, _err_p]),
     "focus_collect_start": (ctypes.c_int32, [ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(c_handle), _err_p]),
@@ -191,6 +192,7 @@ _GIL_HELD = frozenset(
         "focus_math_grade",
         "focus_rules_check",
         "focus_rules_defaults",
+        "focus_rules_root_messages",
         "focus_async_cancel",
         "focus_async_wait",  # _async only ever calls it with timeout 0
         "focus_async_fd",

@@ -13,9 +13,10 @@ from __future__ import annotations
 import functools
 import json
 import math
-from typing import Any, Dict, Mapping
+from typing import Any, Dict, List, Mapping, Optional
 
 from . import _lib
+from .errors import ConfigError
 
 
 def _plain(value: Any) -> Any:
@@ -47,3 +48,31 @@ def defaults() -> Dict[str, Any]:
     """The library's defaults: ``{"selective", "independent", "segments", "agent", "reward",
     "sampling", "scores", "truncations"}`` (a fresh copy each call)."""
     return json.loads(_defaults_json())
+
+
+def _messages_json(value: Any, what: str) -> Any:
+    """A prompt or reset observation as JSON values: strings and None as they are, a
+    sequence of messages as a list of dicts (anything else is passed for Go to name)."""
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    if isinstance(value, (list, tuple)):
+        return [dict(m) if isinstance(m, Mapping) else m for m in value]
+    if isinstance(value, Mapping):
+        return dict(value)
+    raise ConfigError(f"{what} is a {type(value).__name__}, expected str, list of messages or None")
+
+
+def root_messages(system_prompt: Optional[str], prompt: Any, observation: Any) -> List[Dict[str, Any]]:
+    """The root conversation: the system prompt, the problem's prompt and the env's reset
+    observation where the Go rule puts it (``core/collect.RootMessages``: text joins the
+    last user message after a blank line, messages are appended)."""
+    request = {
+        "system_prompt": system_prompt or "",
+        "prompt": _messages_json(prompt, "problem prompt"),
+        "observation": _messages_json(observation, "env.reset() observation"),
+    }
+    try:
+        data = json.dumps(request).encode()
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"the problem prompt and the env.reset() observation must be JSON messages: {exc}") from None
+    return json.loads(_lib.call_string("focus_rules_root_messages", data, len(data)))
