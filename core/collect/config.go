@@ -126,9 +126,6 @@ func (c Config) Validate() error {
 	if err := c.Search.Validate(); err != nil {
 		return err
 	}
-	if err := c.limits().Validate(); err != nil {
-		return err
-	}
 	if err := c.Reward.Validate(); err != nil {
 		return err
 	}

@@ -1,6 +1,11 @@
 package collect
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+
+	"github.com/focus-go/focus-go/core/search"
+)
 
 // AgentLimits are the agent's limits as a caller states them: Segments(tokens),
 // Agent(max_segments, max_total_tokens). Each must be at least 1; Config.Validate
@@ -35,14 +40,19 @@ func (l AgentLimits) Validate() error {
 	return nil
 }
 
+// check applies search.Limits' rule to the token limits (the search plans with them)
+// and its own to MaxSegments.
 func (l AgentLimits) check() *LimitError {
-	for _, f := range [...]struct {
-		name string
-		v    int
-	}{{"segments", l.Segments}, {"max_segments", l.MaxSegments}, {"max_total_tokens", l.MaxTotalTokens}} {
-		if f.v < 1 {
-			return &LimitError{f.name, fmt.Sprintf("is %d, must be >= 1", f.v)}
+	var se *search.ConfigError
+	if err := (search.Limits{MaxTotalTokens: l.MaxTotalTokens, SegmentTokens: l.Segments}).Validate(); errors.As(err, &se) {
+		field := se.Field
+		if field == "segment_tokens" {
+			field = "segments"
 		}
+		return &LimitError{field, se.Reason}
+	}
+	if l.MaxSegments < 1 {
+		return &LimitError{"max_segments", fmt.Sprintf("is %d, must be >= 1", l.MaxSegments)}
 	}
 	return nil
 }
