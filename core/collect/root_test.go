@@ -51,3 +51,27 @@ func TestRootMessages(t *testing.T) {
 		})
 	}
 }
+
+// FuzzRootMessages: any prompt and observation give valid JSON messages or an
+// InvalidArgument error, and the prompt's own messages come through.
+func FuzzRootMessages(f *testing.F) {
+	f.Add("", `"Solve x."`, `"Show."`)
+	f.Add("sys", `[{"content":"a","role":"user"}]`, `[{"role":"tool","content":"1"}]`)
+	f.Add("", `[{"role":"user","content":[1]}]`, `"x"`)
+	f.Add("", `[{"role":"user","content":"a","role":"assistant"}]`, `"x"`)
+	f.Fuzz(func(t *testing.T, system, prompt, observation string) {
+		got, err := RootMessages(system, json.RawMessage(prompt), json.RawMessage(observation))
+		if err != nil {
+			if status.CodeOf(err) != status.InvalidArgument {
+				t.Fatalf("%v is not InvalidArgument", err)
+			}
+			return
+		}
+		for i, m := range got {
+			var obj map[string]any
+			if err := json.Unmarshal(m, &obj); err != nil {
+				t.Fatalf("message %d %q is not a JSON object: %v", i, m, err)
+			}
+		}
+	})
+}
