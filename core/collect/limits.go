@@ -43,8 +43,11 @@ func (l AgentLimits) Validate() error {
 // check applies search.Limits' rule to the token limits (the search plans with them)
 // and its own to MaxSegments.
 func (l AgentLimits) check() *LimitError {
-	var se *search.ConfigError
-	if err := (search.Limits{MaxTotalTokens: l.MaxTotalTokens, SegmentTokens: l.Segments}).Validate(); errors.As(err, &se) {
+	if err := (search.Limits{MaxTotalTokens: l.MaxTotalTokens, SegmentTokens: l.Segments}).Validate(); err != nil {
+		var se *search.ConfigError
+		if !errors.As(err, &se) {
+			return &LimitError{"limits", err.Error()}
+		}
 		field := se.Field
 		if field == "segment_tokens" {
 			field = "segments"
