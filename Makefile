@@ -91,6 +91,7 @@ FUZZ_TARGETS := \
 	backends/openai:FuzzParseChat backends/openai:FuzzParseResponses \
 	backends/transport:FuzzErrorMessage backends/transport:FuzzParseRetryAfter \
 	core/tree:FuzzUnmarshal core/mathenv:FuzzNormalize capi:FuzzABIJSONInputs \
+	core/rules:FuzzCheck core/collect:FuzzRootMessages \
 	sim:FuzzFastGenerateDecode
 
 .PHONY: fuzz race

@@ -279,10 +279,31 @@ focus_status focus_sim_stats(focus_handle sim, focus_bytes *out, focus_bytes *er
 /* Replaces the fault rules (a JSON list of sim.Fault). */
 focus_status focus_sim_set_faults(focus_handle sim, char *faults, size_t len, focus_bytes *err);
 
+/* --- configuration rules (core/rules) ---------------------------------------------- */
+
+/* Validates one configuration object of the binding: kind is "Selective", "Independent",
+ * "Segments", "Agent", "Critic.constant" or "min_abs_advantage"; config is a JSON object of
+ * its fields (non-finite numbers as "NaN", "Infinity", "-Infinity"). *out = the normalised
+ * object (for Selective and Independent the engine's search config). A violation is
+ * FOCUS_ERR_INVALID_ARGUMENT with a message naming the field. */
+focus_status focus_rules_check(char *kind, size_t kind_len, char *config, size_t len, focus_bytes *out, focus_bytes *err);
+
+/* The root conversation of a collection: request {"system_prompt", "prompt" (a string or a
+ * list of messages), "observation" (what env.reset() returned: a string, a list of messages
+ * or null)}; *out = the messages (JSON array), the reset observation placed by the one rule
+ * (core/collect.RootMessages). */
+focus_status focus_rules_root_messages(char *request, size_t len, focus_bytes *out, focus_bytes *err);
+
+/* The library's defaults as JSON: {"selective", "independent", "segments", "agent", "reward",
+ * "sampling", "scores", "truncations"}. */
+focus_status focus_rules_defaults(focus_bytes *out, focus_bytes *err);
+
 /* --- math grading (core/mathenv) ----------------------------------------------------- */
 
 /* Grades the last \boxed{...} of a response against a label: request {"text", "label"},
- * *out = {"answer", "correct"}. */
+ * *out = {"answer", "correct", "reward", "done", "info"}: the answer ("" if none), whether it
+ * is correct, and the step that ends a MathEnv episode with this response (reward 1.0 or
+ * 0.0, done, info {"answer" (null if none), "label", "correct"}), as the native MathEnv's. */
 focus_status focus_math_grade(char *request, size_t len, focus_bytes *out, focus_bytes *err);
 
 /* --- collection (core/collect, core/bridge) --------------------------------------- */

@@ -99,15 +99,13 @@ func (c Config) withDefaults() Config {
 // retries and timeouts, and base sampling parameters that resolve.
 func (c Config) Validate() error {
 	c = c.withDefaults()
+	if e := (AgentLimits{Segments: c.Segments, MaxSegments: c.MaxSegments, MaxTotalTokens: c.MaxTotalTokens}).check(); e != nil {
+		def := map[string]int{"segments": DefaultSegments, "max_segments": DefaultMaxSegments, "max_total_tokens": DefaultMaxTotalTokens}[e.Field]
+		return status.Errorf(status.InvalidArgument, "collect: %s %s (0 = %d)", e.Field, e.Reason, def)
+	}
 	switch {
 	case len(c.PromptTokens) == 0:
 		return status.Errorf(status.InvalidArgument, "collect: prompt has no tokens; the policy needs a prefix to continue")
-	case c.Segments < 0:
-		return status.Errorf(status.InvalidArgument, "collect: segments is %d tokens, must be >= 1 (0 = %d)", c.Segments, DefaultSegments)
-	case c.MaxSegments < 0:
-		return status.Errorf(status.InvalidArgument, "collect: max_segments is %d, must be >= 1 (0 = %d)", c.MaxSegments, DefaultMaxSegments)
-	case c.MaxTotalTokens < 0:
-		return status.Errorf(status.InvalidArgument, "collect: max_total_tokens is %d, must be >= 1 (0 = %d)", c.MaxTotalTokens, DefaultMaxTotalTokens)
 	case c.MaxRetries < 0:
 		return status.Errorf(status.InvalidArgument, "collect: max_retries is %d, must be >= 0", c.MaxRetries)
 	case c.PolicyTimeout < 0 || c.EnvTimeout < 0 || c.CriticTimeout < 0:
@@ -126,9 +124,6 @@ func (c Config) Validate() error {
 		}
 	}
 	if err := c.Search.Validate(); err != nil {
-		return err
-	}
-	if err := c.limits().Validate(); err != nil {
 		return err
 	}
 	if err := c.Reward.Validate(); err != nil {

@@ -2,6 +2,7 @@ package export
 
 import (
 	"github.com/focus-go/focus-go/core/prepare"
+	"github.com/focus-go/focus-go/core/status"
 	"github.com/focus-go/focus-go/core/tree"
 )
 
@@ -20,8 +21,8 @@ type TreeRecords struct {
 // (min_abs_advantage filtering included): prepare -> export as one Go call,
 // starting from a collected tree. opts is checked before any work.
 func FromTree(t *tree.Tree, reward prepare.RewardConfig, est prepare.Estimator, groupIndex int, opts Options) (*TreeRecords, error) {
-	if err := opts.validate(); err != nil {
-		return nil, err
+	if err := opts.Validate(); err != nil {
+		return nil, status.Wrap(status.InvalidArgument, err, "export")
 	}
 	b, err := prepare.Prepare(t, reward, est)
 	if err != nil {

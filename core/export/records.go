@@ -27,10 +27,11 @@ type Options struct {
 	MinAbsAdvantage float64
 }
 
-// validate checks the options: the one check of min_abs_advantage's range.
-func (opts Options) validate() error {
-	if math.IsNaN(opts.MinAbsAdvantage) || opts.MinAbsAdvantage < 0 {
-		return status.Errorf(status.InvalidArgument, "export: min_abs_advantage is %g, must be >= 0", opts.MinAbsAdvantage)
+// Validate checks MinAbsAdvantage >= 0 (NaN is refused). Encode applies it, and the
+// binding checks a threshold with it before collecting anything (core/rules).
+func (o Options) Validate() error {
+	if math.IsNaN(o.MinAbsAdvantage) || o.MinAbsAdvantage < 0 {
+		return status.Errorf(status.InvalidArgument, "min_abs_advantage is %g, must be >= 0", o.MinAbsAdvantage)
 	}
 	return nil
 }
@@ -123,8 +124,8 @@ func EncodeShared(b *prepare.Batch, groupIndex int, opts Options) (*Flat, *Share
 // encode builds f; with st non-nil the actor tokens go to st instead of
 // f.Actor.Tokens.
 func encode(b *prepare.Batch, groupIndex int, opts Options, st *SharedTokens) (*Flat, error) {
-	if err := opts.validate(); err != nil {
-		return nil, err
+	if err := opts.Validate(); err != nil {
+		return nil, status.Wrap(status.InvalidArgument, err, "export")
 	}
 	records, tokens, own := 0, 0, 0
 	for i := range b.Actor {

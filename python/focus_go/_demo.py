@@ -52,7 +52,7 @@ def _prog() -> str:
     return f"{python} -m focus_go"
 
 
-def run_demo(out_dir: Path, n_problems: int = 4, budget: int = 32, warmup: int = 16) -> int:
+def run_demo(out_dir: Path, n_problems: int = 4, budget: int = Selective.budget, warmup: int = Selective.warmup) -> int:
     out_dir.mkdir(parents=True, exist_ok=True)
     # verbosity=3: worked solutions of ~750-1100 tokens, so 256-token segments make a deep tree.
     with SimServer(seed=0, verbosity=3) as server:
@@ -66,16 +66,22 @@ def run_demo(out_dir: Path, n_problems: int = 4, budget: int = 32, warmup: int =
     summary: List[Dict[str, Any]] = []
     with actor_path.open("w", encoding="utf-8") as actor_file, critic_path.open("w", encoding="utf-8") as critic_file:
         for group, (problem, state, batch) in enumerate(results):
+<<<<<<< HEAD
             records = batch.to_records(group)
             actor_file.write(jsonl(r for r in records if r["lane"] == "actor"))
             critic_file.write(jsonl(r for r in records if r["lane"] == "critic"))
             leaves = [n for n in SchedulerView(state).nodes if n.done]
+=======
+            for record in batch.to_records(group):
+                (actor_file if record["lane"] == "actor" else critic_file).write(json.dumps(record) + "\n")
+            outcomes = state.stats  # the engine's counts: finished rollouts and successes
+>>>>>>> 751fddf9ced1990bcc36db74669946490afa4081
             summary.append(
                 {
                     "problem": problem.id,
                     "rollouts": int(batch.stats["rollouts"]),
                     "nodes": int(batch.stats["nodes"]),
-                    "success": sum(n.reward for n in leaves) / max(len(leaves), 1),
+                    "success": outcomes["successes"] / max(outcomes["finished_rollouts"], 1),
                     "actor": len(batch.actor),
                     "critic": len(batch.critic),
                     "generated": int(batch.stats["generated_tokens"]),

@@ -76,6 +76,13 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     ),
     "focus_sim_stats": (ctypes.c_int32, [c_handle, _str_out, _err_p]),
     "focus_sim_set_faults": (ctypes.c_int32, [c_handle, ctypes.c_char_p, ctypes.c_size_t, _err_p]),
+    # configuration rules (core/rules)
+    "focus_rules_check": (
+        ctypes.c_int32,
+        [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t, _str_out, _err_p],
+    ),
+    "focus_rules_defaults": (ctypes.c_int32, [_str_out, _err_p]),
+    "focus_rules_root_messages": (ctypes.c_int32, [ctypes.c_char_p, ctypes.c_size_t, _str_out, _err_p]),
     # math grading and collection
     "focus_math_grade": (ctypes.c_int32, [ctypes.c_char_p, ctypes.c_size_t, _str_out, _err_p]),
     "focus_collect_start": (ctypes.c_int32, [ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(c_handle), _err_p]),
@@ -191,6 +198,9 @@ _GIL_HELD = frozenset(
         "focus_collection_fail",
         "focus_codec_decode",
         "focus_math_grade",
+        "focus_rules_check",
+        "focus_rules_defaults",
+        "focus_rules_root_messages",
         "focus_async_cancel",
         "focus_async_wait",  # _async only ever calls it with timeout 0
         "focus_async_fd",

@@ -24,7 +24,6 @@ from ..agent import Agent, Segments
 from ..collector import Collector
 from ..env import MathEnv
 from ..errors import CollectionError, ConfigError, FocusError
-from ..tree import SchedulerView
 from .backends import Backend, check_backend_args, open_backend
 from .outdir import Output, check_out_dir, clear_out_dir, write_atomic
 from .problems import LoadedProblem, read_problems
@@ -38,16 +37,12 @@ INTERRUPT_SIGNALS: Tuple[signal.Signals, ...] = (signal.SIGINT,)
 """The signals that stop a run cleanly (completed problems kept, summary written)."""
 
 
-def tree_counts(state: Any, reward_max: float) -> Tuple[int, int]:
+def tree_counts(state: Any) -> Tuple[int, int]:
     """(finished rollouts, successful ones): terminal leaves that did not fail, and those
-    that reached the top reward (a correct answer for MathEnv)."""
-    finished = successes = 0
-    for node in SchedulerView(state).nodes:
-        if (node.done or node.truncated) and not node.failed:
-            finished += 1
-            if node.done and node.reward >= reward_max - 1e-9:
-                successes += 1
-    return finished, successes
+    that reached the top reward (a correct answer for MathEnv), as the engine counted them
+    into the tree's stats."""
+    stats = state.stats
+    return int(stats["finished_rollouts"]), int(stats["successes"])
 
 
 async def collect_all(args: argparse.Namespace, run: Settings, problems: List[LoadedProblem], backend: Backend,
@@ -70,7 +65,7 @@ async def collect_all(args: argparse.Namespace, run: Settings, problems: List[Lo
                 async with collector:
                     state = await collector.collect(problem, allow_partial=not args.strict)
                 failures = tuple(state.failures)
-                finished, successes = tree_counts(state, reward.reward_max)
+                finished, successes = tree_counts(state)
                 if finished == 0:
                     raise CollectionError(f"every rollout failed ({len(failures)} failures; first: {failures[0][1] if failures else '-'})")
                 records = tree_records(state, reward_config=collector.reward, estimator=collector.estimator,

@@ -22,10 +22,10 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
 from .._records import jsonl, tree_records
+from .. import _rules
 from ..collector import Collector
 from ..errors import CollectionError, ConfigError
 from ..generation.policy import Policy
-from ..tree import SchedulerView
 from ..types import Problem
 from ..workspace import Workspace
 
@@ -99,20 +99,16 @@ class JsonlDirectory:
 
 
 def _all_rollouts_failed(state: Any) -> bool:
-    """Whether no root-to-leaf path of the tree finished without failing."""
-    view = SchedulerView(state)
-    return not any((n.done or n.truncated) and not n.failed for n in view.nodes)
+    """Whether no root-to-leaf path of the tree finished without failing (the engine's
+    count, in the tree's stats)."""
+    return bool(state.stats["all_failed"])
 
 
-def _filter_actor(actor: List[Dict[str, Any]], min_abs_advantage: Optional[float]) -> List[Dict[str, Any]]:
-    """The actor records whose |advantage| is at least ``min_abs_advantage`` (the Go
-    exporter's rule)."""
-    if min_abs_advantage is None:
-        return actor
-    threshold = float(min_abs_advantage)
-    if not threshold >= 0:
-        raise ConfigError(f"min_abs_advantage is {min_abs_advantage!r}, must be a number >= 0")
-    return [r for r in actor if abs(r["advantage"]) >= threshold]
+def _check_min_abs_advantage(min_abs_advantage: Optional[float]) -> None:
+    """Refuse a bad ``min_abs_advantage`` before any collection (the Go rule, core/export;
+    the filtering itself happens in Go's export)."""
+    if min_abs_advantage is not None:
+        _rules.check("min_abs_advantage", {"value": float(min_abs_advantage)})
 
 
 class _Collected(NamedTuple):
@@ -210,7 +206,7 @@ async def collect_records(
     ``state`` and ``failures`` keep what was collected; close ``state`` when done) unless
     ``allow_partial=True``; even then, a collection in which every rollout failed raises
     CollectionError, because it has nothing to train on."""
-    _filter_actor([], min_abs_advantage)  # a bad threshold fails before any collection
+    _check_min_abs_advantage(min_abs_advantage)  # a bad threshold fails before any collection
     actor, critic, _, _ = await _collect(
         collector, problem, group_index=group_index, workspace_for=workspace_for, allow_partial=allow_partial,
         min_abs_advantage=min_abs_advantage,

@@ -32,7 +32,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Protocol, Seque
 
 from ..errors import CollectionError, ConfigError, ConfigTypeError, InternalError
 from ..types import SamplingParams
-from . import CollectorFor, CriticSink, Problem, Workspace, _collect, _filter_actor
+from . import CollectorFor, CriticSink, Problem, Workspace, _check_min_abs_advantage, _collect
 
 
 # Sample fields a segment fills itself; every other field is copied from the source sample.
@@ -328,7 +328,7 @@ class _Generate(_SlimeHook):
         allow_partial: bool,
     ) -> None:
         super().__init__(collector_for, profile, workspace_for)
-        _filter_actor([], min_abs_advantage)  # validate the threshold now, not per sample
+        _check_min_abs_advantage(min_abs_advantage)  # validate the threshold now, not per sample
         self.critic_sink = critic_sink
         self.min_abs_advantage = min_abs_advantage
         self.allow_partial = allow_partial

@@ -32,7 +32,7 @@ from types import MappingProxyType
 from typing import Any, Callable, Dict, List, Literal, Mapping, Optional, Sequence
 
 from ..errors import ConfigError
-from . import CollectorFor, CriticSink, Problem, Workspace, _collect, _filter_actor
+from . import CollectorFor, CriticSink, Problem, Workspace, _check_min_abs_advantage, _collect
 
 PPO_CLIP: Mapping[str, float] = MappingProxyType({"clip_low_threshold": 0.8, "clip_high_threshold": 1.2})
 """Tinker's PPO loss configuration for the paper's ratio clip, 1 +- 0.2."""
@@ -222,7 +222,7 @@ async def train(
     for i, p in enumerate(problems):
         if not isinstance(p, Problem):
             raise ConfigError(f"train: problems[{i}] is a {type(p).__name__}, expected a Problem")
-    _filter_actor([], min_abs_advantage)  # validate the threshold before any work
+    _check_min_abs_advantage(min_abs_advantage)  # validate the threshold before any work
     _types()  # fail before any collection when the SDK is missing
     if steps == 0:
         return []
