@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	jsoniter "github.com/json-iterator/go"
+
 	"github.com/focus-go/focus-go/core/bridge"
 	"github.com/focus-go/focus-go/core/collect"
 	"github.com/focus-go/focus-go/core/mathenv"
@@ -56,7 +58,7 @@ type Turn struct {
 
 // UnmarshalJSON reads the Config from the same object as the parts.
 func (s *Spec) UnmarshalJSON(data []byte) error {
-	if err := json.Unmarshal(data, &s.Config); err != nil {
+	if err := jsoniter.ConfigCompatibleWithStandardLibrary.Unmarshal(data, &s.Config); err != nil {
 		return err
 	}
 	parts := struct {
@@ -66,7 +68,7 @@ func (s *Spec) UnmarshalJSON(data []byte) error {
 		Critic *Part   `json:"critic"`
 		Turn   *Turn   `json:"turn"`
 	}{Codec: &s.Codec, Policy: &s.Policy, Env: &s.Env, Critic: s.Critic, Turn: s.Turn}
-	if err := json.Unmarshal(data, &parts); err != nil {
+	if err := jsoniter.ConfigCompatibleWithStandardLibrary.Unmarshal(data, &parts); err != nil {
 		return err
 	}
 	s.Critic, s.Turn = parts.Critic, parts.Turn
