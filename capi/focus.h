@@ -78,7 +78,9 @@ int64_t focus_live_handles(void);
 
 /* --- ABI self-test ---------------------------------------------------------------- */
 /* Used by the test suites to exercise the boundary itself: error transport, panic
- * recovery, handle lifetimes and concurrent calls. */
+ * recovery, handle lifetimes and concurrent calls. Only a library built with the Go build
+ * tag focus_selftest (`make selftest-lib`: build/selftest/libfocus.so) exports them; the
+ * shipped libfocus.so (`make lib`) has none. */
 
 /* Panics inside Go with `message` (message_len bytes); returns FOCUS_ERR_INTERNAL carrying
  * it. */

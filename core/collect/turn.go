@@ -57,7 +57,7 @@ type Turns struct {
 
 // Template renders a conversation (one JSON object per message) and tool
 // schemas (nil: none) with a model's chat template. chat.Template bound to
-// its keyword arguments satisfies it through a small adapter (see capi).
+// its keyword arguments satisfies it through a small adapter (backends/chat Codec.Turns).
 // It must be safe for concurrent use.
 type Template interface {
 	Render(messages, tools []json.RawMessage, addGenerationPrompt bool) (string, error)
