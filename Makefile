@@ -14,16 +14,22 @@ VPY     := $(VENV)/bin/python
 TOKENIZER_FFI  := backends/tokenizer/ffi
 LIBTOKENIZERS  := $(BUILD)/libfocus_tokenizer.a
 LIBFOCUS       := $(BUILD)/libfocus.so
+# The same library with the focus_selftest_* exports (capi/selftest.go, build tag
+# focus_selftest) that the Python tests and benchmarks call; the shipped one has none.
+SELFTEST_TAGS  := focus_selftest
+LIBSELFTEST    := $(BUILD)/selftest/libfocus.so
 GO_SOURCES     := $(shell find capi core backends sim -name '*.go' -not -name '*_test.go' 2>/dev/null) go.mod go.sum
 
 export CGO_ENABLED := 1
 export CGO_LDFLAGS := -L$(BUILD)
 
-.PHONY: all lib tokenizers testdata venv test test-go test-py demo bench clean
+.PHONY: all lib selftest-lib tokenizers testdata venv test test-go test-py demo bench clean
 
 all: lib
 
 lib: $(LIBFOCUS)
+
+selftest-lib: $(LIBSELFTEST)
 
 tokenizers: $(LIBTOKENIZERS)
 
@@ -37,6 +43,11 @@ $(LIBTOKENIZERS): $(TOKENIZER_FFI)/Cargo.toml $(TOKENIZER_FFI)/Cargo.lock $(TOKE
 $(LIBFOCUS): $(LIBTOKENIZERS) $(GO_SOURCES) capi/focus.h $(TOKENIZER_FFI)/focus_tokenizer.h
 	$(GO) build -trimpath -buildmode=c-shared -ldflags "-X main.version=$$(cat VERSION)" -o $@ ./capi
 	rm -f $(BUILD)/libfocus.h
+
+$(LIBSELFTEST): $(LIBTOKENIZERS) $(GO_SOURCES) capi/focus.h $(TOKENIZER_FFI)/focus_tokenizer.h
+	@mkdir -p $(dir $@)
+	$(GO) build -trimpath -tags $(SELFTEST_TAGS) -buildmode=c-shared -ldflags "-X main.version=$$(cat VERSION)" -o $@ ./capi
+	rm -f $(BUILD)/selftest/libfocus.h
 
 # The project virtualenv: the package installed as a user installs it, plus the test tools.
 venv: $(VENV)/.installed
@@ -57,19 +68,23 @@ $(TESTDATA)/%/tokenizer.json:
 
 test: test-go test-py
 
+# Go tests build with the self-test tag, so capi's tests see selftest.go too; the release
+# build's contents are checked by capi/release_test.go.
 test-go: $(LIBTOKENIZERS) testdata
-	$(GO) vet ./...
-	$(GO) test -count=1 ./...
+	$(GO) vet -tags $(SELFTEST_TAGS) ./...
+	$(GO) test -tags $(SELFTEST_TAGS) -count=1 ./...
 
-test-py: venv
-	cd tests && $(VPY) -m pytest -q
+# pytest loads the self-test library (FOCUS_GO_LIBRARY); tests/test_release_library.py
+# checks that the release build/libfocus.so has no self-test export.
+test-py: venv $(LIBSELFTEST)
+	cd tests && FOCUS_GO_LIBRARY=$(LIBSELFTEST) $(VPY) -m pytest -q
 
 demo: venv
 	$(VPY) -m focus_go demo --out $(BUILD)/demo
 
-bench: venv $(BUILD)/loadgen
+bench: venv $(LIBSELFTEST) $(BUILD)/loadgen
 	$(VPY) -m pip install --quiet --disable-pip-version-check aiohttp
-	$(VPY) benchmarks/run.py
+	FOCUS_GO_LIBRARY=$(LIBSELFTEST) $(VPY) benchmarks/run.py
 
 $(BUILD)/loadgen: $(LIBTOKENIZERS) $(GO_SOURCES) $(wildcard benchmarks/loadgen/*.go)
 	$(GO) build -o $@ ./benchmarks/loadgen
@@ -91,6 +106,7 @@ FUZZ_TARGETS := \
 	backends/openai:FuzzParseChat backends/openai:FuzzParseResponses \
 	backends/transport:FuzzErrorMessage backends/transport:FuzzParseRetryAfter \
 	core/tree:FuzzUnmarshal core/mathenv:FuzzNormalize capi:FuzzABIJSONInputs \
+	core/rules:FuzzCheck core/collect:FuzzRootMessages \
 	sim:FuzzFastGenerateDecode
 
 .PHONY: fuzz race
@@ -98,8 +114,8 @@ FUZZ_TARGETS := \
 fuzz: $(LIBTOKENIZERS)
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		echo "== fuzz ./$${t%%:*} $${t##*:} ($(FUZZTIME))"; \
-		$(GO) test -run '^$$' -fuzz "^$${t##*:}$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 3s ./$${t%%:*}; \
+		$(GO) test -tags $(SELFTEST_TAGS) -run '^$$' -fuzz "^$${t##*:}$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 3s ./$${t%%:*}; \
 	done
 
 race: $(LIBTOKENIZERS)
-	$(GO) test -race -count=1 -run 'Fault|Stress|Concurrent|Cancellation|Redacted|CloseWith|Async|StepFork|Remote' ./core/collect ./core/bridge ./backends/transport ./capi
+	$(GO) test -tags $(SELFTEST_TAGS) -race -count=1 -run 'Fault|Stress|Concurrent|Cancellation|Redacted|CloseWith|Async|StepFork|Remote|Session' ./core/collect ./core/collect/session ./core/bridge ./backends/transport ./capi ./capi/completion

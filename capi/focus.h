@@ -34,7 +34,7 @@ extern "C" {
 #endif
 
 /* Bumped on every incompatible change; the Python loader refuses a mismatch. */
-#define FOCUS_ABI_VERSION 4
+#define FOCUS_ABI_VERSION 5
 
 typedef int32_t focus_status;
 typedef uint64_t focus_handle;
@@ -78,7 +78,9 @@ int64_t focus_live_handles(void);
 
 /* --- ABI self-test ---------------------------------------------------------------- */
 /* Used by the test suites to exercise the boundary itself: error transport, panic
- * recovery, handle lifetimes and concurrent calls. */
+ * recovery, handle lifetimes and concurrent calls. Only a library built with the Go build
+ * tag focus_selftest (`make selftest-lib`: build/selftest/libfocus.so) exports them; the
+ * shipped libfocus.so (`make lib`) has none. */
 
 /* Panics inside Go with `message` (message_len bytes); returns FOCUS_ERR_INTERNAL carrying
  * it. */
@@ -229,8 +231,11 @@ focus_status focus_batch_critic_contexts(focus_handle batch, focus_bytes *layout
 /* A batch from Python-made samples with explicit spans. */
 focus_status focus_batch_from_json(char *json, size_t len, focus_handle *out, focus_bytes *err);
 
-/* The full-context spans of actor sample `sample`: [{"tokens", "trainable", "logprobs"}]. */
-focus_status focus_batch_spans(focus_handle batch, int64_t sample, focus_bytes *out, focus_bytes *err);
+/* The full-context spans of actor sample `sample` in one buffer (free it with
+ * focus_buffer_free): *layout gives n_spans and sections offsets (i64, n_spans + 1), tokens
+ * (u32), trainable (u8) and logprobs (f64); span k is [offsets[k]:offsets[k+1]] of each. */
+focus_status focus_batch_spans(focus_handle batch, int64_t sample, focus_bytes *layout, void **blob,
+                               size_t *size, focus_bytes *err);
 
 /* kind "describe" (Batch.describe) or "edges" (format_edges). */
 focus_status focus_batch_text(focus_handle batch, char *kind, size_t kind_len, focus_bytes *out, focus_bytes *err);
@@ -244,7 +249,7 @@ focus_status focus_tree_html(focus_handle tree, char *reward, size_t len, focus_
 
 /* Trainer records of a batch, column-wise in one buffer (*blob, *size bytes; free it with
  * focus_buffer_free). *layout (JSON) gives problem_id, group_index, estimators, n_actor,
- * n_critic and, per section, its byte offset and element count: base, delta_offsets (i64)
+ * n_critic, actor_keys and critic_keys (the record keys, in order) and, per section, its byte offset and element count: base, delta_offsets (i64)
  * and delta_tokens (u32) (actor record i's tokens are record base[i]'s tokens, none when -1,
  * then delta_tokens[delta_offsets[i]:delta_offsets[i+1]]),
  * span_start, span_offsets (i64), span_mask (u8), span_logprobs, advantage (f64), node_id,
@@ -253,6 +258,14 @@ focus_status focus_tree_html(focus_handle tree, char *reward, size_t len, focus_
  * 0 keeps every record. */
 focus_status focus_batch_export(focus_handle batch, int64_t group_index, double min_abs_advantage,
                                 focus_bytes *layout, void **blob, size_t *size, focus_bytes *err);
+
+/* A collected tree's trainer records in one call: focus_prepare with the reward config and
+ * estimator, then focus_batch_export, without a batch handle. The layout adds the batch's
+ * "stats" and "failures" and a section sample_weight (f64, every actor sample's advantage,
+ * records under min_abs_advantage included). */
+focus_status focus_tree_export(focus_handle tree, char *reward, size_t len, char *estimator,
+                               size_t estimator_len, int64_t group_index, double min_abs_advantage,
+                               focus_bytes *layout, void **blob, size_t *size, focus_bytes *err);
 
 /* --- the simulated inference server (sim/) -------------------------------------- */
 
@@ -268,10 +281,31 @@ focus_status focus_sim_stats(focus_handle sim, focus_bytes *out, focus_bytes *er
 /* Replaces the fault rules (a JSON list of sim.Fault). */
 focus_status focus_sim_set_faults(focus_handle sim, char *faults, size_t len, focus_bytes *err);
 
+/* --- configuration rules (core/rules) ---------------------------------------------- */
+
+/* Validates one configuration object of the binding: kind is "Selective", "Independent",
+ * "Segments", "Agent", "Critic.constant" or "min_abs_advantage"; config is a JSON object of
+ * its fields (non-finite numbers as "NaN", "Infinity", "-Infinity"). *out = the normalised
+ * object (for Selective and Independent the engine's search config). A violation is
+ * FOCUS_ERR_INVALID_ARGUMENT with a message naming the field. */
+focus_status focus_rules_check(char *kind, size_t kind_len, char *config, size_t len, focus_bytes *out, focus_bytes *err);
+
+/* The root conversation of a collection: request {"system_prompt", "prompt" (a string or a
+ * list of messages), "observation" (what env.reset() returned: a string, a list of messages
+ * or null)}; *out = the messages (JSON array), the reset observation placed by the one rule
+ * (core/collect.RootMessages). */
+focus_status focus_rules_root_messages(char *request, size_t len, focus_bytes *out, focus_bytes *err);
+
+/* The library's defaults as JSON: {"selective", "independent", "segments", "agent", "reward",
+ * "sampling", "scores", "truncations"}. */
+focus_status focus_rules_defaults(focus_bytes *out, focus_bytes *err);
+
 /* --- math grading (core/mathenv) ----------------------------------------------------- */
 
 /* Grades the last \boxed{...} of a response against a label: request {"text", "label"},
- * *out = {"answer", "correct"}. */
+ * *out = {"answer", "correct", "reward", "done", "info"}: the answer ("" if none), whether it
+ * is correct, and the step that ends a MathEnv episode with this response (reward 1.0 or
+ * 0.0, done, info {"answer" (null if none), "label", "correct"}), as the native MathEnv's. */
 focus_status focus_math_grade(char *request, size_t len, focus_bytes *out, focus_bytes *err);
 
 /* --- collection (core/collect, core/bridge) --------------------------------------- */

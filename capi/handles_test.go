@@ -24,6 +24,9 @@ func TestMain(m *testing.M) {
 
 type closer struct{ closed int }
 
+// testBox is a second kind of handle object (selftest.go's box is only in selftest builds).
+type testBox struct{ value any }
+
 func (c *closer) Close() error { c.closed++; return nil }
 
 func TestHandleLifecycle(t *testing.T) {
@@ -35,9 +38,9 @@ func TestHandleLifecycle(t *testing.T) {
 	require.NoError(t, err)
 	assert.Same(t, c, got)
 
-	_, err = handleAs[*box](h, "selftest box")
+	_, err = handleAs[*testBox](h, "test box")
 	assert.Equal(t, status.InvalidHandle, status.CodeOf(err))
-	assert.ErrorContains(t, err, "not a selftest box")
+	assert.ErrorContains(t, err, "not a test box")
 
 	require.NoError(t, handles.release(h))
 	assert.Equal(t, 1, c.closed, "release closes what the handle owns")
@@ -78,8 +81,8 @@ func TestConcurrentHandles(t *testing.T) {
 		go func(g int) {
 			defer wg.Done()
 			for i := 0; i < 500; i++ {
-				h := handles.put(&box{value: g*1000 + i})
-				b, err := handleAs[*box](h, "selftest box")
+				h := handles.put(&testBox{value: g*1000 + i})
+				b, err := handleAs[*testBox](h, "test box")
 				assert.NoError(t, err)
 				assert.Equal(t, g*1000+i, b.value)
 				assert.NoError(t, handles.release(h))

@@ -17,7 +17,11 @@ func focus_math_grade(request *C.char, n C.size_t, out *C.focus_bytes, errOut *C
 		if err := decodeJSON(request, n, "math grade request", &req); err != nil {
 			return err
 		}
-		answer, correct := mathenv.Grade(req.Text, req.Label)
-		return returnJSON(out, map[string]any{"answer": answer, "correct": correct})
+		g := mathenv.GradeEpisode(req.Text, req.Label)
+		answer := ""
+		if g.Info.Answer != nil {
+			answer = *g.Info.Answer
+		}
+		return returnJSON(out, map[string]any{"answer": answer, "correct": g.Info.Correct, "reward": g.Reward, "done": g.Done, "info": g.Info})
 	})
 }

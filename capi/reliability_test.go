@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"sync"
 	"testing"
 
@@ -11,11 +10,12 @@ import (
 	"github.com/focus-go/focus-go/backends/chat"
 	"github.com/focus-go/focus-go/backends/parse"
 	"github.com/focus-go/focus-go/core/action"
-	"github.com/focus-go/focus-go/core/bridge"
+	"github.com/focus-go/focus-go/core/collect"
+	"github.com/focus-go/focus-go/core/collect/session"
 	"github.com/focus-go/focus-go/core/generate"
 	"github.com/focus-go/focus-go/core/prepare"
+	"github.com/focus-go/focus-go/core/search"
 	"github.com/focus-go/focus-go/core/status"
-	"github.com/focus-go/focus-go/core/tree"
 	"github.com/focus-go/focus-go/sim"
 )
 
@@ -31,25 +31,15 @@ var abiInputs = []struct {
 	run  func(data []byte) error
 }{
 	{"collect config", func(data []byte) error {
-		var w wireCollect
-		if err := jsonAPI.Unmarshal(data, &w); err != nil {
+		var spec session.Spec
+		if err := jsonAPI.Unmarshal(data, &spec); err != nil {
 			return status.Wrap(status.InvalidArgument, err, "collect config: bad JSON")
 		}
-		if w.Turn != nil {
-			if _, err := w.Turn.turns(nil); err == nil {
-				return fmt.Errorf("turns without a codec accepted")
-			}
-		}
-		if _, err := w.config(nil); err != nil {
+		s, err := session.New(spec, handleParts{})
+		if err != nil {
 			return err
 		}
-		b := bridge.New()
-		defer b.Close()
-		_, _, _, closer, err := w.parts(b, nil)
-		if closer != nil {
-			closer()
-		}
-		return err
+		return s.Close()
 	}},
 	{"parse request", func(data []byte) error {
 		var req wireParseRequest
@@ -88,21 +78,13 @@ var abiInputs = []struct {
 		return cfg.Validate()
 	}},
 	{"batch", func(data []byte) error {
-		var w wireBatch
-		if err := jsonAPI.Unmarshal(data, &w); err != nil {
-			return status.Wrap(status.InvalidArgument, err, "batch: bad JSON")
+		b, err := prepare.DecodeBatch(data)
+		if err != nil {
+			return err
 		}
-		for i, a := range w.Actor {
-			spans := make([]tree.PackedSequence, len(a.Spans))
-			for k, s := range a.Spans {
-				if len(s.Trainable) != len(s.Tokens) || len(s.Logprobs) != len(s.Tokens) {
-					return status.Errorf(status.InvalidArgument, "batch: actor sample %d span %d: lengths differ", i, k)
-				}
-				spans[k] = tree.PackedSequence{Tokens: s.Tokens, Trainable: s.Trainable, Logprobs: s.Logprobs}
-			}
-			sample := prepare.NewActorSample(a.NodeID, a.GroupID, a.Estimator, a.Weight, spans)
-			for k := range sample.NumSpans() {
-				_ = sample.Span(k)
+		for i := range b.Actor {
+			for k := range b.Actor[i].NumSpans() {
+				_ = b.Actor[i].Span(k)
 			}
 		}
 		return nil
@@ -204,10 +186,13 @@ func TestConcurrentCollectionHandles(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range each {
-				b := bridge.New()
-				done := make(chan struct{})
-				close(done)
-				c := &collection{bridge: b, cancel: func() {}, done: done}
+				c, err := session.New(session.Spec{
+					Config: collect.Config{PromptTokens: []uint32{1}, Search: search.Independent(1), Reward: prepare.DefaultRewardConfig()},
+					Policy: session.Part{Kind: "remote"}, Env: session.Part{Kind: "remote"},
+				}, nil)
+				if !assert.NoError(t, err) {
+					return
+				}
 				h := handles.put(c)
 				got, err := collectionHandle(h)
 				if !assert.NoError(t, err) {
@@ -232,4 +217,6 @@ func TestConcurrentCollectionHandles(t *testing.T) {
 	wg.Wait()
 }
 
-func collectionHandle(h uint64) (*collection, error) { return handleAs[*collection](h, "collection") }
+func collectionHandle(h uint64) (*session.Session, error) {
+	return handleAs[*session.Session](h, "collection")
+}

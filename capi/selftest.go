@@ -1,3 +1,5 @@
+//go:build focus_selftest
+
 package main
 
 /*
@@ -11,6 +13,10 @@ import (
 	"github.com/focus-go/focus-go/core/status"
 	"github.com/focus-go/focus-go/core/tree/treetest"
 )
+
+// The focus_selftest_* exports exist only in a library built with -tags focus_selftest
+// (make selftest-lib), which the Python tests and benchmarks load; the shipped
+// libfocus.so holds no test code (capi/release_test.go, tests/test_release_library.py).
 
 // box is the self-test's handle kind: a decoded JSON value.
 type box struct{ value any }

@@ -123,8 +123,8 @@ def main(argv: Optional[List[str]] = None) -> None:
     parser.add_argument("--model", help="local model directory or Hugging Face cache name (with --sglang / --vllm)")
     parser.add_argument("--math", metavar="JSONL", help="MATH-format problems (with --sglang / --vllm)")
     parser.add_argument("--problems", type=int, default=4, help="how many problems")
-    parser.add_argument("--budget", type=int, default=32)
-    parser.add_argument("--warmup", type=int, default=16)
+    parser.add_argument("--budget", type=int, default=Selective().budget)
+    parser.add_argument("--warmup", type=int, default=Selective().warmup)
     parser.add_argument("--out", default="focus-math", help="output directory")
     args = parser.parse_args(argv)
     if (args.sglang or args.vllm) and not (args.model and args.math):

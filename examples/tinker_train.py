@@ -86,8 +86,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--steps", type=int, default=10, help="updates (one tree each)")
     parser.add_argument("--learning-rate", type=float, default=1e-5)
     parser.add_argument("--rank", type=int, default=32, help="LoRA rank")
-    parser.add_argument("--budget", type=int, default=32)
-    parser.add_argument("--warmup", type=int, default=16)
+    parser.add_argument("--budget", type=int, default=Selective().budget)
+    parser.add_argument("--warmup", type=int, default=Selective().warmup)
     parser.add_argument("--critic-dir", default="focus-critic-targets")
     args = parser.parse_args(argv)
     if not os.environ.get("TINKER_API_KEY"):

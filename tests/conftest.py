@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from focus_go import _lib
@@ -26,3 +28,18 @@ def server():
     latency defines its own ``server``."""
     with SimServer(seed=0) as s:
         yield s
+
+
+@pytest.fixture
+def selftest():
+    """The test calls the focus_selftest_* exports, which only a self-test build of the
+    library has (`make test-py` loads build/selftest/libfocus.so). Without one the test
+    is skipped, with the fix; under CI (``CI`` set) it fails instead."""
+    if not _lib.has_selftest():
+        message = (
+            f"{_lib.library_path()} is not a self-test build: run `make test-py`, or "
+            "`make selftest-lib` and set FOCUS_GO_LIBRARY=build/selftest/libfocus.so"
+        )
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)

@@ -96,7 +96,7 @@ def test_abi_mismatch_is_refused():
     assert "needs version 999" in proc.stdout
 
 
-def test_go_panic_becomes_python_exception_and_process_survives():
+def test_go_panic_becomes_python_exception_and_process_survives(selftest):
     with pytest.raises(InternalError, match="Go panic: kaboom"):
         _lib.call("focus_selftest_panic", *_lib.text_arg("kaboom"))
     # The library still works after the panic.
@@ -105,14 +105,14 @@ def test_go_panic_becomes_python_exception_and_process_survives():
         _lib.call("focus_selftest_panic", *_lib.text_arg("again"))
 
 
-def test_bad_json_is_a_config_error():
+def test_bad_json_is_a_config_error(selftest):
     with pytest.raises(ConfigError, match="selftest: bad JSON") as info:
         _lib.call_handle("focus_selftest_box", b"{nope", 5)
     assert isinstance(info.value, ValueError)
     assert isinstance(info.value, FocusError)
 
 
-def test_freed_and_invalid_handles_raise():
+def test_freed_and_invalid_handles_raise(selftest):
     handle = box({"a": [1, 2, 3]})
     assert unbox(handle) == {"a": [1, 2, 3]}
     _lib.release(handle)
@@ -124,7 +124,7 @@ def test_freed_and_invalid_handles_raise():
         unbox(0)
 
 
-def test_go_object_releases_exactly_once():
+def test_go_object_releases_exactly_once(selftest):
     before = _lib.live_handles()
     obj = GoObject(box("x"))
     assert _lib.live_handles() == before + 1
@@ -142,7 +142,7 @@ def test_go_object_releases_exactly_once():
     assert _lib.live_handles() == before
 
 
-def test_hundred_concurrent_calls_from_threads():
+def test_hundred_concurrent_calls_from_threads(selftest):
     def work(i: int):
         handle = box({"i": i, "s": "x" * i})
         try:
@@ -209,7 +209,7 @@ def qwen3_tokenizer():
     tok.close()
 
 
-def test_nul_in_error_messages_and_string_inputs():
+def test_nul_in_error_messages_and_string_inputs(selftest):
     with pytest.raises(InternalError) as info:
         _lib.call("focus_selftest_panic", *_lib.text_arg("boom\x00tail"))
     assert "Go panic: boom\x00tail" in str(info.value)
@@ -219,7 +219,7 @@ def test_nul_in_error_messages_and_string_inputs():
     assert 'unknown profile "hermes\\x00x"' in str(info.value), "Go saw the whole profile name"
 
 
-def test_nul_in_boxed_json_round_trips():
+def test_nul_in_boxed_json_round_trips(selftest):
     value = {"a\x00b": ["\x00", "x\x00\x00y"]}
     handle = box(value)
     try:

@@ -162,9 +162,9 @@ def test_a_full_disk_keeps_every_line_whole_and_fails_cleanly(tmp_path, problems
     "change, names",
     [
         (["--budget", "6"], ["search: ", "budget=4", "budget=6"]),
-        (["--gamma", "0.9"], ["reward: ", "'gamma': 1.0", "'gamma': 0.9"]),
+        (["--gamma", "0.9"], ["reward: ", "'gamma': 1", "'gamma': 0.9"]),
         (["--estimator", "group-baseline"], ["estimator: 'DirectBranchTd' before, 'GroupBaseline' now"]),
-        (["--temperature", "0.7"], ["temperature: 1.0 before, 0.7 now"]),
+        (["--temperature", "0.7"], ["temperature: 1", " before, 0.7 now"]),
         (["--segment-tokens", "128"], ["segment_tokens: 256 before, 128 now"]),
         (["--sim-seed", "3"], ["model: 'simulator seed 0' before, 'simulator seed 3' now"]),
         (["--no-critic"], ["critic: 'constant 0.5' before, 'none' now"]),
@@ -393,8 +393,13 @@ def test_out_under_a_file_is_refused(tmp_path, problems_file, capsys):
         (["--budget", "4", "--warmup", "8"], "warmup (8) must not exceed budget (4)"),
         (["--timeout", "0"], "--timeout: must be a number of seconds > 0"),
         (["--wait-for-server", "-1"], "--wait-for-server: must be a number of seconds >= 0"),
+        (["--seed", "-1"], "Selective: seed must be an integer in [0, 2**64), got -1"),
+        (["--search", "independent", "--seed", "-1"], "Independent: seed"),
+        (["--min-abs-advantage", "-1"], "min_abs_advantage"),
+        (["--critic-value", "nan"], "--critic-value: must be a finite number"),
     ],
-    ids=["warmup over budget", "timeout 0", "negative wait"],
+    ids=["warmup over budget", "timeout 0", "negative wait", "negative seed", "negative independent seed",
+         "negative min_abs_advantage", "nan critic value"],
 )
 def test_bad_flags_exit_2_before_anything_starts(tmp_path, problems_file, capsys, flags, message):
     out = tmp_path / "out"
@@ -410,7 +415,7 @@ def test_bad_flags_exit_2_before_anything_starts(tmp_path, problems_file, capsys
 @pytest.mark.parametrize(
     "args, message",
     [
-        (["--budget", "0"], "budget must be an integer >= 1"),
+        (["--budget", "0"], "Selective: budget"),
         (["--warmup", "100"], "warmup (100) must not exceed budget (32)"),
         (["--problems", "0"], "--problems must be an integer >= 1"),
         (["--problems", "-3"], "--problems must be an integer >= 1"),

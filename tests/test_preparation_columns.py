@@ -22,7 +22,7 @@ def state():
 
 
 @pytest.fixture
-def searched():
+def searched(selftest):
     """A Selective-shaped tree: 16 rollouts of 4 segments of 8 tokens."""
     with SchedulerState(_lib.call_handle("focus_selftest_search_tree", 16, 4, 8, 3)) as s:
         yield s

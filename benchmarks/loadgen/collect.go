@@ -13,8 +13,8 @@ import (
 	"github.com/focus-go/focus-go/backends/chat"
 	"github.com/focus-go/focus-go/backends/sglang"
 	"github.com/focus-go/focus-go/core/collect"
+	"github.com/focus-go/focus-go/core/collect/session"
 	"github.com/focus-go/focus-go/core/generate"
-	"github.com/focus-go/focus-go/core/mathenv"
 	"github.com/focus-go/focus-go/core/prepare"
 	"github.com/focus-go/focus-go/core/search"
 )
@@ -76,7 +76,7 @@ func collectTrees(args []string) error {
 	if *record != "" {
 		policy = rec
 	}
-	decode := func(ids []uint32) (string, error) { return codec.Decode(ids, false) }
+	parts := benchParts{policy: policy, codec: codec.Tokenizer()}
 	// The steady-state window of benchmarks/reference/window.py: trees are credited with the
 	// share of their segments that falls inside [warmup, warmup + d].
 	begin := time.Now()
@@ -107,14 +107,20 @@ func collectTrees(args []string) error {
 			defer wg.Done()
 			for i := w; time.Now().Before(winEnd); i += *trees {
 				p := problems[i%len(problems)]
-				cfg := collect.Config{
-					ProblemID: p.ID, PromptTokens: p.PromptTokens, Segments: 256,
-					Sampling: generate.SamplingParams{Temperature: generate.Float64(1), Logprobs: generate.Int(0)},
-					Search:   search.Selective(32, 16), Reward: prepare.DefaultRewardConfig(), AllowPartial: true, Codec: codec.Tokenizer(),
+				spec := session.Spec{
+					Config: collect.Config{
+						ProblemID: p.ID, PromptTokens: p.PromptTokens, Segments: 256,
+						Sampling: generate.SamplingParams{Temperature: generate.Float64(1), Logprobs: generate.Int(0)},
+						Search:   search.Selective(32, 16), Reward: prepare.DefaultRewardConfig(), AllowPartial: true,
+					},
+					Codec:  1,
+					Policy: session.Part{Kind: "native", Handle: 1},
+					Env:    session.Part{Kind: "math", Label: p.Label},
+					Critic: &session.Part{Kind: "constant", Value: 0.5},
 				}
-				cfg.Search.Seed = uint64(i)
+				spec.Config.Search.Seed = uint64(i)
 				began := time.Now()
-				res, err := collect.Run(context.Background(), cfg, policy, mathenv.New(p.Label, decode), collect.ConstantCritic{Value: 0.5})
+				res, err := collectOne(spec, parts)
 				if err != nil || res.Tree == nil {
 					if err != nil {
 						firstErr.CompareAndSwap(nil, err.Error())
@@ -151,6 +157,52 @@ func collectTrees(args []string) error {
 		return os.WriteFile(*record, data, 0o644)
 	}
 	return nil
+}
+
+// collectOne runs one collection through core/collect/session, the code path Python's
+// Collector uses: the spec built from data, the parts resolved, started, waited for.
+func collectOne(spec session.Spec, parts session.Resolver) (collect.Result, error) {
+	s, err := session.Start(context.Background(), spec, parts)
+	if err != nil {
+		return collect.Result{}, err
+	}
+	defer s.Close()
+	if _, err := s.Wait(context.Background(), -1); err != nil {
+		return collect.Result{}, err
+	}
+	out, err := s.Result()
+	if err != nil {
+		return collect.Result{}, err
+	}
+	return out.Result, out.Err
+}
+
+// benchParts resolves the load generator's one policy and codec (handle 1 each).
+type benchParts struct {
+	policy collect.Policy
+	codec  collect.Codec
+}
+
+func (b benchParts) Policy(h uint64) (collect.Policy, error) {
+	if h != 1 {
+		return nil, fmt.Errorf("loadgen: no policy %d", h)
+	}
+	return b.policy, nil
+}
+
+func (b benchParts) Codec(h uint64) (collect.Codec, error) {
+	if h != 1 {
+		return nil, fmt.Errorf("loadgen: no codec %d", h)
+	}
+	return b.codec, nil
+}
+
+func (benchParts) HTTPCritic(string, time.Duration) (collect.Critic, func(), error) {
+	return nil, nil, fmt.Errorf("loadgen: no HTTP critic")
+}
+
+func (benchParts) Turns(uint64, session.Turn) (*collect.Turns, error) {
+	return nil, fmt.Errorf("loadgen: no whole-turn context")
 }
 
 // recorded is one policy request as the engine sent it.

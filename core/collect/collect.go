@@ -115,6 +115,7 @@ func Run(ctx context.Context, cfg Config, policy Policy, env Env, critic Critic)
 	st.PrefixTokensReused = e.reused
 	st.PolicySeconds = time.Duration(e.policyNanos.Load()).Seconds()
 	st.WallSeconds = time.Since(began).Seconds()
+	e.t.RecordOutcomes(cfg.Reward.RewardMax)
 	res := Result{Tree: e.t, Failures: e.failures}
 	if err != nil {
 		return res, err

@@ -126,6 +126,13 @@ func TestSelectiveAccounting(t *testing.T) {
 	assert.Equal(t, int64(16), pol.maxInFlight.Load(), "all warmup rollouts are in flight at once")
 	assert.Positive(t, st.PolicySeconds)
 	assert.Positive(t, st.WallSeconds)
+	finished, successes := tr.Outcomes(cfg.Reward.RewardMax)
+	assert.Equal(t, len(firsts), finished, "every rollout of this policy finishes")
+	assert.Equal(t, finished, st.FinishedRollouts, "the engine records the outcomes in the stats")
+	assert.Equal(t, successes, st.Successes)
+	assert.Positive(t, successes)
+	assert.Less(t, successes, finished)
+	assert.False(t, st.AllFailed)
 }
 
 func TestNoBranchFromClosedCheckpoints(t *testing.T) {
@@ -399,6 +406,14 @@ func TestFailures(t *testing.T) {
 				}
 				assert.Equal(t, tr.Stats.Rollouts, leaves)
 				assert.Equal(t, 16, tr.Stats.Rollouts+tr.Stats.BudgetUnspent)
+				failedRollouts := 0
+				for _, f := range res.Failures {
+					if tr.Nodes[f.NodeID].Failed != "" {
+						failedRollouts++
+					}
+				}
+				assert.Equal(t, leaves-failedRollouts, tr.Stats.FinishedRollouts, "the stats count the finished rollouts, failures or not")
+				assert.Equal(t, tr.Stats.FinishedRollouts == 0, tr.Stats.AllFailed)
 				assert.Equal(t, env.stats.forks.Load(), env.stats.closes.Load(), "every fork is closed")
 				if tt.retries > 0 {
 					// A retry starts from the same checkpoint right after the

@@ -19,65 +19,67 @@ const (
 
 // Config is one collection: the problem, the agent's exact-token context
 // (Segments), its limits and sampling settings, the search and the reward
-// settings the search plans with.
+// settings the search plans with. Its JSON form (see UnmarshalJSON) is the
+// one the Python package sends; Turns and Codec are objects, not data, and
+// have none.
 type Config struct {
 	// ProblemID names the problem in the tree and feeds the seeded hash.
-	ProblemID string
+	ProblemID string `json:"problem_id"`
 	// PromptTokens is the root prompt exactly as the policy sees it (the
 	// caller renders the chat template); PromptText is its display text.
-	PromptTokens []uint32
-	PromptText   string
+	PromptTokens []uint32 `json:"prompt_tokens"`
+	PromptText   string   `json:"prompt_text"`
 
 	// Segments is L: every policy call continues the checkpoint's exact
 	// token prefix with max_tokens = min(L, MaxTotalTokens - generated so
 	// far on the path). 0 means DefaultSegments. With Turns it is the
 	// token limit of one assistant turn (the sampling max_tokens).
-	Segments int
+	Segments int `json:"segments"`
 	// Turns, when set, selects the whole-turn chat context (one assistant
 	// turn per segment, see Turns); nil means exact-token segments. It needs
 	// a Codec.
-	Turns *Turns
+	Turns *Turns `json:"-"`
 	// MaxSegments caps the segments (edges) on one root-to-leaf path; a path
 	// still running at the cap ends truncated. 0 means DefaultMaxSegments.
-	MaxSegments int
+	MaxSegments int `json:"max_segments"`
 	// MaxTotalTokens is T_max, the generated policy tokens allowed on one
 	// root-to-leaf path (observation tokens do not count); a path that
 	// reaches it without finishing ends truncated with reward
 	// Reward.TruncatedReward. 0 means DefaultMaxTotalTokens.
-	MaxTotalTokens int
+	MaxTotalTokens int `json:"max_total_tokens"`
 
 	// Sampling are the base sampling parameters of every request. The
 	// engine sets MaxTokens (see Segments) and Seed (derived from the
 	// rollout's seed and the segment index) on each request.
-	Sampling generate.SamplingParams
+	Sampling generate.SamplingParams `json:"sampling"`
 	// RoutingKey, when set, is sent with every request (X-SMG-Routing-Key)
 	// so that an SGLang router keeps the whole tree on one worker.
-	RoutingKey string
+	RoutingKey string `json:"routing_key"`
 
 	// Search is Selective(budget, warmup) or Independent(n).
-	Search search.Config
+	Search search.Config `json:"search"`
 	// Reward is what the search plans with; env rewards must lie in
 	// [RewardMin, RewardMax].
-	Reward prepare.RewardConfig
+	Reward prepare.RewardConfig `json:"reward"`
 
 	// AllowPartial keeps a collection with failed rollouts or critic calls
 	// without an error; the failures are still reported in Result.Failures
 	// (and the failed rollouts are marked in the tree).
-	AllowPartial bool
+	AllowPartial bool `json:"allow_partial"`
 	// MaxRetries is how many times a failed rollout is retried from the same
 	// checkpoint, each retry costing one budget unit (default 0).
-	MaxRetries int
+	MaxRetries int `json:"max_retries"`
 
 	// Per-call timeouts; 0 means only the collection's context bounds the
 	// call. A call that times out fails its rollout (or critic batch).
-	PolicyTimeout time.Duration
-	EnvTimeout    time.Duration
-	CriticTimeout time.Duration
+	PolicyTimeout time.Duration `json:"policy_timeout"`
+	EnvTimeout    time.Duration `json:"env_timeout"`
+	CriticTimeout time.Duration `json:"critic_timeout"`
 
 	// Codec decodes generated tokens into node text and encodes observation
 	// text into conditioning tokens. Without one, node text is the policy's
 	// own Result.Text and observations must carry exact Tokens.
-	Codec Codec
+	Codec Codec `json:"-"`
 }
 
 // withDefaults fills the zero limits with their defaults.
@@ -99,15 +101,13 @@ func (c Config) withDefaults() Config {
 // retries and timeouts, and base sampling parameters that resolve.
 func (c Config) Validate() error {
 	c = c.withDefaults()
+	if e := (AgentLimits{Segments: c.Segments, MaxSegments: c.MaxSegments, MaxTotalTokens: c.MaxTotalTokens}).check(); e != nil {
+		def := map[string]int{"segments": DefaultSegments, "max_segments": DefaultMaxSegments, "max_total_tokens": DefaultMaxTotalTokens}[e.Field]
+		return status.Errorf(status.InvalidArgument, "collect: %s %s (0 = %d)", e.Field, e.Reason, def)
+	}
 	switch {
 	case len(c.PromptTokens) == 0:
 		return status.Errorf(status.InvalidArgument, "collect: prompt has no tokens; the policy needs a prefix to continue")
-	case c.Segments < 0:
-		return status.Errorf(status.InvalidArgument, "collect: segments is %d tokens, must be >= 1 (0 = %d)", c.Segments, DefaultSegments)
-	case c.MaxSegments < 0:
-		return status.Errorf(status.InvalidArgument, "collect: max_segments is %d, must be >= 1 (0 = %d)", c.MaxSegments, DefaultMaxSegments)
-	case c.MaxTotalTokens < 0:
-		return status.Errorf(status.InvalidArgument, "collect: max_total_tokens is %d, must be >= 1 (0 = %d)", c.MaxTotalTokens, DefaultMaxTotalTokens)
 	case c.MaxRetries < 0:
 		return status.Errorf(status.InvalidArgument, "collect: max_retries is %d, must be >= 0", c.MaxRetries)
 	case c.PolicyTimeout < 0 || c.EnvTimeout < 0 || c.CriticTimeout < 0:
@@ -126,9 +126,6 @@ func (c Config) Validate() error {
 		}
 	}
 	if err := c.Search.Validate(); err != nil {
-		return err
-	}
-	if err := c.limits().Validate(); err != nil {
 		return err
 	}
 	if err := c.Reward.Validate(); err != nil {

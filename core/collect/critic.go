@@ -14,10 +14,19 @@ type ConstantCritic struct {
 	Value float64
 }
 
+// Validate reports a non-finite Value (status.InvalidArgument). Score applies it, and
+// the binding's Critic.constant applies it at construction (core/rules).
+func (c ConstantCritic) Validate() error {
+	if math.IsNaN(c.Value) || math.IsInf(c.Value, 0) {
+		return status.Errorf(status.InvalidArgument, "critic: constant value %v is not finite", c.Value)
+	}
+	return nil
+}
+
 // Score returns Value once per context.
 func (c ConstantCritic) Score(ctx context.Context, contexts []string) ([]float64, error) {
-	if math.IsNaN(c.Value) || math.IsInf(c.Value, 0) {
-		return nil, status.Errorf(status.InvalidArgument, "critic: constant value %v is not finite", c.Value)
+	if err := c.Validate(); err != nil {
+		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, status.Wrap(status.CodeOf(err), err, "critic: constant")

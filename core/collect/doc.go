@@ -27,4 +27,8 @@
 // ended, and it closes every env fork it made (checkpoint snapshots are
 // released as soon as their checkpoint can no longer be branched from). The
 // returned tree belongs to the caller.
+//
+// Subpackage session runs one collection as an object with a lifecycle (a
+// declarative Spec, Start, Cancel, Wait, Result); the C ABI and the
+// benchmarks' load generator collect through it.
 package collect

@@ -39,7 +39,8 @@ import (
 // Observations: Messages are rendered by the rule; Text is one user message;
 // exact Tokens are appended unchanged (the env then owns the glue). A done
 // step adds only what it shows, without a generation prompt. An env's reset
-// observation belongs in Messages (the first prompt is rendered from them),
+// observation belongs in Messages (the first prompt is rendered from them;
+// RootMessages places it there),
 // so a non-empty reset observation without exact tokens is rejected.
 type Turns struct {
 	// Parser reads a reply (KindTool: a tool-call dialect; KindText: text).
@@ -56,7 +57,7 @@ type Turns struct {
 
 // Template renders a conversation (one JSON object per message) and tool
 // schemas (nil: none) with a model's chat template. chat.Template bound to
-// its keyword arguments satisfies it through a small adapter (see capi).
+// its keyword arguments satisfies it through a small adapter (backends/chat Codec.Turns).
 // It must be safe for concurrent use.
 type Template interface {
 	Render(messages, tools []json.RawMessage, addGenerationPrompt bool) (string, error)

@@ -2,7 +2,6 @@ package export_test
 
 import (
 	"fmt"
-	"io"
 	"testing"
 
 	"github.com/focus-go/focus-go/core/export"
@@ -82,23 +81,4 @@ func benchPrepareExport(b *testing.B, encode func(*prepare.Batch) (int, error)) 
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(tokens), "ns/token")
 		})
 	}
-}
-
-func BenchmarkWriteJSONL(b *testing.B) {
-	tr := treetest.Search(256, 8, 256, 1)
-	batch, err := prepare.Prepare(tr, prepare.DefaultRewardConfig(), prepare.DirectBranchTd{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	f, err := export.Encode(batch, 0, export.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.ReportAllocs()
-	for b.Loop() {
-		if err := export.WriteJSONL(io.Discard, f); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ReportMetric(float64(len(f.Actor.Tokens)), "tokens")
 }

@@ -1,6 +1,7 @@
 package export_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 
@@ -22,8 +23,12 @@ func Example() {
 		panic(err)
 	}
 	fmt.Println(flat.NumActor(), "actor records,", flat.NumCritic(), "critic records")
-	if err := export.WriteJSONL(os.Stdout, flat); err != nil {
-		panic(err)
+	enc := json.NewEncoder(os.Stdout)
+	enc.SetEscapeHTML(false)
+	for _, r := range flat.Records() {
+		if err := enc.Encode(r); err != nil {
+			panic(err)
+		}
 	}
 	// Output:
 	// 0 root v_hat=0.5 target=0.5625 "s"

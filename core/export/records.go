@@ -2,7 +2,9 @@ package export
 
 import (
 	"math"
+	"reflect"
 	"slices"
+	"strings"
 
 	"github.com/focus-go/focus-go/core/prepare"
 	"github.com/focus-go/focus-go/core/status"
@@ -10,7 +12,7 @@ import (
 )
 
 // Record keys and lanes (binding; the Python names are ESTIMATOR_KEY, LANE_KEY
-// and Lane).
+// and Lane). The full key lists are ActorKeys and CriticKeys.
 const (
 	LaneKey      = "lane"
 	EstimatorKey = "estimator"
@@ -23,6 +25,15 @@ type Options struct {
 	// MinAbsAdvantage drops actor records whose |advantage| is below it.
 	// 0 (Python None) keeps every record.
 	MinAbsAdvantage float64
+}
+
+// Validate checks MinAbsAdvantage >= 0 (NaN is refused). Encode applies it, and the
+// binding checks a threshold with it before collecting anything (core/rules).
+func (o Options) Validate() error {
+	if math.IsNaN(o.MinAbsAdvantage) || o.MinAbsAdvantage < 0 {
+		return status.Errorf(status.InvalidArgument, "min_abs_advantage is %g, must be >= 0", o.MinAbsAdvantage)
+	}
+	return nil
 }
 
 // ActorColumns holds every actor record column-wise. Record i's tokens are
@@ -113,8 +124,8 @@ func EncodeShared(b *prepare.Batch, groupIndex int, opts Options) (*Flat, *Share
 // encode builds f; with st non-nil the actor tokens go to st instead of
 // f.Actor.Tokens.
 func encode(b *prepare.Batch, groupIndex int, opts Options, st *SharedTokens) (*Flat, error) {
-	if math.IsNaN(opts.MinAbsAdvantage) || opts.MinAbsAdvantage < 0 {
-		return nil, status.Errorf(status.InvalidArgument, "export: min_abs_advantage is %g, must be >= 0", opts.MinAbsAdvantage)
+	if err := opts.Validate(); err != nil {
+		return nil, status.Wrap(status.InvalidArgument, err, "export")
 	}
 	records, tokens, own := 0, 0, 0
 	for i := range b.Actor {
@@ -357,7 +368,9 @@ func (f *Flat) estimatorIndex(name string) int32 {
 	return int32(len(f.Estimators) - 1)
 }
 
-// ActorRecord is the default actor record (binding keys).
+// ActorRecord is the default actor record: the one definition of its keys
+// (the JSON tags, binding, in order), which the Python wrapper reads through
+// ActorKeys instead of repeating them.
 type ActorRecord struct {
 	Tokens           []uint32  `json:"tokens"`
 	LossMask         []bool    `json:"loss_mask"`
@@ -371,7 +384,8 @@ type ActorRecord struct {
 	ProblemID        string    `json:"problem_id"`
 }
 
-// CriticRecord is the default critic record (binding keys).
+// CriticRecord is the default critic record: the one definition of its keys,
+// as ActorRecord is of the actor record's.
 type CriticRecord struct {
 	Context    string  `json:"context"`
 	Target     float64 `json:"target"`
@@ -379,6 +393,26 @@ type CriticRecord struct {
 	GroupIndex int     `json:"group_index"`
 	NodeID     int     `json:"node_id"`
 	ProblemID  string  `json:"problem_id"`
+}
+
+// ActorKeys and CriticKeys are the record keys in order, read from the JSON
+// tags of ActorRecord and CriticRecord. Every records blob names them in its
+// metadata ("actor_keys", "critic_keys"); the Python wrapper builds its
+// record dicts with these keys, in this order.
+var (
+	ActorKeys  = jsonKeys[ActorRecord]()
+	CriticKeys = jsonKeys[CriticRecord]()
+)
+
+// jsonKeys lists the JSON keys of struct T's fields in declaration order.
+func jsonKeys[T any]() []string {
+	rt := reflect.TypeFor[T]()
+	keys := make([]string, rt.NumField())
+	for i := range keys {
+		tag, _, _ := strings.Cut(rt.Field(i).Tag.Get("json"), ",")
+		keys[i] = tag
+	}
+	return keys
 }
 
 // ActorRecord returns actor record i. Its tokens share f's memory; the full

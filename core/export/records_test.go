@@ -3,6 +3,7 @@ package export_test
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -182,22 +183,40 @@ func TestExplicitSamples(t *testing.T) {
 		Tokens: []uint32{10, 20}, LossMask: []bool{false, true}, BehaviorLogprobs: []float64{0, -0.5},
 		Advantage: 0.4, Lane: "actor", Estimator: "DirectBranchTd", NodeID: 1,
 	}, rec)
-	var buf bytes.Buffer
-	require.NoError(t, export.WriteJSONL(&buf, f))
+	buf := recordsJSONL(t, f)
 	assert.Equal(t, `{"tokens":[10,20],"loss_mask":[false,true],"behavior_logprobs":[0,-0.5],"advantage":0.4,"lane":"actor","group_index":0,"estimator":"DirectBranchTd","node_id":1,"search_pass":null,"problem_id":""}`+"\n", buf.String())
 }
 
-func TestWriteJSONL(t *testing.T) {
+// recordsJSONL is every record of f as JSON, one per line (what a Go caller
+// gets from encoding/json; the Python wrapper has the one JSONL writer).
+func recordsJSONL(t *testing.T, f *export.Flat) *bytes.Buffer {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	for _, r := range f.Records() {
+		require.NoError(t, enc.Encode(r))
+	}
+	return &buf
+}
+
+// TestRecordJSON checks the one record definition: the keys (in order) the
+// record types encode with are ActorKeys and CriticKeys, the binding keys,
+// and every record round-trips exactly.
+func TestRecordJSON(t *testing.T) {
 	tr := treetest.Random(rand.New(rand.NewPCG(9, 9)), treetest.Options{Rollouts: 40, MaxSpans: 3, PFailed: 0.1, PTruncated: 0.1})
 	tr.Nodes[0].Text = "prompt with \"quotes\", <tags> & a newline\n"
 	b := mustPrepare(t, tr, prepare.DirectBranchTd{})
 	f := mustEncode(t, b, 3, export.Options{})
-	var buf bytes.Buffer
-	require.NoError(t, export.WriteJSONL(&buf, f))
+	buf := recordsJSONL(t, f)
 
 	actorKeys := []string{"tokens", "loss_mask", "behavior_logprobs", "advantage", "lane", "group_index", "estimator", "node_id", "search_pass", "problem_id"}
 	criticKeys := []string{"context", "target", "lane", "group_index", "node_id", "problem_id"}
-	sc := bufio.NewScanner(&buf)
+	require.Equal(t, actorKeys, export.ActorKeys)
+	require.Equal(t, criticKeys, export.CriticKeys)
+	assert.Contains(t, export.ActorKeys, export.LaneKey)
+	assert.Contains(t, export.ActorKeys, export.EstimatorKey)
+	assert.Contains(t, export.CriticKeys, export.LaneKey)
+	sc := bufio.NewScanner(buf)
 	sc.Buffer(nil, 1<<24)
 	i := 0
 	for ; sc.Scan(); i++ {

@@ -65,11 +65,33 @@ func (e *Env) Reset(ctx context.Context) (collect.Observation, error) {
 	return collect.Observation{}, nil
 }
 
-// stepInfo is the Info of the grading step.
-type stepInfo struct {
+// StepInfo is the Info of the grading step.
+type StepInfo struct {
 	Answer  *string `json:"answer"` // nil: no complete \boxed{} answer
 	Label   string  `json:"label"`
 	Correct bool    `json:"correct"`
+}
+
+// Graded is the last step of an episode: reward Correct or Wrong, done, and its info.
+type Graded struct {
+	Reward float64  `json:"reward"`
+	Done   bool     `json:"done"`
+	Info   StepInfo `json:"info"`
+}
+
+// GradeEpisode is the step that ends an episode whose whole response decoded to text:
+// its last \boxed{} answer graded against label. Env.Step ends every episode with it,
+// and so does Python's MathEnv (through focus_math_grade) when its decode is a Python
+// function, so that both give the same reward and info.
+func GradeEpisode(text, label string) Graded {
+	g := Graded{Reward: Wrong, Done: true, Info: StepInfo{Label: label}}
+	if answer, ok := LastBoxed(text); ok {
+		g.Info.Answer = &answer
+		if _, g.Info.Correct = Grade(text, label); g.Info.Correct {
+			g.Reward = Correct
+		}
+	}
+	return g
 }
 
 // Step appends a token chunk. An unfinished chunk gives reward 0 and the
@@ -101,19 +123,12 @@ func (e *Env) Step(ctx context.Context, act action.Action) (collect.Step, error)
 		return collect.Step{}, status.Wrap(status.CodeOf(err), err, "mathenv: decode %d generated tokens", len(tokens))
 	}
 	e.done = true
-	info := stepInfo{Label: e.label}
-	reward := Wrong
-	if answer, ok := LastBoxed(text); ok {
-		info.Answer = &answer
-		if _, info.Correct = Grade(text, e.label); info.Correct {
-			reward = Correct
-		}
-	}
-	raw, err := json.Marshal(info)
+	g := GradeEpisode(text, e.label)
+	raw, err := json.Marshal(g.Info)
 	if err != nil {
 		return collect.Step{}, status.Wrap(status.Internal, err, "mathenv: encode step info")
 	}
-	return collect.Step{Reward: reward, Done: true, Info: raw}, nil
+	return collect.Step{Reward: g.Reward, Done: g.Done, Info: raw}, nil
 }
 
 // Fork copies the episode: steps of the copy and of the original do not affect each other

@@ -136,3 +136,21 @@ func TestEnvTokensKeepStepOrderAcrossForks(t *testing.T) {
 	assert.Equal(t, "abcdef", mustDecode(fork.(*Env).Tokens()))
 	assert.Equal(t, "abcdxy", mustDecode(env.Tokens()))
 }
+
+func TestGradeEpisode(t *testing.T) {
+	answer := func(s string) *string { return &s }
+	tests := []struct {
+		name, text, label string
+		want              Graded
+	}{
+		{"correct", `so \boxed{5}`, "5", Graded{Reward: Correct, Done: true, Info: StepInfo{Answer: answer("5"), Label: "5", Correct: true}}},
+		{"boxed label", `\boxed{\frac{1}{2}}`, `\boxed{0.5}`, Graded{Reward: Correct, Done: true, Info: StepInfo{Answer: answer(`\frac{1}{2}`), Label: `\boxed{0.5}`, Correct: true}}},
+		{"wrong", `\boxed{4}`, "5", Graded{Reward: Wrong, Done: true, Info: StepInfo{Answer: answer("4"), Label: "5"}}},
+		{"no answer", "I give up", "5", Graded{Reward: Wrong, Done: true, Info: StepInfo{Label: "5"}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, GradeEpisode(tc.text, tc.label))
+		})
+	}
+}

@@ -101,8 +101,10 @@ func (c Config) validate() *ConfigError {
 	switch {
 	case c.Budget < 1:
 		return &ConfigError{"budget", fmt.Sprintf("is %d, must be >= 1", c.Budget)}
-	case c.Warmup < 1 || c.Warmup > c.Budget:
+	case c.Warmup < 1:
 		return &ConfigError{"warmup", fmt.Sprintf("is %d, must be in [1, budget=%d]", c.Warmup, c.Budget)}
+	case c.Warmup > c.Budget:
+		return &ConfigError{"warmup", fmt.Sprintf("is %d, must be in [1, budget=%d]: warmup (%d) must not exceed budget (%d)", c.Warmup, c.Budget, c.Warmup, c.Budget)}
 	case c.Independent && c.Warmup != c.Budget:
 		return &ConfigError{"warmup", fmt.Sprintf("is %d, Independent(n) runs n rollouts from the root so warmup must equal budget=%d", c.Warmup, c.Budget)}
 	case c.PerPass < 1:

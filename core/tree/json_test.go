@@ -43,7 +43,8 @@ func TestJSONFieldNames(t *testing.T) {
 	for _, key := range []string{`"problem_id":"p1"`, `"nodes":[`, `"id":0`, `"parent":-1`, `"children":[1,3]`, `"depth":0`,
 		`"spans":[{"tokens":[1,2],"trainable":[false,false],"logprobs":[0,0]}]`, `"reward":0`, `"text":"Q:"`, `"observation":""`,
 		`"done":false`, `"truncated":false`, `"failed":""`, `"critic":null`, `"search_pass":0`,
-		`"stats":{"rollouts":0,"budget_unspent":0,"generated_tokens":0,"prefix_tokens_reused":0,"wall_seconds":0,"policy_seconds":0}`} {
+		`"stats":{"rollouts":0,"budget_unspent":0,"generated_tokens":0,"prefix_tokens_reused":0,"wall_seconds":0,"policy_seconds":0,` +
+			`"finished_rollouts":0,"successes":0,"all_failed":false}`} {
 		assert.Contains(t, string(data), key)
 	}
 }

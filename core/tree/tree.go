@@ -123,6 +123,12 @@ type Stats struct {
 	PrefixTokensReused int     `json:"prefix_tokens_reused"`
 	WallSeconds        float64 `json:"wall_seconds"`
 	PolicySeconds      float64 `json:"policy_seconds"`
+	// FinishedRollouts, Successes and AllFailed are the tree's outcomes
+	// (Tree.Outcomes) as the engine counted them when the collection ended,
+	// so a caller reads them here instead of walking the nodes.
+	FinishedRollouts int  `json:"finished_rollouts"`
+	Successes        int  `json:"successes"`
+	AllFailed        bool `json:"all_failed"`
 }
 
 // Tree is the whole mutable search state of one problem (SchedulerState in the

@@ -9,7 +9,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from . import __version__, _cli_view, _lib
+from . import __version__, _cli_view, _lib, _rules
 from .cli import main as collect_command
 
 
@@ -38,8 +38,9 @@ def main(argv: list[str] | None = None) -> int:
     demo = commands.add_parser("demo", help="collect trees on the embedded simulated server and write records")
     demo.add_argument("--out", default="focus-demo", help="output directory (default: ./focus-demo)")
     demo.add_argument("--problems", type=int, default=4, help="how many bundled problems to collect")
-    demo.add_argument("--budget", type=int, default=32, help="rollouts per tree")
-    demo.add_argument("--warmup", type=int, default=16, help="warmup rollouts per tree")
+    selective = _rules.defaults()["selective"]  # Selective()'s defaults, the library's
+    demo.add_argument("--budget", type=int, default=selective["budget"], help="rollouts per tree")
+    demo.add_argument("--warmup", type=int, default=selective["warmup"], help="warmup rollouts per tree")
     demo.set_defaults(run=_demo)
     collect_command.add_parser(commands)
     _cli_view.add_parser(commands)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import shutil
 import sys
@@ -13,6 +12,7 @@ from pathlib import Path
 from typing import Any, Dict, List
 
 from . import Agent, Collector, Critic, MathEnv, Segments, Selective
+from ._records import jsonl
 from .backends import SamplingParams, SGLangPolicy
 from .errors import ConfigError
 from .export import format_edges, format_tree, format_tree_html
@@ -53,7 +53,7 @@ def _prog() -> str:
     return f"{python} -m focus_go"
 
 
-def run_demo(out_dir: Path, n_problems: int = 4, budget: int = 32, warmup: int = 16) -> int:
+def run_demo(out_dir: Path, n_problems: int = 4, budget: int = Selective.budget, warmup: int = Selective.warmup) -> int:
     # Every argument is checked before the server starts or the directory is made (exit 2).
     try:
         Selective(budget=budget, warmup=warmup)
@@ -79,17 +79,18 @@ def run_demo(out_dir: Path, n_problems: int = 4, budget: int = 32, warmup: int =
 
     actor_path, critic_path = out_dir / "actor.jsonl", out_dir / "critic.jsonl"
     summary: List[Dict[str, Any]] = []
-    with actor_path.open("w") as actor_file, critic_path.open("w") as critic_file:
+    with actor_path.open("w", encoding="utf-8") as actor_file, critic_path.open("w", encoding="utf-8") as critic_file:
         for group, (problem, state, batch) in enumerate(results):
-            for record in batch.to_records(group):
-                (actor_file if record["lane"] == "actor" else critic_file).write(json.dumps(record) + "\n")
-            leaves = [n for n in SchedulerView(state).nodes if n.done]
+            records = batch.to_records(group)
+            actor_file.write(jsonl(r for r in records if r["lane"] == "actor"))
+            critic_file.write(jsonl(r for r in records if r["lane"] == "critic"))
+            outcomes = state.stats  # the engine's counts: finished rollouts and successes
             summary.append(
                 {
                     "problem": problem.id,
                     "rollouts": int(batch.stats["rollouts"]),
                     "nodes": int(batch.stats["nodes"]),
-                    "success": sum(n.reward for n in leaves) / max(len(leaves), 1),
+                    "success": outcomes["successes"] / max(outcomes["finished_rollouts"], 1),
                     "actor": len(batch.actor),
                     "critic": len(batch.critic),
                     "generated": int(batch.stats["generated_tokens"]),
@@ -106,7 +107,7 @@ def run_demo(out_dir: Path, n_problems: int = 4, budget: int = 32, warmup: int =
     # The problems in the format `focus-go collect` reads, to try it next.
     problems_path = out_dir / "problems.jsonl"
     problems_path.write_text(
-        "".join(json.dumps({"id": p.id, "prompt": p.prompt, "label": p.label}) + "\n" for p, _, _ in results)
+        jsonl({"id": p.id, "prompt": p.prompt, "label": p.label} for p, _, _ in results), encoding="utf-8"
     )
 
     print(f"FOCUS demo: {len(results)} problems, Selective(budget={budget}, warmup={warmup}), Segments(256), "

@@ -23,7 +23,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 
 from .errors import ConfigError, LibraryError, error_for
 
-ABI_VERSION = 4
+ABI_VERSION = 5
 LIBRARY_NAME = "libfocus.so"
 ENV_LIBRARY = "FOCUS_GO_LIBRARY"
 
@@ -59,16 +59,6 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "focus_buffer_free": (None, [ctypes.c_void_p]),
     "focus_handle_release": (ctypes.c_int32, [c_handle, _err_p]),
     "focus_live_handles": (ctypes.c_int64, []),
-    "focus_selftest_panic": (ctypes.c_int32, [ctypes.c_char_p, ctypes.c_size_t, _err_p]),
-    "focus_selftest_box": (
-        ctypes.c_int32,
-        [ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(c_handle), _err_p],
-    ),
-    "focus_selftest_unbox": (ctypes.c_int32, [c_handle, _str_out, _err_p]),
-    "focus_selftest_search_tree": (
-        ctypes.c_int32,
-        [ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint64, ctypes.POINTER(c_handle), _err_p],
-    ),
     # the simulated inference server
     "focus_sim_start": (
         ctypes.c_int32,
@@ -76,6 +66,13 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     ),
     "focus_sim_stats": (ctypes.c_int32, [c_handle, _str_out, _err_p]),
     "focus_sim_set_faults": (ctypes.c_int32, [c_handle, ctypes.c_char_p, ctypes.c_size_t, _err_p]),
+    # configuration rules (core/rules)
+    "focus_rules_check": (
+        ctypes.c_int32,
+        [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t, _str_out, _err_p],
+    ),
+    "focus_rules_defaults": (ctypes.c_int32, [_str_out, _err_p]),
+    "focus_rules_root_messages": (ctypes.c_int32, [ctypes.c_char_p, ctypes.c_size_t, _str_out, _err_p]),
     # math grading and collection
     "focus_math_grade": (ctypes.c_int32, [ctypes.c_char_p, ctypes.c_size_t, _str_out, _err_p]),
     "focus_collect_start": (ctypes.c_int32, [ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(c_handle), _err_p]),
@@ -139,13 +136,21 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
         [c_handle, _str_out, ctypes.POINTER(ctypes.c_void_p), _size_out, _err_p],
     ),
     "focus_batch_from_json": (ctypes.c_int32, [ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(c_handle), _err_p]),
-    "focus_batch_spans": (ctypes.c_int32, [c_handle, ctypes.c_int64, _str_out, _err_p]),
+    "focus_batch_spans": (
+        ctypes.c_int32,
+        [c_handle, ctypes.c_int64, _str_out, ctypes.POINTER(ctypes.c_void_p), _size_out, _err_p],
+    ),
     "focus_batch_text": (ctypes.c_int32, [c_handle, ctypes.c_char_p, ctypes.c_size_t, _str_out, _err_p]),
     "focus_format_tree": (ctypes.c_int32, [c_handle, c_handle, _str_out, _err_p]),
     "focus_tree_html": (ctypes.c_int32, [c_handle, ctypes.c_char_p, ctypes.c_size_t, c_handle, _str_out, _err_p]),
     "focus_batch_export": (
         ctypes.c_int32,
         [c_handle, ctypes.c_int64, ctypes.c_double, _str_out, ctypes.POINTER(ctypes.c_void_p), _size_out, _err_p],
+    ),
+    "focus_tree_export": (
+        ctypes.c_int32,
+        [c_handle, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_int64, ctypes.c_double,
+         _str_out, ctypes.POINTER(ctypes.c_void_p), _size_out, _err_p],
     ),
     "focus_codec_render": (
         ctypes.c_int32,
@@ -174,6 +179,22 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     ),
 }
 
+# The ABI self-test exports: only in a library built with the focus_selftest Go build tag
+# (`make selftest-lib`, build/selftest/libfocus.so), which the test suites and benchmarks
+# load through FOCUS_GO_LIBRARY. The shipped library has none of them.
+_SELFTEST_SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
+    "focus_selftest_panic": (ctypes.c_int32, [ctypes.c_char_p, ctypes.c_size_t, _err_p]),
+    "focus_selftest_box": (
+        ctypes.c_int32,
+        [ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(c_handle), _err_p],
+    ),
+    "focus_selftest_unbox": (ctypes.c_int32, [c_handle, _str_out, _err_p]),
+    "focus_selftest_search_tree": (
+        ctypes.c_int32,
+        [ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint64, ctypes.POINTER(c_handle), _err_p],
+    ),
+}
+
 # Called with the GIL held (through held()): each is short and never waits. A call with a
 # ticket (focus.h, "calls that wait") only starts its work, so _async starts them this way too.
 _GIL_HELD = frozenset(
@@ -183,6 +204,9 @@ _GIL_HELD = frozenset(
         "focus_collection_fail",
         "focus_codec_decode",
         "focus_math_grade",
+        "focus_rules_check",
+        "focus_rules_defaults",
+        "focus_rules_root_messages",
         "focus_async_cancel",
         "focus_async_wait",  # _async only ever calls it with timeout 0
         "focus_async_fd",
@@ -219,7 +243,8 @@ def _open() -> tuple[ctypes.CDLL, Path]:
 
 
 def _declare(lib: ctypes.CDLL, path: Path) -> None:
-    """Set every signature on lib (checking the library has it)."""
+    """Set every signature on lib (checking the library has it), and the self-test ones
+    when it is a self-test build."""
     for name, (restype, argtypes) in _SIGNATURES.items():
         try:
             fn = getattr(lib, name)
@@ -227,6 +252,26 @@ def _declare(lib: ctypes.CDLL, path: Path) -> None:
             raise LibraryError(f"{path} lacks {name}: it is from another focus-go version. {_FIX}") from None
         fn.restype = restype
         fn.argtypes = argtypes
+    for name, (restype, argtypes) in _SELFTEST_SIGNATURES.items():
+        fn = getattr(lib, name, None)
+        if fn is not None:
+            fn.restype = restype
+            fn.argtypes = argtypes
+
+
+def has_selftest() -> bool:
+    """Whether the loaded library is a self-test build (has the focus_selftest_* exports)."""
+    return hasattr(lib(), "focus_selftest_panic")
+
+
+def _missing(name: str) -> Exception:
+    """The error for a function the loaded library lacks."""
+    if name in _SELFTEST_SIGNATURES:
+        return LibraryError(
+            f"{library_path()} has no {name}: the self-test exports are only in a library built "
+            f"with the focus_selftest Go build tag (`make selftest-lib`, then {ENV_LIBRARY}=build/selftest/libfocus.so)"
+        )
+    return LibraryError(f"{library_path()} has no {name}. {_FIX}")
 
 
 def lib() -> ctypes.CDLL:
@@ -301,7 +346,10 @@ def text_arg(text: str) -> tuple[bytes, int]:
 
 def call(name: str, *args: Any) -> None:
     """Call a status-returning function; raise the mapped FocusError on failure."""
-    fn: Callable[..., int] = getattr(held() if name in _GIL_HELD else lib(), name)
+    try:
+        fn: Callable[..., int] = getattr(held() if name in _GIL_HELD else lib(), name)
+    except AttributeError:
+        raise _missing(name) from None
     err = Bytes()
     code = fn(*args, ctypes.byref(err))
     if code != 0:

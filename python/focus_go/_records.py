@@ -1,10 +1,13 @@
-"""Trainer records from a Go-prepared batch: the code behind ``Batch.to_records()`` and
-``focus_go.export.to_samples``.
+"""Trainer records from the Go core: the code behind ``Batch.to_records()``,
+``focus_go.export.to_samples`` and the integrations' tree -> records pipeline, and the one
+JSONL writer.
 
-The Go core exports a batch as one flat buffer (``focus_batch_export``); this module turns
-it into the documented record dicts (see ``focus_go.export``) or hands each record's values
-to a factory. It sits below both ``preparation`` and ``export`` so that neither imports the
-other to produce records.
+The Go core exports records as one flat buffer (``focus_batch_export`` for a batch,
+``focus_tree_export`` for a collected tree in one call: prepare, then export); this module
+turns it into the documented record dicts (see ``focus_go.export``) or hands each record's
+values to a factory. The record keys, and their order, come from the library's layout
+(Go's ``export.ActorRecord`` / ``CriticRecord`` are their one definition). It sits below
+both ``preparation`` and ``export`` so that neither imports the other to produce records.
 """
 
 from __future__ import annotations
@@ -12,12 +15,12 @@ from __future__ import annotations
 import ctypes
 import gc
 import json
-from typing import Any, ContextManager, List, Optional
+from dataclasses import dataclass
+from typing import Any, ContextManager, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from . import _lib
 from ._handle import GoObject
 from .tree import PackedSequence
-from .types import ESTIMATOR_KEY
 
 
 def batch_records(
@@ -44,12 +47,77 @@ def batch_records(
             ctypes.byref(blob),
             ctypes.byref(size),
         )
+    return _take_records(layout_ptr, blob, size, lambda view, layout: _decode_records(view, layout, group_index, sample_factory, critic_sample_factory))
+
+
+def _take_records(layout_ptr: Any, blob: Any, size: Any, decode: Any) -> Any:
+    """decode(view, layout) of the records buffer a call filled; the buffer is freed after."""
     layout = json.loads(_lib.take_string(layout_ptr))
     try:
-        view = _lib.view(blob.value, size.value, "B")
-        return _decode_records(view, layout, group_index, sample_factory, critic_sample_factory)
+        return decode(_lib.view(blob.value, size.value, "B"), layout)
     finally:
         _lib.lib().focus_buffer_free(blob)
+
+
+@dataclass(frozen=True)
+class TreeRecords:
+    """One collected tree's trainer records (``tree_records``): ``actor`` and ``critic``
+    record dicts, the batch's ``stats`` (``Batch.stats``) and ``failures``, and
+    ``sample_weights``, every actor sample's advantage (one per edge, including records
+    ``min_abs_advantage`` dropped)."""
+
+    actor: List[Dict[str, Any]]
+    critic: List[Dict[str, Any]]
+    stats: Mapping[str, float]
+    failures: Tuple[Tuple[int, str], ...]
+    sample_weights: List[float]
+
+
+def tree_records(
+    state: GoObject, *, reward_config: Any, estimator: Any, group_index: int, min_abs_advantage: Optional[float] = None
+) -> TreeRecords:
+    """Prepare the collected tree ``state`` with ``reward_config`` and ``estimator`` (None:
+    critic targets only) and export its records for prompt group ``group_index`` in one Go
+    call (``focus_tree_export``): the pipeline ``collect_records``, the Slime and Tinker
+    integrations and the command line use. ``min_abs_advantage`` drops actor records whose
+    advantage is smaller in magnitude (checked in Go). No Batch is built; use
+    ``Collector.prepare`` for the samples themselves."""
+    cfg = reward_config._json()
+    name = "" if estimator is None else estimator.name
+    layout_ptr, blob, size = _lib.Bytes(), ctypes.c_void_p(), ctypes.c_size_t()
+    _lib.call(
+        "focus_tree_export",
+        _lib.c_handle(state.handle),
+        cfg,
+        len(cfg),
+        *_lib.text_arg(name),
+        int(group_index),
+        float(min_abs_advantage or 0.0),
+        ctypes.byref(layout_ptr),
+        ctypes.byref(blob),
+        ctypes.byref(size),
+    )
+
+    def decode(view: memoryview, layout: Mapping[str, Any]) -> TreeRecords:
+        records = _decode_records(view, layout, group_index, None, None)
+        n_actor = layout["n_actor"]
+        return TreeRecords(
+            actor=records[:n_actor],
+            critic=records[n_actor:],
+            stats=dict(layout["stats"]),
+            failures=tuple((f["node_id"], f["message"]) for f in layout["failures"] or ()),
+            sample_weights=_lib.section(view, layout, "sample_weight", "d").tolist(),
+        )
+
+    return _take_records(layout_ptr, blob, size, decode)
+
+
+def jsonl(records: Iterable[Any]) -> str:
+    """``records`` (JSON-serialisable dicts, finite numbers) as JSONL text: one JSON object
+    per line, non-ASCII characters as they are. The one JSONL writer of the package (the
+    command line's record files, ``JsonlDirectory``, the demo); raises before returning
+    anything if a record cannot be serialised."""
+    return "".join(json.dumps(r, ensure_ascii=False, allow_nan=False) + "\n" for r in records)
 
 
 def _decode_records(view, layout, group_index, sample_factory, critic_sample_factory) -> List[Any]:
@@ -67,6 +135,9 @@ def _decode_records(view, layout, group_index, sample_factory, critic_sample_fac
 def _build_records(view, layout, group_index, sample_factory, critic_sample_factory) -> List[Any]:
     n_actor, n_critic = layout["n_actor"], layout["n_critic"]
     problem_id = layout["problem_id"] or None
+    # The keys and their order are the library's (Go's export.ActorKeys / CriticKeys).
+    k_tokens, k_mask, k_logprobs, k_advantage, k_lane, k_group, k_estimator, k_node, k_pass, k_problem = layout["actor_keys"]
+    c_context, c_target, c_lane, c_group, c_node, c_problem = layout["critic_keys"]
     estimators = layout["estimators"] or []
     out: List[Any] = []
     if n_actor:
@@ -98,38 +169,40 @@ def _build_records(view, layout, group_index, sample_factory, critic_sample_fact
             logprobs = [0.0] * len(tokens)
             logprobs[k:] = span_logprobs[m0:m1].tolist()
             record = {
-                "tokens": tokens,
-                "loss_mask": loss_mask,
-                "behavior_logprobs": logprobs,
-                "advantage": advantage[i],
-                "lane": "actor",
-                "group_index": group_index,
-                ESTIMATOR_KEY: estimators[estimator[i]],
-                "node_id": node_id[i],
-                "search_pass": None if search_pass[i] < 0 else search_pass[i],
-                "problem_id": problem_id,
+                k_tokens: tokens,
+                k_mask: loss_mask,
+                k_logprobs: logprobs,
+                k_advantage: advantage[i],
+                k_lane: "actor",
+                k_group: group_index,
+                k_estimator: estimators[estimator[i]],
+                k_node: node_id[i],
+                k_pass: None if search_pass[i] < 0 else search_pass[i],
+                k_problem: problem_id,
             }
             if sample_factory is None:
                 out.append(record)
                 continue
-            span = PackedSequence(tuple(record["tokens"]), tuple(record["loss_mask"]), tuple(record["behavior_logprobs"]))
-            extra = {k: v for k, v in record.items() if k not in ("lane", "group_index")}
+            span = PackedSequence(tuple(tokens), tuple(loss_mask), tuple(logprobs))
+            extra = {k: v for k, v in record.items() if k not in (k_lane, k_group)}
             out.append(
-                sample_factory(span=span, logprobs=span.logprobs, reward=record["advantage"], lane="actor", group_index=group_index, **extra)
+                sample_factory(span=span, logprobs=span.logprobs, reward=advantage[i], lane="actor", group_index=group_index, **extra)
             )
     if n_critic:
         c_offsets = _lib.section(view, layout, "critic_offsets", "q").tolist()
         context = _lib.section(view, layout, "critic_context", "B")
         target = _lib.section(view, layout, "critic_target", "d").tolist()
-        c_node = _lib.section(view, layout, "critic_node_id", "q").tolist()
+        critic_node = _lib.section(view, layout, "critic_node_id", "q").tolist()
         for i in range(n_critic):
             text = str(context[c_offsets[i] : c_offsets[i + 1]], "utf-8")
             if critic_sample_factory is None:
                 out.append(
-                    {"context": text, "target": target[i], "lane": "critic", "group_index": group_index, "node_id": c_node[i], "problem_id": problem_id}
+                    {c_context: text, c_target: target[i], c_lane: "critic", c_group: group_index, c_node: critic_node[i], c_problem: problem_id}
                 )
             else:
                 out.append(
-                    critic_sample_factory(context=text, target=target[i], group_index=group_index, lane="critic", node_id=c_node[i], problem_id=problem_id)
+                    critic_sample_factory(
+                        context=text, target=target[i], group_index=group_index, **{c_lane: "critic", c_node: critic_node[i], c_problem: problem_id}
+                    )
                 )
     return out

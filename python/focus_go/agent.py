@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar, Optional
 
+from . import _rules
 from .env import Env
 from .errors import ConfigError
 from .generation.parsing import ActionParser
@@ -23,8 +24,7 @@ class Segments:
     action: ClassVar[ActionKind] = "tokens"
 
     def __post_init__(self) -> None:
-        if not isinstance(self.tokens, int) or self.tokens < 1:
-            raise ConfigError(f"Segments: tokens must be an integer >= 1, got {self.tokens!r}")
+        _rules.check("Segments", {"tokens": self.tokens})  # the Go rule: tokens >= 1
 
 
 class Agent:
@@ -59,9 +59,7 @@ class Agent:
             raise ConfigError(f"Agent: policy must be a focus_go Policy, got {type(policy).__name__}")
         if not isinstance(env, Env):
             raise ConfigError(f"Agent: env must be a focus_go Env, got {type(env).__name__}")
-        for name, value in (("max_segments", max_segments), ("max_total_tokens", max_total_tokens)):
-            if not isinstance(value, int) or value < 1:
-                raise ConfigError(f"Agent: {name} must be an integer >= 1, got {value!r}")
+        _rules.check("Agent", {"max_segments": max_segments, "max_total_tokens": max_total_tokens})
         if context is not None and env.action != context.action:
             raise ConfigError(
                 f"Agent: {type(env).__name__} consumes {env.action!r} actions but {type(context).__name__} "

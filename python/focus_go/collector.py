@@ -26,9 +26,9 @@ import ctypes
 import inspect
 import json
 import math
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Union
 
-from . import _async, _lib
+from . import _async, _lib, _rules
 from ._handle import GoObject
 from .agent import Agent, Segments
 from .critic import Critic
@@ -353,25 +353,8 @@ class Collector:
         return prepare_samples(state, reward_config=self.reward, estimator=self.estimator)
 
     def _messages(self, problem: Problem, observation: Any) -> List[Dict[str, Any]]:
-        messages: List[Dict[str, Any]] = []
-        if self.agent.system_prompt:
-            messages.append({"role": "system", "content": self.agent.system_prompt})
-        if isinstance(problem.prompt, str):
-            messages.append({"role": "user", "content": problem.prompt})
-        elif isinstance(problem.prompt, Sequence):
-            messages.extend(dict(m) for m in problem.prompt)
-        else:
-            raise ConfigError(f"problem prompt must be a string or a list of messages, got {type(problem.prompt).__name__}")
-        if isinstance(observation, str) and observation:
-            if messages and messages[-1]["role"] == "user" and isinstance(messages[-1].get("content"), str):
-                messages[-1] = {**messages[-1], "content": messages[-1]["content"] + "\n\n" + observation}
-            else:
-                messages.append({"role": "user", "content": observation})
-        elif isinstance(observation, list):
-            messages.extend(dict(m) for m in observation)
-        elif observation is not None:
-            raise ConfigError(f"env.reset() returned {type(observation).__name__}, expected str, list of messages or None")
-        return messages
+        """The root conversation, the reset observation placed by the Go rule."""
+        return _rules.root_messages(self.agent.system_prompt, problem.prompt, observation)
 
     async def collect(self, problem: Union[Problem, str], *, allow_partial: bool = False) -> SchedulerState[Any]:
         """Collect one searched tree for ``problem`` (a Problem or a prompt string)."""

@@ -9,9 +9,9 @@ calls your Python function (sync or async, batched) through the remote bridge.
 
 from __future__ import annotations
 
-import math
 from typing import Any, Awaitable, Callable, Dict, List, Optional, Sequence, Union
 
+from . import _rules
 from .errors import ConfigError
 
 ScoreFn = Callable[[List[str]], Union[Sequence[float], Awaitable[Sequence[float]]]]
@@ -32,8 +32,7 @@ class Critic:
     @classmethod
     def constant(cls, value: float) -> "Critic":
         """Predict ``value`` for every checkpoint (an uninformed prior, e.g. 0.5)."""
-        if not isinstance(value, (int, float)) or not math.isfinite(value):
-            raise ConfigError(f"Critic.constant: value must be a finite number, got {value!r}")
+        _rules.check("Critic.constant", {"value": value})  # the Go rule: a finite number
         return cls("constant", value=float(value))
 
     @classmethod

@@ -54,8 +54,14 @@ def grade_math(text: str, label: str) -> bool:
     answer or ``\\boxed{...}``) after normalisation: spaces, ``$``, ``\\left``/``\\right``,
     ``\\text{}``, trailing periods are ignored, ``\\dfrac`` is ``\\frac``, and numbers
     compare by value (``0.5 == 1/2 == \\frac{1}{2}``). The grader is the Go core's."""
+    return bool(_grade(text, label)["correct"])
+
+
+def _grade(text: str, label: str) -> Dict[str, Any]:
+    """The Go grader's verdict: {"answer", "correct", "reward", "done", "info"}, where
+    reward, done and info are the step that ends a MathEnv episode with ``text``."""
     data = json.dumps({"text": text, "label": label}).encode()
-    return bool(json.loads(_lib.call_string("focus_math_grade", data, len(data)))["correct"])
+    return json.loads(_lib.call_string("focus_math_grade", data, len(data)))
 
 
 class MathEnv(Env):
@@ -63,7 +69,14 @@ class MathEnv(Env):
 
     Each step appends the chunk's tokens; when the model finishes (``finished=True``), the
     whole response is decoded with ``decode`` and its last ``\\boxed{...}`` graded against
-    ``label``: reward 1.0 or 0.0, done. Unfinished chunks give reward 0 and continue."""
+    ``label``: reward 1.0 or 0.0, done, ``info`` ``{"answer", "label", "correct"}``.
+    Unfinished chunks give reward 0 and continue.
+
+    With a focus-go tokenizer's ``decode`` the whole episode runs natively in Go
+    (``core/mathenv``); otherwise (your own ``decode``, or a subclass) this Python class is
+    served through the bridge, and its last step is still the Go one: the grade, the reward
+    and the info come from ``core/mathenv.GradeEpisode``. Only the token bookkeeping, which
+    needs ``decode``, a Python callable, is here."""
 
     action: ClassVar[ActionKind] = "tokens"
 
@@ -76,8 +89,8 @@ class MathEnv(Env):
         self.tokens.extend(action.tokens)
         if not action.finished:
             return Step()
-        correct = grade_math(self.decode(self.tokens), str(self.label))
-        return Step(reward=1.0 if correct else 0.0, done=True, info={"correct": correct})
+        graded = _grade(self.decode(self.tokens), str(self.label))
+        return Step(reward=float(graded["reward"]), done=bool(graded["done"]), info=graded["info"])
 
     def fork(self) -> "MathEnv":
         twin = MathEnv(self.label, self.decode)

@@ -106,10 +106,11 @@ class CriticSample:
     diagnostics: Mapping[str, float] = field(default_factory=dict)
 
 
-def _take_blob(name: str, handle: int) -> Tuple[Dict[str, Any], bytes]:
-    """Call a function returning (layout JSON, C buffer); copy the buffer into bytes and free it."""
+def _take_blob(name: str, handle: int, *args: Any) -> Tuple[Dict[str, Any], bytes]:
+    """Call a function returning (layout JSON, C buffer) for a batch handle (and ``args``);
+    copy the buffer into bytes and free it."""
     layout_ptr, blob, size = _lib.Bytes(), ctypes.c_void_p(), ctypes.c_size_t()
-    _lib.call(name, _lib.c_handle(handle), ctypes.byref(layout_ptr), ctypes.byref(blob), ctypes.byref(size))
+    _lib.call(name, _lib.c_handle(handle), *args, ctypes.byref(layout_ptr), ctypes.byref(blob), ctypes.byref(size))
     try:
         data = ctypes.string_at(blob.value, size.value) if size.value else b""
     finally:
@@ -214,8 +215,16 @@ class _PreparedActors(_PreparedSamples, Sequence[ActorSample]):
         self._diagnostics = _diagnostic_rows(self._names, self._values, self._n)
 
     def _make(self, i: int) -> ActorSample:
-        raw = json.loads(_lib.call_string("focus_batch_spans", _lib.c_handle(self._batch.handle), i))
-        spans = tuple(PackedSequence(tuple(x["tokens"]), tuple(x["trainable"]), tuple(x["logprobs"])) for x in raw)
+        layout, data = _take_blob("focus_batch_spans", self._batch.handle, i)
+        view = memoryview(data)
+        offsets = _lib.section(view, layout, "offsets", "q").tolist()
+        tokens = _lib.section(view, layout, "tokens", "I")
+        trainable = _lib.section(view, layout, "trainable", "?")
+        logprobs = _lib.section(view, layout, "logprobs", "d")
+        spans = tuple(
+            PackedSequence(tuple(tokens[lo:hi].tolist()), tuple(trainable[lo:hi].tolist()), tuple(logprobs[lo:hi].tolist()))
+            for lo, hi in zip(offsets, offsets[1:])
+        )
         search_pass = self._search_pass[i]
         return ActorSample(
             node_id=self._node_id[i],

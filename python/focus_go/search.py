@@ -11,19 +11,24 @@ whatever order responses arrive in.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Optional
+from dataclasses import dataclass, field, fields
+from typing import Any, Dict, Optional
 
-from .errors import ConfigError
+from . import _rules
 
-SCORES = ("value_refinement", "posterior_variance", "uniform")
+def _declare(obj: Any, kind: str) -> None:
+    """Check ``obj``'s fields with the Go rules (ConfigError naming the field) and keep
+    the engine's search config they normalise to."""
+    config = _rules.check(kind, {f.name: getattr(obj, f.name) for f in fields(obj)})
+    object.__setattr__(obj, "_engine_config", config)
 
 
 @dataclass(frozen=True)
 class Selective:
     """FOCUS's selective branching. ``max_children`` caps direct children per checkpoint
     (the root is exempt); ``min_remaining`` is the token room a checkpoint needs left to be
-    branched from (default: the segment length); ``score`` picks the branching criterion."""
+    branched from (default: the segment length); ``score`` picks the branching criterion.
+    The ranges are the Go engine's (``core/search``), checked at construction."""
 
     budget: int = 32
     warmup: int = 16
@@ -34,36 +39,22 @@ class Selective:
     seed: int = field(default=0, kw_only=True)
 
     def __post_init__(self) -> None:
-        for name in ("budget", "warmup", "per_pass", "max_children"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or value < 1:
-                raise ConfigError(f"Selective: {name} must be an integer >= 1, got {value!r}")
-        if self.warmup > self.budget:
-            raise ConfigError(f"Selective: warmup ({self.warmup}) must not exceed budget ({self.budget})")
-        if self.min_remaining is not None and (not isinstance(self.min_remaining, int) or self.min_remaining < 0):
-            raise ConfigError(f"Selective: min_remaining must be None or an integer >= 0, got {self.min_remaining!r}")
-        if self.score not in SCORES:
-            raise ConfigError(f"Selective: unknown score {self.score!r}, expected one of {', '.join(SCORES)}")
+        _declare(self, "Selective")
 
-    def _config(self) -> dict:
-        return {
-            "budget": self.budget, "warmup": self.warmup, "per_pass": self.per_pass,
-            "max_children": self.max_children, "min_remaining": self.min_remaining or 0,
-            "score": self.score, "seed": self.seed, "independent": False,
-        }
+    def _config(self) -> Dict[str, Any]:
+        return dict(self._engine_config)  # type: ignore[attr-defined]
 
 
 @dataclass(frozen=True)
 class Independent:
-    """``n`` independent rollouts from the root, no branching (a GRPO group)."""
+    """``n`` independent rollouts from the root, no branching (a GRPO group). The engine
+    runs it as Go's ``search.Independent(n)``."""
 
     n: int = 16
     seed: int = field(default=0, kw_only=True)
 
     def __post_init__(self) -> None:
-        if not isinstance(self.n, int) or self.n < 1:
-            raise ConfigError(f"Independent: n must be an integer >= 1, got {self.n!r}")
+        _declare(self, "Independent")
 
-    def _config(self) -> dict:
-        return {"budget": self.n, "warmup": self.n, "per_pass": 1, "max_children": 1, "min_remaining": 0,
-                "score": "value_refinement", "seed": self.seed, "independent": True}
+    def _config(self) -> Dict[str, Any]:
+        return dict(self._engine_config)  # type: ignore[attr-defined]

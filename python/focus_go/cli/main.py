@@ -40,6 +40,7 @@ import argparse
 import math
 from typing import Any
 
+from .. import _rules
 from ..generation.format import PROFILES
 from .run import run_collect
 
@@ -80,7 +81,10 @@ def _nonnegative_seconds(value: str) -> float:
 
 
 def add_parser(commands: Any) -> None:
-    """Register ``collect`` on the ``focus-go`` subcommand parser."""
+    """Register ``collect`` on the ``focus-go`` subcommand parser. The search, agent and
+    reward flags default to the library's own defaults (``_rules.defaults()``, Go's)."""
+    lib = _rules.defaults()
+    sel, agent, reward = lib["selective"], lib["agent"], lib["reward"]
     p = commands.add_parser(
         "collect",
         help="collect trees for the problems of a JSONL file on your SGLang / vLLM server (or the simulator)",
@@ -121,15 +125,15 @@ def add_parser(commands: Any) -> None:
     b.add_argument("--sim-latency", type=_finite, default=0.0, metavar="SECONDS", help="simulator latency per generated token")
     s = p.add_argument_group("search and sampling")
     s.add_argument("--search", choices=("selective", "independent"), default="selective")
-    s.add_argument("--budget", type=_positive, default=32, help="rollouts per tree")
-    s.add_argument("--warmup", type=_positive, default=None, help="Selective: independent rollouts before branching (default: half the budget)")
-    s.add_argument("--per-pass", type=_positive, default=4, help="Selective: branches per round")
-    s.add_argument("--max-children", type=_positive, default=4, help="Selective: direct children per checkpoint")
-    s.add_argument("--score", choices=("value_refinement", "posterior_variance", "uniform"), default="value_refinement")
-    s.add_argument("--seed", type=int, default=0, help="search seed")
-    s.add_argument("--segment-tokens", type=_positive, default=256, help="Segments(n): tokens per segment (with a tool or text --env: of one assistant turn)")
-    s.add_argument("--max-segments", type=_positive, default=64)
-    s.add_argument("--max-total-tokens", type=_positive, default=8192, help="generated tokens per rollout")
+    s.add_argument("--budget", type=_positive, default=sel["budget"], help="rollouts per tree")
+    s.add_argument("--warmup", type=_positive, default=sel["warmup"], help="Selective: independent rollouts before branching (at most --budget)")
+    s.add_argument("--per-pass", type=_positive, default=sel["per_pass"], help="Selective: branches per round")
+    s.add_argument("--max-children", type=_positive, default=sel["max_children"], help="Selective: direct children per checkpoint")
+    s.add_argument("--score", choices=lib["scores"], default=sel["score"])
+    s.add_argument("--seed", type=int, default=sel["seed"], help="search seed")
+    s.add_argument("--segment-tokens", type=_positive, default=lib["segments"]["tokens"], help="Segments(n): tokens per segment (with a tool or text --env: of one assistant turn)")
+    s.add_argument("--max-segments", type=_positive, default=agent["max_segments"])
+    s.add_argument("--max-total-tokens", type=_positive, default=agent["max_total_tokens"], help="generated tokens per rollout")
     s.add_argument("--temperature", type=_finite, default=1.0)
     s.add_argument("--top-p", type=_finite, default=None)
     s.add_argument("--system-prompt", default=DEFAULT_SYSTEM_PROMPT, help="system message ('' for none)")
@@ -150,12 +154,12 @@ def add_parser(commands: Any) -> None:
     which_critic.add_argument("--critic-value", type=_finite, default=0.5, help="constant critic prediction")
     which_critic.add_argument("--critic-url", help="value server: POST {contexts} -> {values}")
     which_critic.add_argument("--no-critic", action="store_true", help="no critic predictions")
-    c.add_argument("--gamma", type=_finite, default=1.0)
-    c.add_argument("--critic-weight", type=_finite, default=1.0, help="kappa, the critic prior's strength")
-    c.add_argument("--reward-min", type=_finite, default=0.0)
-    c.add_argument("--reward-max", type=_finite, default=1.0)
-    c.add_argument("--truncated-reward", type=_finite, default=0.0)
-    c.add_argument("--truncation", choices=("terminal", "bootstrap"), default="terminal")
+    c.add_argument("--gamma", type=_finite, default=reward["gamma"])
+    c.add_argument("--critic-weight", type=_finite, default=reward["critic_weight"], help="kappa, the critic prior's strength")
+    c.add_argument("--reward-min", type=_finite, default=reward["reward_min"])
+    c.add_argument("--reward-max", type=_finite, default=reward["reward_max"])
+    c.add_argument("--truncated-reward", type=_finite, default=reward["truncated_reward"])
+    c.add_argument("--truncation", choices=lib["truncations"], default=reward["truncation"])
     c.add_argument("--estimator", choices=("direct-branch-td", "group-baseline"), default="direct-branch-td")
     c.add_argument("--min-abs-advantage", type=_finite, default=None, help="drop actor records with smaller |advantage|")
     p.set_defaults(run=run_collect)

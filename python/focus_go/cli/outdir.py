@@ -25,8 +25,9 @@ import fcntl
 import json
 import os
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Optional, Sequence
+from typing import Any, Dict, List, Sequence
 
+from .._records import jsonl
 from ..errors import ConfigError
 from ..integrations import _safe_stem, _write_atomic
 
@@ -47,11 +48,6 @@ def write_atomic(path: Path, text: str) -> None:
     """Write ``path`` whole through a synced temporary file: a reader sees the old file or
     the new one."""
     _write_atomic(path, text)
-
-
-def jsonl(records: Iterable[Dict[str, Any]]) -> str:
-    """Records as JSONL text (strict JSON: NaN is refused)."""
-    return "".join(json.dumps(r, ensure_ascii=False, allow_nan=False) + "\n" for r in records)
 
 
 class OutLock:

@@ -19,11 +19,12 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Set, TextIO, Tuple
 
+from .. import _rules
+from .._records import tree_records
 from ..agent import Agent, Segments
 from ..collector import Collector
 from ..env import MathEnv
 from ..errors import CollectionError, ConfigError, FocusError
-from ..tree import SchedulerView
 from ..types import SamplingParams
 from .backends import Backend, check_backend_args, check_critic, load_env_factory, make_env, open_backend, wait_until_ready
 from .outdir import OutLock, Output, check_out_dir, clear_out_dir, write_atomic
@@ -48,6 +49,9 @@ def check_flags(args: argparse.Namespace) -> Settings:
     rules live there, not in the command)."""
     SamplingParams(temperature=args.temperature, top_p=args.top_p)
     Segments(args.segment_tokens)
+    _rules.check("Agent", {"max_segments": args.max_segments, "max_total_tokens": args.max_total_tokens})  # Agent's rule
+    if args.min_abs_advantage is not None:
+        _rules.check("min_abs_advantage", {"value": args.min_abs_advantage})  # the export's own rule
     return settings(args)
 
 
@@ -129,16 +133,12 @@ def recorded_settings(args: argparse.Namespace, run: Settings) -> Dict[str, Any]
     return json.loads(json.dumps(recorded))
 
 
-def tree_counts(state: Any, reward_max: float) -> Tuple[int, int]:
+def tree_counts(state: Any) -> Tuple[int, int]:
     """(finished rollouts, successful ones): terminal leaves that did not fail, and those
-    that reached the top reward (a correct answer for MathEnv)."""
-    finished = successes = 0
-    for node in SchedulerView(state).nodes:
-        if (node.done or node.truncated) and not node.failed:
-            finished += 1
-            if node.done and node.reward >= reward_max - 1e-9:
-                successes += 1
-    return finished, successes
+    that reached the top reward (a correct answer for MathEnv), as the engine counted them
+    into the tree's stats."""
+    stats = state.stats
+    return int(stats["finished_rollouts"]), int(stats["successes"])
 
 
 async def collect_all(args: argparse.Namespace, run: Settings, problems: List[LoadedProblem], backend: Backend,
@@ -174,17 +174,13 @@ async def collect_all(args: argparse.Namespace, run: Settings, problems: List[Lo
                 async with collector:
                     state = await collector.collect(problem, allow_partial=not args.strict)
                 failures = tuple(state.failures)
-                finished, successes = tree_counts(state, reward.reward_max)
+                finished, successes = tree_counts(state)
                 if finished == 0:
                     raise CollectionError(f"every rollout failed ({len(failures)} failures; first: {failures[0][1] if failures else '-'})")
-                batch = collector.prepare(state)
-                try:
-                    records = batch.to_records(item.index, min_abs_advantage=args.min_abs_advantage)
-                    stats = dict(batch.stats)
-                    edges = [abs(float(a.weight)) for a in batch.actor]
-                finally:
-                    if batch._go is not None:
-                        batch._go.close()
+                records = tree_records(state, reward_config=collector.reward, estimator=collector.estimator,
+                                       group_index=item.index, min_abs_advantage=args.min_abs_advantage)
+                stats = records.stats
+                edges = [abs(w) for w in records.sample_weights]
                 tree_json = state.to_json()
             except asyncio.CancelledError:
                 raise
@@ -199,8 +195,7 @@ async def collect_all(args: argparse.Namespace, run: Settings, problems: List[Lo
             finally:
                 if state is not None:
                     state.close()
-        actor = [r for r in records if r["lane"] == "actor"]
-        critic_records = [r for r in records if r["lane"] == "critic"]
+        actor, critic_records = records.actor, records.critic
         rollout_failures = [{"kind": "rollout", "line": item.line, "problem_id": problem.id, "node_id": node_id, "error": message}
                             for node_id, message in failures]
         if item.index in retry:

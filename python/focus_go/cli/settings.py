@@ -27,8 +27,7 @@ def settings(args: argparse.Namespace) -> Settings:
     if args.search == "independent":
         search: Any = Independent(args.budget, seed=args.seed)
     else:
-        search = Selective(args.budget, args.warmup if args.warmup is not None else max(1, args.budget // 2),
-                           per_pass=args.per_pass, max_children=args.max_children, score=args.score, seed=args.seed)
+        search = Selective(args.budget, args.warmup, per_pass=args.per_pass, max_children=args.max_children, score=args.score, seed=args.seed)
     if args.no_critic:
         critic = None
     elif args.critic_url:

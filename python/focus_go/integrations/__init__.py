@@ -14,18 +14,18 @@ Neither trainer trains the critic: each collection's critic records go to a
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import re
 import tempfile
 import uuid
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
+from .._records import jsonl, tree_records
+from .. import _rules
 from ..collector import Collector
 from ..errors import CollectionError, ConfigError
 from ..generation.policy import Policy
-from ..tree import SchedulerView
 from ..types import Problem
 from ..workspace import Workspace
 
@@ -88,7 +88,7 @@ class JsonlDirectory:
         records = list(records)
         if not records:
             return
-        lines = "".join(json.dumps(r, ensure_ascii=False, allow_nan=False) + "\n" for r in records)
+        lines = jsonl(records)
         problem_id = records[0].get("problem_id") if isinstance(records[0], Mapping) else None
         name = f"{_safe_stem(str(problem_id if problem_id is not None else 'records'))}-{uuid.uuid4().hex}.jsonl"
         self.directory.mkdir(parents=True, exist_ok=True)
@@ -99,20 +99,27 @@ class JsonlDirectory:
 
 
 def _all_rollouts_failed(state: Any) -> bool:
-    """Whether no root-to-leaf path of the tree finished without failing."""
-    view = SchedulerView(state)
-    return not any((n.done or n.truncated) and not n.failed for n in view.nodes)
+    """Whether no root-to-leaf path of the tree finished without failing (the engine's
+    count, in the tree's stats)."""
+    return bool(state.stats["all_failed"])
 
 
-def _filter_actor(actor: List[Dict[str, Any]], min_abs_advantage: Optional[float]) -> List[Dict[str, Any]]:
-    """The actor records whose |advantage| is at least ``min_abs_advantage`` (the Go
-    exporter's rule)."""
-    if min_abs_advantage is None:
-        return actor
-    threshold = float(min_abs_advantage)
-    if not threshold >= 0:
-        raise ConfigError(f"min_abs_advantage is {min_abs_advantage!r}, must be a number >= 0")
-    return [r for r in actor if abs(r["advantage"]) >= threshold]
+def _check_min_abs_advantage(min_abs_advantage: Optional[float]) -> None:
+    """Refuse a bad ``min_abs_advantage`` before any collection (the Go rule, core/export;
+    the filtering itself happens in Go's export)."""
+    if min_abs_advantage is not None:
+        _rules.check("min_abs_advantage", {"value": float(min_abs_advantage)})
+
+
+class _Collected(NamedTuple):
+    """What ``_collect`` returns: the kept actor records, the critic records, the
+    collection's failures, and (only when asked for) the first actor record
+    ``min_abs_advantage`` dropped if it dropped every one."""
+
+    actor: List[Dict[str, Any]]
+    critic: List[Dict[str, Any]]
+    failures: Tuple[Tuple[int, str], ...]
+    dropped: Optional[Dict[str, Any]] = None
 
 
 async def _collect(
@@ -122,8 +129,13 @@ async def _collect(
     group_index: int,
     workspace_for: Optional[Callable[[Problem], Workspace]],
     allow_partial: bool,
-) -> Tuple[List[Dict[str, Any]], List[Dict[str, Any]], Tuple[Tuple[int, str], ...]]:
-    """``collect_records`` without the advantage filter, also returning the failures."""
+    min_abs_advantage: Optional[float] = None,
+    keep_dropped: bool = False,
+) -> _Collected:
+    """``collect_records`` also returning the failures: collect the tree, then prepare and
+    export it in one Go call (``tree_records``, which applies ``min_abs_advantage``).
+    ``keep_dropped`` also returns the first actor record when the threshold dropped them
+    all (Slime keeps its group's shape with it)."""
     if not isinstance(problem, Problem):
         raise ConfigError(f"collect_records: problem must be a Problem, got {type(problem).__name__}")
     if not isinstance(collector, Collector):
@@ -143,6 +155,7 @@ async def _collect(
         async with collector:
             state = await collector.collect(problem, allow_partial=allow_partial)
     failures = tuple(state.failures)
+    dropped = None
     try:
         if failures and _all_rollouts_failed(state):
             exc = CollectionError(
@@ -153,18 +166,20 @@ async def _collect(
             exc.failures = failures  # type: ignore[attr-defined]
             state = None  # the exception owns it now
             raise exc
-        batch = collector.prepare(state)
-        try:
-            records = batch.to_records(group_index)
-        finally:
-            if batch._go is not None:
-                batch._go.close()
+
+        def export(threshold: Optional[float]) -> Any:
+            return tree_records(
+                state, reward_config=collector.reward, estimator=collector.estimator, group_index=group_index,
+                min_abs_advantage=threshold,
+            )
+
+        records = export(min_abs_advantage)
+        if keep_dropped and not records.actor and records.sample_weights and min_abs_advantage:
+            dropped = next(iter(export(None).actor), None)
     finally:
         if state is not None:
             state.close()
-    actor = [r for r in records if r["lane"] == "actor"]
-    critic = [r for r in records if r["lane"] == "critic"]
-    return actor, critic, failures
+    return _Collected(records.actor, records.critic, failures, dropped)
 
 
 async def collect_records(
@@ -191,11 +206,12 @@ async def collect_records(
     ``state`` and ``failures`` keep what was collected; close ``state`` when done) unless
     ``allow_partial=True``; even then, a collection in which every rollout failed raises
     CollectionError, because it has nothing to train on."""
-    _filter_actor([], min_abs_advantage)  # a bad threshold fails before any collection
-    actor, critic, _ = await _collect(
-        collector, problem, group_index=group_index, workspace_for=workspace_for, allow_partial=allow_partial
+    _check_min_abs_advantage(min_abs_advantage)  # a bad threshold fails before any collection
+    actor, critic, _, _ = await _collect(
+        collector, problem, group_index=group_index, workspace_for=workspace_for, allow_partial=allow_partial,
+        min_abs_advantage=min_abs_advantage,
     )
-    return _filter_actor(actor, min_abs_advantage), critic
+    return actor, critic
 
 
 __all__ = ["CollectorFor", "CriticSink", "JsonlDirectory", "Problem", "collect_records"]

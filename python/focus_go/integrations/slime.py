@@ -32,7 +32,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Protocol, Seque
 
 from ..errors import CollectionError, ConfigError, ConfigTypeError, InternalError
 from ..types import SamplingParams
-from . import CollectorFor, CriticSink, Problem, Workspace, _collect, _filter_actor
+from . import CollectorFor, CriticSink, Problem, Workspace, _check_min_abs_advantage, _collect
 
 
 # Sample fields a segment fills itself; every other field is copied from the source sample.
@@ -328,7 +328,7 @@ class _Generate(_SlimeHook):
         allow_partial: bool,
     ) -> None:
         super().__init__(collector_for, profile, workspace_for)
-        _filter_actor([], min_abs_advantage)  # validate the threshold now, not per sample
+        _check_min_abs_advantage(min_abs_advantage)  # validate the threshold now, not per sample
         self.critic_sink = critic_sink
         self.min_abs_advantage = min_abs_advantage
         self.allow_partial = allow_partial
@@ -343,12 +343,14 @@ class _Generate(_SlimeHook):
         collector = self.collector(policy, problem)
         group = getattr(sample, "group_index", None)
         try:
-            actor, critic, failures = await _collect(
+            kept, critic, failures, dropped = await _collect(
                 collector,
                 problem,
                 group_index=group if group is not None else _rollout_id(sample),
                 workspace_for=self.workspace_for,
                 allow_partial=self.allow_partial,
+                min_abs_advantage=self.min_abs_advantage,
+                keep_dropped=True,
             )
         except CollectionError as exc:
             state = getattr(exc, "state", None)
@@ -363,13 +365,14 @@ class _Generate(_SlimeHook):
             return [sample]
         if self.critic_sink is not None:
             self.critic_sink(critic)
-        kept = _filter_actor(actor, self.min_abs_advantage)
         sample_type = type(sample)
         if kept:
             return [to_sample(r, sample, policy, sample_type) for r in kept]
         # Every edge fell under min_abs_advantage: one sample that trains nothing keeps
         # Slime's group shape (a list per sample) intact.
-        empty = to_sample(actor[0], sample, policy, sample_type)
+        if dropped is None:
+            raise ConfigError(f"make_generate: problem {problem.id!r} has no actor records to train on")
+        empty = to_sample(dropped, sample, policy, sample_type)
         empty.reward = 0.0
         empty.remove_sample = True
         return [empty]

@@ -32,7 +32,7 @@ from types import MappingProxyType
 from typing import Any, Callable, Dict, List, Literal, Mapping, Optional, Sequence
 
 from ..errors import ConfigError
-from . import CollectorFor, CriticSink, Problem, Workspace, _collect, _filter_actor
+from . import CollectorFor, CriticSink, Problem, Workspace, _check_min_abs_advantage, _collect
 
 PPO_CLIP: Mapping[str, float] = MappingProxyType({"clip_low_threshold": 0.8, "clip_high_threshold": 1.2})
 """Tinker's PPO loss configuration for the paper's ratio clip, 1 +- 0.2."""
@@ -222,7 +222,7 @@ async def train(
     for i, p in enumerate(problems):
         if not isinstance(p, Problem):
             raise ConfigError(f"train: problems[{i}] is a {type(p).__name__}, expected a Problem")
-    _filter_actor([], min_abs_advantage)  # validate the threshold before any work
+    _check_min_abs_advantage(min_abs_advantage)  # validate the threshold before any work
     _types()  # fail before any collection when the SDK is missing
     if steps == 0:
         return []
@@ -236,12 +236,13 @@ async def train(
         policy = TinkerPolicy(sampler, model=model, format=fmt)
         try:
             collector = collector_for(policy, problem)
-            actor, critic, _ = await _collect(
-                collector, problem, group_index=batch, workspace_for=workspace_for, allow_partial=allow_partial
+            actor, critic, _, _ = await _collect(
+                collector, problem, group_index=batch, workspace_for=workspace_for, allow_partial=allow_partial,
+                min_abs_advantage=min_abs_advantage,
             )
         finally:
             policy.close()
-        return _Collected(batch, behavior_step, _filter_actor(actor, min_abs_advantage), critic)
+        return _Collected(batch, behavior_step, actor, critic)
 
     reports: List[StepReport] = []
     learner_step = 0  # updates applied so far

@@ -1,4 +1,4 @@
-package main
+package chat_test
 
 import (
 	"context"
@@ -57,11 +57,10 @@ func (e *messagesEnv) Close()                                        {}
 
 const calcTool = `{"type": "function", "function": {"name": "calculator", "description": "Evaluate an arithmetic expression.", "parameters": {"type": "object", "properties": {"expression": {"type": "string"}}, "required": ["expression"]}}}`
 
-// TestWholeTurnRealTemplates runs the whole-turn context through the capi template
-// adapter with the simulator's (Qwen2.5-style) chat template and the real Qwen3 one,
+// TestWholeTurnRealTemplates runs the whole-turn context (Codec.Turns) with the simulator's (Qwen2.5-style) chat template and the real Qwen3 one,
 // both over the real Qwen3 tokenizer (their ChatML specials are the same).
 func TestWholeTurnRealTemplates(t *testing.T) {
-	dir := filepath.Join("..", "build", "testdata", "qwen3")
+	dir := filepath.Join("..", "..", "build", "testdata", "qwen3")
 	if _, err := os.Stat(filepath.Join(dir, "tokenizer.json")); err != nil {
 		t.Skip("build/testdata/qwen3 is missing (make testdata)")
 	}
@@ -100,8 +99,7 @@ func TestWholeTurnRealTemplates(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			w := wireTurn{Parser: "hermes", Messages: root, Tools: json.RawMessage("[" + calcTool + "]"), TemplateKwargs: tt.kwargs}
-			turns, err := w.turns(chat.NewCodec(templates[tt.template], tok))
+			turns, err := chat.NewCodec(templates[tt.template], tok).Turns("hermes", root, json.RawMessage("["+calcTool+"]"), tt.kwargs)
 			require.NoError(t, err)
 			prompt, err := turns.Template.Render(root, turns.Tools, true)
 			require.NoError(t, err)

@@ -1,4 +1,4 @@
-package main
+package export_test
 
 import (
 	"encoding/binary"
@@ -8,20 +8,31 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/focus-go/focus-go/core/export"
 	"github.com/focus-go/focus-go/core/prepare"
 	"github.com/focus-go/focus-go/core/tree/treetest"
 )
 
-// sections writes each planned section into a Go buffer of its own (build
-// writes them into one C allocation).
-func sections(w *blobWriter) map[string][]byte {
-	out := make(map[string][]byte, len(w.parts))
-	for _, p := range w.parts {
-		d := make([]byte, p.count*p.elemSize)
-		p.write(d)
-		out[p.name] = d
+// sections writes w into one buffer, as the C boundary does, and cuts out
+// each section's bytes by its layout entry and element size.
+func sections(w *export.Blob) map[string][]byte {
+	buf := w.Buffer()
+	out := make(map[string][]byte, len(w.Sections()))
+	for name, sec := range w.Sections() {
+		out[name] = buf[sec.Offset : sec.Offset+sec.Count*elemSize(name)]
 	}
 	return out
+}
+
+// elemSize is the element size of the blob sections these tests read.
+func elemSize(name string) int {
+	switch name {
+	case "context", "critic_context", "span_mask", "trainable":
+		return 1
+	case "actor_estimator", "estimator", "delta_tokens", "tokens":
+		return 4
+	}
+	return 8
 }
 
 func i64s(d []byte) []int64 {
@@ -49,7 +60,8 @@ func TestBatchColumns(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			b, err := prepare.Prepare(treetest.Search(16, 4, 8, 2), prepare.DefaultRewardConfig(), est)
 			require.NoError(t, err)
-			w, meta, err := batchColumns(b)
+			w, err := export.BatchColumns(b)
+			meta := w.Meta
 			require.NoError(t, err)
 			s := sections(w)
 			require.Equal(t, len(b.Actor), meta["n_actor"])
@@ -79,7 +91,7 @@ func TestBatchColumns(t *testing.T) {
 				assert.Equal(t, c.Diagnostics.Values(), cdiag[i*len(cnames):(i+1)*len(cnames)])
 			}
 
-			ctx := sections(criticContexts(b))
+			ctx := sections(export.CriticContexts(b))
 			offsets := i64s(ctx["offsets"])
 			require.Len(t, offsets, len(b.Critic)+1)
 			for i := range b.Critic {
@@ -95,12 +107,12 @@ func TestBatchColumnsRefusesMixedDiagnostics(t *testing.T) {
 		prepare.NewActorSample(2, 0, "x", 0.5, nil),
 	}}
 	b.Actor[1].Diagnostics = prepare.DiagnosticsOf(prepare.Diagnostic{Name: "extra", Value: 1})
-	_, _, err := batchColumns(b)
+	_, err := export.BatchColumns(b)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `actor sample 1 has diagnostics ["extra"]`)
 
-	w, meta, err := batchColumns(&prepare.Batch{})
+	w, err := export.BatchColumns(&prepare.Batch{})
 	require.NoError(t, err)
-	assert.Equal(t, []string{}, meta["actor_diagnostics"], "an empty batch still names its (no) diagnostics")
+	assert.Equal(t, []string{}, w.Meta["actor_diagnostics"], "an empty batch still names its (no) diagnostics")
 	assert.Empty(t, sections(w)["actor_node_id"])
 }

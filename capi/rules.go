@@ -1,0 +1,57 @@
+package main
+
+/*
+#include "focus.h"
+*/
+import "C"
+
+import (
+	"encoding/json"
+
+	"github.com/focus-go/focus-go/core/collect"
+	"github.com/focus-go/focus-go/core/rules"
+)
+
+// focus_rules_check validates one configuration object the binding declares (core/rules.Check).
+//
+//export focus_rules_check
+func focus_rules_check(kind *C.char, kindLen C.size_t, config *C.char, n C.size_t, out *C.focus_bytes, errOut *C.focus_bytes) C.focus_status {
+	return guard(errOut, func() error {
+		normalised, err := rules.Check(string(goBytes(kind, kindLen)), goBytes(config, n))
+		if err != nil {
+			return err
+		}
+		return returnJSON(out, normalised)
+	})
+}
+
+// focus_rules_defaults returns the library's defaults (core/rules.DefaultValues).
+//
+//export focus_rules_defaults
+func focus_rules_defaults(out *C.focus_bytes, errOut *C.focus_bytes) C.focus_status {
+	return guard(errOut, func() error {
+		return returnJSON(out, rules.DefaultValues())
+	})
+}
+
+// focus_rules_root_messages builds a collection's root conversation, with the env's reset
+// observation where it goes (core/collect.RootMessages).
+//
+//export focus_rules_root_messages
+func focus_rules_root_messages(request *C.char, n C.size_t, out *C.focus_bytes, errOut *C.focus_bytes) C.focus_status {
+	return guard(errOut, func() error {
+		var req struct {
+			SystemPrompt string          `json:"system_prompt"`
+			Prompt       json.RawMessage `json:"prompt"`
+			Observation  json.RawMessage `json:"observation"`
+		}
+		if err := decodeJSON(request, n, "root messages request", &req); err != nil {
+			return err
+		}
+		messages, err := collect.RootMessages(req.SystemPrompt, req.Prompt, req.Observation)
+		if err != nil {
+			return err
+		}
+		return returnJSON(out, messages)
+	})
+}

@@ -1,0 +1,66 @@
+package prepare
+
+import (
+	jsoniter "github.com/json-iterator/go"
+
+	"github.com/focus-go/focus-go/core/status"
+	"github.com/focus-go/focus-go/core/tree"
+)
+
+// actorJSON is the JSON form of an ActorSample, spans included.
+type actorJSON struct {
+	NodeID      int                   `json:"node_id"`
+	GroupID     int                   `json:"group_id"`
+	Estimator   string                `json:"estimator"`
+	Weight      float64               `json:"weight"`
+	Diagnostics Diagnostics           `json:"diagnostics"`
+	SearchPass  *int                  `json:"search_pass"` // null: unknown (NoSearchPass)
+	Spans       []tree.PackedSequence `json:"spans"`
+}
+
+// MarshalJSON encodes the sample with its spans materialised.
+func (a ActorSample) MarshalJSON() ([]byte, error) {
+	w := actorJSON{NodeID: a.NodeID, GroupID: a.GroupID, Estimator: a.Estimator, Weight: a.Weight,
+		Diagnostics: a.Diagnostics, Spans: a.Spans()}
+	if a.SearchPass != NoSearchPass {
+		p := a.SearchPass
+		w.SearchPass = &p
+	}
+	return jsoniter.ConfigCompatibleWithStandardLibrary.Marshal(w)
+}
+
+// UnmarshalJSON decodes a sample with explicit spans (NewActorSample);
+// DecodeBatch checks that each span's tokens, flags and logprobs align.
+func (a *ActorSample) UnmarshalJSON(data []byte) error {
+	var w actorJSON
+	if err := jsoniter.ConfigCompatibleWithStandardLibrary.Unmarshal(data, &w); err != nil {
+		return err
+	}
+	*a = NewActorSample(w.NodeID, w.GroupID, w.Estimator, w.Weight, w.Spans)
+	a.Diagnostics = w.Diagnostics
+	if w.SearchPass != nil {
+		a.SearchPass = *w.SearchPass
+	}
+	return nil
+}
+
+// DecodeBatch reads a batch of samples a caller made itself (the Python
+// Batch(actor=(ActorSample(...),)) with explicit spans and contexts): keys
+// problem_id, actor, critic and failures. Every span must have as many
+// trainable flags and logprobs as tokens.
+func DecodeBatch(data []byte) (*Batch, error) {
+	var b Batch
+	if err := jsoniter.ConfigCompatibleWithStandardLibrary.Unmarshal(data, &b); err != nil {
+		return nil, status.Wrap(status.InvalidArgument, err, "batch: bad JSON")
+	}
+	for i := range b.Actor {
+		for k, s := range b.Actor[i].spans {
+			if len(s.Trainable) != len(s.Tokens) || len(s.Logprobs) != len(s.Tokens) {
+				return nil, status.Errorf(status.InvalidArgument,
+					"batch: actor sample %d span %d has %d tokens, %d trainable flags and %d logprobs; they must be equal",
+					i, k, len(s.Tokens), len(s.Trainable), len(s.Logprobs))
+			}
+		}
+	}
+	return &b, nil
+}
