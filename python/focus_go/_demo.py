@@ -66,16 +66,10 @@ def run_demo(out_dir: Path, n_problems: int = 4, budget: int = Selective.budget,
     summary: List[Dict[str, Any]] = []
     with actor_path.open("w", encoding="utf-8") as actor_file, critic_path.open("w", encoding="utf-8") as critic_file:
         for group, (problem, state, batch) in enumerate(results):
-<<<<<<< HEAD
             records = batch.to_records(group)
             actor_file.write(jsonl(r for r in records if r["lane"] == "actor"))
             critic_file.write(jsonl(r for r in records if r["lane"] == "critic"))
-            leaves = [n for n in SchedulerView(state).nodes if n.done]
-=======
-            for record in batch.to_records(group):
-                (actor_file if record["lane"] == "actor" else critic_file).write(json.dumps(record) + "\n")
             outcomes = state.stats  # the engine's counts: finished rollouts and successes
->>>>>>> 751fddf9ced1990bcc36db74669946490afa4081
             summary.append(
                 {
                     "problem": problem.id,
