@@ -56,6 +56,21 @@ func rewardConfig(data *C.char, n C.size_t) (prepare.RewardConfig, error) {
 	return cfg, err
 }
 
+// prepareArgs decodes what preparing a tree takes: the tree handle, the reward
+// config JSON and the estimator's name ("" for critic targets only).
+func prepareArgs(h C.focus_handle, reward *C.char, n C.size_t, estimator *C.char, estimatorLen C.size_t) (*tree.Tree, prepare.RewardConfig, prepare.Estimator, error) {
+	t, err := treeOf(h)
+	if err != nil {
+		return nil, prepare.RewardConfig{}, nil, err
+	}
+	cfg, err := rewardConfig(reward, n)
+	if err != nil {
+		return nil, cfg, nil, err
+	}
+	est, err := prepare.EstimatorByName(goString(estimator, estimatorLen))
+	return t, cfg, est, err
+}
+
 //export focus_tree_from_json
 func focus_tree_from_json(data *C.char, n C.size_t, out *C.focus_handle, errOut *C.focus_bytes) C.focus_status {
 	return guard(errOut, func() error {
@@ -147,15 +162,7 @@ func batchSummary(b *prepare.Batch) map[string]any {
 //export focus_prepare
 func focus_prepare(h C.focus_handle, reward *C.char, n C.size_t, estimator *C.char, estimatorLen C.size_t, out *C.focus_handle, summary *C.focus_bytes, errOut *C.focus_bytes) C.focus_status {
 	return guard(errOut, func() error {
-		t, err := treeOf(h)
-		if err != nil {
-			return err
-		}
-		cfg, err := rewardConfig(reward, n)
-		if err != nil {
-			return err
-		}
-		est, err := prepare.EstimatorByName(goString(estimator, estimatorLen))
+		t, cfg, est, err := prepareArgs(h, reward, n, estimator, estimatorLen)
 		if err != nil {
 			return err
 		}
@@ -329,15 +336,7 @@ func focus_batch_export(h C.focus_handle, groupIndex C.int64_t, minAbs C.double,
 func focus_tree_export(h C.focus_handle, reward *C.char, n C.size_t, estimator *C.char, estimatorLen C.size_t,
 	groupIndex C.int64_t, minAbs C.double, layout *C.focus_bytes, blob *unsafe.Pointer, size *C.size_t, errOut *C.focus_bytes) C.focus_status {
 	return guard(errOut, func() error {
-		t, err := treeOf(h)
-		if err != nil {
-			return err
-		}
-		cfg, err := rewardConfig(reward, n)
-		if err != nil {
-			return err
-		}
-		est, err := prepare.EstimatorByName(goString(estimator, estimatorLen))
+		t, cfg, est, err := prepareArgs(h, reward, n, estimator, estimatorLen)
 		if err != nil {
 			return err
 		}
