@@ -413,6 +413,29 @@ def test_bad_flags_exit_2_before_anything_starts(tmp_path, problems_file, capsys
 
 
 @pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--temperature", "-1"], "sampling: temperature -1 must be ≥ 0"),
+        (["--top-p", "2"], "sampling: top_p 2 must be in (0, 1]"),
+        (["--gamma", "2"], "reward: gamma is 2, must be in (0, 1]"),
+        (["--reward-min", "1", "--reward-max", "0"], "reward: reward_min is 1, must be below reward_max 0"),
+        (["--critic-weight", "-1"], "reward: critic_weight is -1, must be in [0, 64]"),
+    ],
+    ids=["negative temperature", "top-p over 1", "gamma over 1", "empty reward range", "negative critic weight"],
+)
+def test_bad_sampling_and_reward_flags_exit_2_before_anything_starts(tmp_path, problems_file, flags, message):
+    # SamplingParams and RewardConfig check their values when built (the Go rules), and the
+    # command builds both before any server starts: once per run, not once per problem.
+    out = tmp_path / "out"
+    proc = subprocess.run([sys.executable, "-m", "focus_go", "collect", str(problems_file), "--out", str(out), *SMALL, *flags],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert message in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
     "args, message",
     [
         (["--budget", "0"], "Selective: budget"),

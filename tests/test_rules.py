@@ -108,6 +108,46 @@ def test_construction_is_checked_by_the_go_rules(make, message):
         make()
 
 
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda: SamplingParams(temperature=-1), "sampling: temperature -1 must be ≥ 0"),
+        (lambda: SamplingParams(temperature=float("nan")), "sampling: temperature NaN must be ≥ 0"),
+        (lambda: SamplingParams(top_p=2), r"sampling: top_p 2 must be in \(0, 1\]"),
+        (lambda: SamplingParams(top_p=0.0), r"sampling: top_p 0 must be in \(0, 1\]"),
+        (lambda: SamplingParams(max_tokens=0), "sampling: max_tokens 0 must be ≥ 1"),
+        (lambda: SamplingParams(max_tokens=1.5), "sampling: max_tokens must be an integer, got 1.5"),
+        (lambda: SamplingParams(top_k=-2), "sampling: top_k -2 must be"),
+        (lambda: SamplingParams(logprobs=-1), "sampling: logprobs -1 must be ≥ 0"),
+        (lambda: SamplingParams(prompt_logprobs=-1), "sampling: prompt_logprobs -1 must be ≥ 0"),
+        (lambda: SamplingParams(repetition_penalty=3.0), r"sampling: repetition_penalty 3 must be in \(0, 2\]"),
+        (lambda: SamplingParams(stop=["</answer>", ""]), r"sampling: stop\[1\] is empty"),
+        (lambda: SamplingParams(stop="</answer>"), 'sampling: stop must be a list of strings, got "</answer>"'),
+        (lambda: dataclasses.replace(SamplingParams(), temperature=-0.5), "sampling: temperature -0.5 must be ≥ 0"),
+        (lambda: RewardConfig(gamma=2), r"reward: gamma is 2, must be in \(0, 1\]"),
+        (lambda: RewardConfig(gamma=0), r"reward: gamma is 0, must be in \(0, 1\]"),
+        (lambda: RewardConfig(gamma=float("inf")), r"reward: gamma is \+Inf, must be finite"),
+        (lambda: RewardConfig(critic_weight=-1), r"reward: critic_weight is -1, must be in \[0, 64\]"),
+        (lambda: RewardConfig(reward_min=1, reward_max=0), "reward: reward_min is 1, must be below reward_max 0"),
+        (lambda: RewardConfig(truncated_reward=float("nan")), "reward: truncated_reward is NaN, must be finite"),
+        (lambda: RewardConfig(truncation="cut"), 'reward: truncation is "cut", must be "terminal" or "bootstrap"'),
+        (lambda: RewardConfig(gamma="1"), 'reward: gamma must be a number, got "1"'),
+    ],
+)
+def test_sampling_params_and_reward_config_are_checked_when_built(make, message):
+    with pytest.raises(ConfigError, match=message):
+        make()
+
+
+def test_valid_sampling_params_and_reward_configs_build():
+    # None is "the default" for every sampling field; the edges of each range are allowed.
+    unset = SamplingParams(temperature=None, max_tokens=None, top_p=None)
+    assert (unset.temperature, unset.max_tokens, unset.top_p) == (None, None, None)
+    SamplingParams(temperature=0, max_tokens=1, top_p=1.0, top_k=-1, stop=["\n"], logprobs=0, prompt_logprobs=0,
+                   repetition_penalty=2.0, seed=-7)
+    assert RewardConfig(gamma=1.0, critic_weight=64, reward_min=-1, reward_max=-0.5, truncation="bootstrap").critic_weight == 64
+
+
 def test_agent_limits_are_checked_by_the_go_rules(server):
     policy = SGLangPolicy(model=server.model, base_url=server.url, profile="token_chunk")
     try:

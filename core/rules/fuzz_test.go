@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/focus-go/focus-go/core/generate"
+	"github.com/focus-go/focus-go/core/prepare"
 	"github.com/focus-go/focus-go/core/rules"
 	"github.com/focus-go/focus-go/core/search"
 	"github.com/focus-go/focus-go/core/status"
@@ -13,8 +15,9 @@ import (
 // config that the owning type validates, and Selective's normal form checks again to itself.
 func FuzzCheck(f *testing.F) {
 	for _, seed := range []string{`{}`, `{"budget": 8, "warmup": 4}`, `{"n": 3}`, `{"tokens": 0}`, `{"value": "NaN"}`,
-		`{"budget": 1e30}`, `{"seed": 18446744073709551615}`, `{"min_remaining": null}`, `[`, `{"score": "uniform"}`} {
-		for _, kind := range []string{rules.KindSelective, rules.KindIndependent, rules.KindSegments, rules.KindAgent, rules.KindConstantCritic, rules.KindMinAbsAdvantage} {
+		`{"budget": 1e30}`, `{"seed": 18446744073709551615}`, `{"min_remaining": null}`, `[`, `{"score": "uniform"}`,
+		`{"temperature": -1}`, `{"stop": [""]}`, `{"reward_min": 1, "reward_max": 0}`, `{"truncation": "bootstrap"}`} {
+		for _, kind := range []string{rules.KindSelective, rules.KindIndependent, rules.KindSegments, rules.KindAgent, rules.KindConstantCritic, rules.KindMinAbsAdvantage, rules.KindSampling, rules.KindReward} {
 			f.Add(kind, []byte(seed))
 		}
 	}
@@ -25,6 +28,14 @@ func FuzzCheck(f *testing.F) {
 				t.Fatalf("Check(%q, %q): %v is not InvalidArgument", kind, data, err)
 			}
 			return
+		}
+		if c, ok := out.(prepare.RewardConfig); ok && c.Validate() != nil {
+			t.Fatalf("Check(%q, %q) gave an invalid reward config: %v", kind, data, c)
+		}
+		if p, ok := out.(generate.SamplingParams); ok {
+			if _, err := p.Resolve(); err != nil {
+				t.Fatalf("Check(%q, %q) gave invalid sampling params: %v", kind, data, err)
+			}
 		}
 		if c, ok := out.(search.Config); ok {
 			if err := c.Validate(); err != nil {

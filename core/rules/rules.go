@@ -24,6 +24,8 @@ const (
 	KindAgent           = "Agent"
 	KindConstantCritic  = "Critic.constant"
 	KindMinAbsAdvantage = "min_abs_advantage"
+	KindSampling        = "sampling" // SamplingParams
+	KindReward          = "reward"   // RewardConfig
 )
 
 // SelectiveDefaults are Selective(budget=32, warmup=16, *, per_pass=4,
@@ -100,7 +102,9 @@ func DefaultValues() Defaults {
 // object of its fields in the binding's spelling; a missing field takes its
 // default), and returns its normalised form: for Selective and Independent the
 // search.Config the engine runs (so Independent(n) is search.Independent(n)
-// whatever the binding holds), for the others the checked fields. A non-finite
+// whatever the binding holds), for "reward" the prepare.RewardConfig, for
+// "sampling" the generate.SamplingParams (null fields unset), for the others the
+// checked fields. A non-finite
 // number may be written as the string "NaN", "Infinity" or "-Infinity" (JSON has
 // no such numbers). A violation is status.InvalidArgument, its message led by the
 // kind and naming the field: "Selective: warmup is 8, must be in [1, budget=4]: ...".
@@ -186,9 +190,51 @@ func Check(kind string, config []byte) (any, error) {
 			}
 		}
 		return v, nil
+	case KindSampling:
+		// A null or missing field is unset (the default); Resolve holds the ranges and
+		// leads its messages with "sampling:" already.
+		var p generate.SamplingParams
+		var seed *int
+		err := firstError(
+			fields.optionalNumber("temperature", &p.Temperature),
+			fields.optionalInt("max_tokens", &p.MaxTokens),
+			fields.optionalNumber("top_p", &p.TopP),
+			fields.optionalInt("top_k", &p.TopK),
+			fields.optionalStrings("stop", &p.Stop),
+			fields.optionalInt("logprobs", &p.Logprobs),
+			fields.optionalInt("prompt_logprobs", &p.PromptLogprobs),
+			fields.optionalNumber("repetition_penalty", &p.RepetitionPenalty),
+			fields.optionalInt("seed", &seed),
+			fields.unknown(),
+		)
+		if err != nil {
+			return nil, err
+		}
+		if seed != nil {
+			p.Seed = generate.Int64(int64(*seed))
+		}
+		if _, err := p.Resolve(); err != nil {
+			return nil, err
+		}
+		return p, nil
+	case KindReward:
+		c := d.Reward
+		err := firstError(
+			fields.number("gamma", &c.Gamma, true),
+			fields.number("critic_weight", &c.CriticWeight, true),
+			fields.number("reward_min", &c.RewardMin, true),
+			fields.number("reward_max", &c.RewardMax, true),
+			fields.number("truncated_reward", &c.TruncatedReward, true),
+			fields.text("truncation", &c.Truncation),
+			fields.unknown(),
+		)
+		if err != nil {
+			return nil, err
+		}
+		return c, named(kind, c.Validate(), nil)
 	}
 	return nil, status.Errorf(status.InvalidArgument, "rules: unknown kind %q, expected %s", kind,
-		strings.Join([]string{KindSelective, KindIndependent, KindSegments, KindAgent, KindConstantCritic, KindMinAbsAdvantage}, ", "))
+		strings.Join([]string{KindSelective, KindIndependent, KindSegments, KindAgent, KindConstantCritic, KindMinAbsAdvantage, KindSampling, KindReward}, ", "))
 }
 
 // named rewrites a field error of the config types as "<kind>: <field> <reason>",
@@ -200,11 +246,14 @@ func named(kind string, err error, rename map[string]string) error {
 	field, reason := "", ""
 	var se *search.ConfigError
 	var le *collect.LimitError
+	var re *prepare.ConfigError
 	switch {
 	case errors.As(err, &se):
 		field, reason = se.Field, se.Reason
 	case errors.As(err, &le):
 		field, reason = le.Field, le.Reason
+	case errors.As(err, &re):
+		field, reason = re.Field, re.Reason
 	default:
 		return status.Wrap(status.InvalidArgument, err, "%s", kind)
 	}
@@ -279,6 +328,49 @@ func (o *object) optionalInteger(name string, dst *int) error {
 		return nil
 	}
 	return o.integer(name, dst)
+}
+
+// optionalInt reads a JSON integer into a new *dst; null or absent leaves dst nil.
+func (o *object) optionalInt(name string, dst **int) error {
+	if !o.present(name) || o.null(name) {
+		return nil
+	}
+	var v int
+	if err := o.integer(name, &v); err != nil {
+		return err
+	}
+	*dst = &v
+	return nil
+}
+
+// optionalNumber reads a number (or a non-finite string) into a new *dst; null or
+// absent leaves dst nil.
+func (o *object) optionalNumber(name string, dst **float64) error {
+	if !o.present(name) || o.null(name) {
+		return nil
+	}
+	var v float64
+	if err := o.number(name, &v, true); err != nil {
+		return err
+	}
+	*dst = &v
+	return nil
+}
+
+// optionalStrings reads a JSON list of strings; null or absent leaves dst nil.
+func (o *object) optionalStrings(name string, dst *[]string) error {
+	if !o.present(name) || o.null(name) {
+		return nil
+	}
+	var v []string
+	if err := json.Unmarshal(o.fields[name], &v); err != nil {
+		return o.bad(name, "a list of strings")
+	}
+	if v == nil {
+		v = []string{}
+	}
+	*dst = v
+	return nil
 }
 
 // seed reads a non-negative integer below 2^64.

@@ -55,6 +55,32 @@ func TestCheck(t *testing.T) {
 		{rules.KindMinAbsAdvantage, `{"value": 0.25}`, nil, ""},
 		{rules.KindMinAbsAdvantage, `{"value": -1}`, nil, "min_abs_advantage is -1, must be >= 0"},
 		{rules.KindMinAbsAdvantage, `{"value": "NaN"}`, nil, "min_abs_advantage is NaN, must be >= 0"},
+		{rules.KindSampling, `{}`, nil, ""},
+		{rules.KindSampling, `{"temperature": null, "max_tokens": null, "top_p": null, "top_k": null, "stop": null, "logprobs": null, "prompt_logprobs": null, "repetition_penalty": null, "seed": null}`, nil, ""},
+		{rules.KindSampling, `{"temperature": 0, "max_tokens": 16, "top_p": 0.9, "top_k": 5, "stop": ["</answer>"], "logprobs": 2, "prompt_logprobs": 0, "repetition_penalty": 1.1, "seed": -3}`, nil, ""},
+		{rules.KindSampling, `{"temperature": -1}`, nil, "sampling: temperature -1 must be ≥ 0"},
+		{rules.KindSampling, `{"temperature": "NaN"}`, nil, "sampling: temperature NaN must be ≥ 0"},
+		{rules.KindSampling, `{"top_p": 2}`, nil, "sampling: top_p 2 must be in (0, 1]"},
+		{rules.KindSampling, `{"max_tokens": 0}`, nil, "sampling: max_tokens 0 must be ≥ 1"},
+		{rules.KindSampling, `{"top_k": -2}`, nil, "sampling: top_k -2 must be"},
+		{rules.KindSampling, `{"logprobs": -1}`, nil, "sampling: logprobs -1 must be ≥ 0"},
+		{rules.KindSampling, `{"prompt_logprobs": -1}`, nil, "sampling: prompt_logprobs -1 must be ≥ 0"},
+		{rules.KindSampling, `{"repetition_penalty": 3}`, nil, "sampling: repetition_penalty 3 must be in (0, 2]"},
+		{rules.KindSampling, `{"stop": ["a", ""]}`, nil, "sampling: stop[1] is empty"},
+		{rules.KindSampling, `{"stop": "a"}`, nil, `sampling: stop must be a list of strings, got "a"`},
+		{rules.KindSampling, `{"max_tokens": 1.5}`, nil, "sampling: max_tokens must be an integer, got 1.5"},
+		{rules.KindSampling, `{"temprature": 1}`, nil, `sampling: unknown field "temprature"`},
+		{rules.KindReward, `{}`, prepare.DefaultRewardConfig(), ""},
+		{rules.KindReward, `{"gamma": 0.9, "critic_weight": 4, "reward_min": -1, "reward_max": 2, "truncated_reward": -1, "truncation": "bootstrap"}`,
+			prepare.RewardConfig{Gamma: 0.9, CriticWeight: 4, RewardMin: -1, RewardMax: 2, TruncatedReward: -1, Truncation: "bootstrap"}, ""},
+		{rules.KindReward, `{"gamma": 2}`, nil, "reward: gamma is 2, must be in (0, 1]"},
+		{rules.KindReward, `{"gamma": 0}`, nil, "reward: gamma is 0, must be in (0, 1]"},
+		{rules.KindReward, `{"critic_weight": -1}`, nil, "reward: critic_weight is -1, must be in [0, 64]"},
+		{rules.KindReward, `{"reward_min": 1, "reward_max": 0}`, nil, "reward: reward_min is 1, must be below reward_max 0"},
+		{rules.KindReward, `{"truncated_reward": "Infinity"}`, nil, "reward: truncated_reward is +Inf, must be finite"},
+		{rules.KindReward, `{"truncation": "cut"}`, nil, `reward: truncation is "cut", must be "terminal" or "bootstrap"`},
+		{rules.KindReward, `{"gamma": "1"}`, nil, `reward: gamma must be a number, got "1"`},
+		{rules.KindReward, `{"kappa": 1}`, nil, `reward: unknown field "kappa"`},
 		{"Collector", `{}`, nil, `rules: unknown kind "Collector"`},
 	}
 	for _, tc := range tests {
@@ -94,4 +120,13 @@ func TestDefaultsAreTheLibrarys(t *testing.T) {
 	require.NoError(t, err)
 	_, err = rules.Check(rules.KindSelective, data)
 	assert.NoError(t, err)
+	data, err = json.Marshal(d.Sampling)
+	require.NoError(t, err)
+	_, err = rules.Check(rules.KindSampling, data)
+	assert.NoError(t, err)
+	data, err = json.Marshal(d.Reward)
+	require.NoError(t, err)
+	reward, err := rules.Check(rules.KindReward, data)
+	require.NoError(t, err)
+	assert.Equal(t, d.Reward, reward)
 }

@@ -10,7 +10,8 @@ from .env import Env
 from .errors import ConfigError
 from .generation.parsing import ActionParser
 from .generation.policy import Policy
-from .types import ActionKind, SamplingParams
+from .generation.types import SamplingParams
+from .types import ActionKind
 
 
 @dataclass(frozen=True)

@@ -62,7 +62,8 @@ from .generation.servers import _TokenServerPolicy, params_json
 from .preparation import Batch, DirectBranchTd, Estimator, RewardConfig, prepare_samples
 from .search import Independent, Selective
 from .tree import SchedulerState
-from .types import DEFAULT_MAX_TOKENS, Failure, GenerateResult, Problem, SamplingParams, Step, TokenChunk, ToolCall, ToolTurn
+from .generation.types import SamplingParams
+from .types import DEFAULT_MAX_TOKENS, Failure, GenerateResult, Problem, Step, TokenChunk, ToolCall, ToolTurn
 
 _SAMPLING_FIELDS = {f for f in SamplingParams.__dataclass_fields__}
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, ClassVar, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union, overload
 
-from . import _lib
+from . import _lib, _rules
 from ._handle import GoObject
 from ._records import batch_records
 from .tree import PackedSequence, SchedulerState
@@ -35,7 +35,8 @@ class RewardConfig:
     values into it); ``truncated_reward`` for a branch cut at the length limit; and
     ``truncation``: "terminal" (a truncated branch ends with ``truncated_reward``) or
     "bootstrap" (its value is the critic's prediction; valid only if the critic sees the
-    remaining budget)."""
+    remaining budget). The values are checked when the object is built (ConfigError naming
+    the field)."""
 
     gamma: float = 1.0
     critic_weight: float = 1.0
@@ -43,6 +44,11 @@ class RewardConfig:
     reward_max: float = 1.0
     truncated_reward: float = 0.0
     truncation: str = "terminal"
+
+    def __post_init__(self) -> None:
+        # The ranges are Go's (core/prepare RewardConfig.Validate), checked when built:
+        # ConfigError naming the field, e.g. "reward: gamma is 2, must be in (0, 1]".
+        _rules.check("reward", {f.name: getattr(self, f.name) for f in dataclasses.fields(self)})
 
     def _json(self) -> bytes:
         # Not dataclasses.asdict, which deep-copies every value: this runs on every prepare.
@@ -368,8 +374,11 @@ class TreeValues:
     count: Mapping[int, int]
 
 
-def tree_values(state: SchedulerState[Any], reward_config: RewardConfig = RewardConfig()) -> TreeValues:
-    """Direct-branch backups, refined values and completed-child counts of every node."""
+def tree_values(state: SchedulerState[Any], reward_config: Optional[RewardConfig] = None) -> TreeValues:
+    """Direct-branch backups, refined values and completed-child counts of every node
+    (``reward_config`` None: ``RewardConfig()``)."""
+    if reward_config is None:  # built here, not at import: building one calls the library
+        reward_config = RewardConfig()
     cfg = reward_config._json()
     raw = json.loads(_lib.call_string("focus_tree_values", _lib.c_handle(state.handle), cfg, len(cfg)))
 

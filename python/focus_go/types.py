@@ -13,8 +13,9 @@ What flows where:
 - A training item: ``Problem`` (prompt, label, id, metadata) goes from your data loader or
   trainer integration into ``Collector.collect``.
 - Generation: ``Message`` (one chat message) and ``TokenId`` (one token id) make up a
-  request; ``SamplingParams`` are its controls, unset fields falling back to
-  ``DEFAULT_TEMPERATURE``, ``DEFAULT_MAX_TOKENS`` and ``DEFAULT_TOP_P``;
+  request; its controls, ``SamplingParams`` (checked by the Go rules when built, so defined
+  in ``focus_go.generation.types``), fall back to ``DEFAULT_TEMPERATURE``,
+  ``DEFAULT_MAX_TOKENS`` and ``DEFAULT_TOP_P`` for unset fields;
   ``GenerateResult`` is one model response (exact ids, logprobs, stop reason), carrying
   any ``NativeToolCall`` an API backend returned. The rendered request itself,
   ``PreparedPrompt``, holds its ``PolicyFormat`` and so lives in
@@ -125,27 +126,6 @@ class TokenChunk:
 
 
 @dataclass
-class SamplingParams:
-    """Generation controls for one request.
-
-    ``None`` means "use the default": ``DEFAULT_TEMPERATURE``, ``DEFAULT_MAX_TOKENS`` and
-    ``DEFAULT_TOP_P`` for those three, and the server's neutral setting for the rest. The
-    Go transports always send every field explicitly, because servers otherwise fill unset
-    fields from the model's generation config. ``logprobs=0`` asks for the sampled token's
-    log probability only, which training needs."""
-
-    temperature: Optional[float] = DEFAULT_TEMPERATURE
-    max_tokens: Optional[int] = DEFAULT_MAX_TOKENS
-    top_p: Optional[float] = DEFAULT_TOP_P
-    top_k: Optional[int] = None
-    stop: Optional[List[str]] = None
-    logprobs: Optional[int] = None
-    prompt_logprobs: Optional[int] = None
-    repetition_penalty: Optional[float] = None
-    seed: Optional[int] = None
-
-
-@dataclass
 class GenerateResult:
     """One model response: generated tokens, text, probabilities and stopping information.
 
@@ -213,7 +193,6 @@ __all__ = [
     "Message",
     "NativeToolCall",
     "Problem",
-    "SamplingParams",
     "Step",
     "TokenChunk",
     "TokenId",

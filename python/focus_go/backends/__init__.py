@@ -23,10 +23,10 @@ from ..generation.replay import ReplayPolicy
 from ..generation.servers import SGLangPolicy, VLLMPolicy
 from ..generation.slime import SlimePolicy
 from ..generation.tinker import TinkerPolicy
+from ..generation.types import SamplingParams
 from ..types import (
     GenerateResult,
     NativeToolCall,
-    SamplingParams,
     TokenChunk,
     TokenId,
     ToolCall,

@@ -22,7 +22,7 @@ from ..errors import BackendError, ConfigError, FocusError
 from ..generation.format import HFTokenizer, PolicyFormat
 from ..generation.servers import SGLangPolicy, VLLMPolicy
 from ..sim import SimServer
-from ..types import SamplingParams
+from ..generation.types import SamplingParams
 
 
 @dataclass

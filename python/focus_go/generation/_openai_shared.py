@@ -25,7 +25,8 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 from .. import _async, _lib
 from .._handle import GoObject
 from ..errors import ConfigError
-from ..types import GenerateResult, Message, NativeToolCall, SamplingParams, TokenId
+from ..types import GenerateResult, Message, NativeToolCall, TokenId
+from .types import SamplingParams
 from .format import PolicyFormat, PreparedPrompt
 from .parsing import NativeToolCallParser
 from .policy import Policy

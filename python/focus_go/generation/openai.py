@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, Optional
 
-from ..types import SamplingParams
+from .types import SamplingParams
 from .format import PolicyFormat
 from ._openai_shared import NativePolicy
 

@@ -14,7 +14,8 @@ import inspect
 from typing import Any, Awaitable, Callable, Generic, List, Optional, Sequence, TypeVar
 
 from ..errors import ConfigError
-from ..types import GenerateResult, Message, SamplingParams, TokenId
+from ..types import GenerateResult, Message, TokenId
+from .types import SamplingParams
 from .format import PolicyFormat, PreparedPrompt
 
 A = TypeVar("A")

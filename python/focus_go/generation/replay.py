@@ -12,7 +12,8 @@ import dataclasses
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ..errors import ConfigError
-from ..types import GenerateResult, SamplingParams, TokenId
+from ..types import GenerateResult, TokenId
+from .types import SamplingParams
 from .format import PolicyFormat, PreparedPrompt
 from .policy import Policy
 

@@ -15,7 +15,8 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from .. import _async, _lib
 from .._handle import GoObject
-from ..types import GenerateResult, SamplingParams, TokenId
+from ..types import GenerateResult, TokenId
+from .types import SamplingParams
 from .format import PolicyFormat, PreparedPrompt
 from .policy import Policy
 

@@ -19,7 +19,8 @@ from typing import Any, Awaitable, Callable, Dict, Mapping, Optional, Sequence
 
 from .. import _lib
 from ..errors import BackendError, ConfigError
-from ..types import GenerateResult, SamplingParams, TokenId
+from ..types import GenerateResult, TokenId
+from .types import SamplingParams
 from .format import PolicyFormat
 from .policy import Policy
 from .servers import call_result, params_json

@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence
 
 from .. import _lib
 from ..errors import BackendError, ConfigError
-from ..types import DEFAULT_MAX_TOKENS, DEFAULT_TEMPERATURE, DEFAULT_TOP_P, GenerateResult, SamplingParams, TokenId
+from ..types import DEFAULT_MAX_TOKENS, DEFAULT_TEMPERATURE, DEFAULT_TOP_P, GenerateResult, TokenId
+from .types import SamplingParams
 from .format import PolicyFormat
 from .policy import Policy
 

@@ -7,11 +7,16 @@ the actions parsers produce; ``PreparedPrompt`` is one rendered request.
 This module keeps their documented import path. The plain records are defined in
 ``focus_go.types`` (the package's floor, which imports nothing of focus-go) and
 ``PreparedPrompt`` beside the ``PolicyFormat`` it holds, in ``focus_go.generation.format``;
-modules of the package import them from there.
+modules of the package import them from there. ``SamplingParams`` is defined here, above
+the floor, because it checks its values with the Go rules when it is built.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, fields
+from typing import List, Optional
+
+from .. import _rules
 from ..types import (
     DEFAULT_MAX_TOKENS,
     DEFAULT_TEMPERATURE,
@@ -20,13 +25,41 @@ from ..types import (
     GenerateResult,
     Message,
     NativeToolCall,
-    SamplingParams,
     TokenChunk,
     TokenId,
     ToolCall,
     ToolTurn,
 )
 from .format import PreparedPrompt
+
+
+@dataclass
+class SamplingParams:
+    """Generation controls for one request.
+
+    ``None`` means "use the default": ``DEFAULT_TEMPERATURE``, ``DEFAULT_MAX_TOKENS`` and
+    ``DEFAULT_TOP_P`` for those three, and the server's neutral setting for the rest. The
+    Go transports always send every field explicitly, because servers otherwise fill unset
+    fields from the model's generation config. ``logprobs=0`` asks for the sampled token's
+    log probability only, which training needs.
+
+    The values are checked when the object is built (``dataclasses.replace`` included),
+    with the ranges the Go transports enforce (``core/generate``): a bad one raises
+    ``ConfigError`` naming the field, e.g. "sampling: top_p 2 must be in (0, 1]"."""
+
+    temperature: Optional[float] = DEFAULT_TEMPERATURE
+    max_tokens: Optional[int] = DEFAULT_MAX_TOKENS
+    top_p: Optional[float] = DEFAULT_TOP_P
+    top_k: Optional[int] = None
+    stop: Optional[List[str]] = None
+    logprobs: Optional[int] = None
+    prompt_logprobs: Optional[int] = None
+    repetition_penalty: Optional[float] = None
+    seed: Optional[int] = None
+
+    def __post_init__(self) -> None:
+        _rules.check("sampling", {f.name: getattr(self, f.name) for f in fields(self)})
+
 
 __all__ = [
     "DEFAULT_MAX_TOKENS",

@@ -31,7 +31,7 @@ import threading
 from typing import Any, Callable, Dict, List, Mapping, Optional, Protocol, Sequence, Tuple
 
 from ..errors import CollectionError, ConfigError, ConfigTypeError, InternalError
-from ..types import SamplingParams
+from ..generation.types import SamplingParams
 from . import CollectorFor, CriticSink, Problem, Workspace, _check_min_abs_advantage, _collect
 
 
