@@ -118,4 +118,4 @@ fuzz: $(LIBTOKENIZERS)
 	done
 
 race: $(LIBTOKENIZERS)
-	$(GO) test -tags $(SELFTEST_TAGS) -race -count=1 -run 'Fault|Stress|Concurrent|Cancellation|Redacted|CloseWith|Async|StepFork|Remote|Session' ./core/collect ./core/collect/session ./core/bridge ./backends/transport ./capi ./capi/completion
+	$(GO) test -tags $(SELFTEST_TAGS) -race -count=1 -run 'Fault|Stress|Concurrent|Cancellation|Redacted|CloseWith|Async|StepFork|Remote|Session|Progress' ./core/collect ./core/collect/session ./core/bridge ./backends/transport ./capi ./capi/completion

@@ -199,6 +199,20 @@ func focus_collection_wait(h C.focus_handle, ticket C.uint64_t, timeoutMs C.int6
 	})
 }
 
+// focus_collection_progress encodes the collection's live counters
+// (session.Session.Progress, a collect.ProgressSnapshot) as *out JSON.
+//
+//export focus_collection_progress
+func focus_collection_progress(h C.focus_handle, out *C.focus_bytes, errOut *C.focus_bytes) C.focus_status {
+	return guard(errOut, func() error {
+		c, err := collectionOf(h)
+		if err != nil {
+			return err
+		}
+		return returnJSON(out, c.Progress())
+	})
+}
+
 // focus_collection_result hands over the finished collection's tree (a new tree handle, 0
 // if none) and *out = {"code", "message", "failures": [{"node_id", "message"}]}; code is
 // the collection's status (0 = complete).

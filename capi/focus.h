@@ -357,6 +357,13 @@ focus_status focus_collection_cancel(focus_handle collection, focus_bytes *err);
 focus_status focus_collection_wait(focus_handle collection, uint64_t ticket, int64_t timeout_ms,
                                    int32_t *done, focus_bytes *err);
 
+/* The collection's live counters, readable at any time without waiting (also after it
+ * ended): *out = {"budget", "rollouts_launched", "rollouts_finished", "rollouts_failed",
+ * "segments", "generated_tokens", "elapsed_seconds", "tokens_per_second", "eta_seconds"
+ * (null until a rollout finished, and once done), "done"}. Once done, rollouts_finished and
+ * generated_tokens equal the tree's stats "rollouts" and "generated_tokens". */
+focus_status focus_collection_progress(focus_handle collection, focus_bytes *out, focus_bytes *err);
+
 /* The finished collection's tree (*tree = a new tree handle, 0 if none) and outcome:
  * *out = {"code", "message", "failures": [{"node_id", "message"}]}. */
 focus_status focus_collection_result(focus_handle collection, focus_handle *tree, focus_bytes *out,

@@ -555,6 +555,53 @@ def test_a_log_gets_progress_lines_while_trees_run_and_the_summary_counts_unspen
     assert f"budget unspent        {run['summary']['budget_unspent']} of 4 rollouts" in captured.out
 
 
+def test_a_log_gets_the_engine_numbers_of_the_running_tree(tmp_path, problems_file, capsys):
+    import re
+
+    out = tmp_path / "out"
+    assert main(["collect", str(problems_file), "--out", str(out), *SMALL, "--limit", "1", "--sim-latency", "0.002",
+                 "--progress-interval", "0.05"]) == 0
+    captured = capsys.readouterr()
+    pattern = re.compile(r"running 1 tree: (\d+)/(\d+) rollouts, (\d+) tokens, (\d+) tokens/s, tree ETA (\S+)")
+    live = [m for m in map(pattern.search, captured.err.splitlines()) if m]
+    assert live, f"the periodic lines carry the engine's counters:\n{captured.err}"
+    [tree] = [json.loads(t.read_text())["stats"] for t in (out / "trees").glob("*.json")]
+    finished = [int(m.group(1)) for m in live]
+    tokens = [int(m.group(3)) for m in live]
+    assert all(int(m.group(2)) == 4 for m in live), "of the tree's budget"
+    assert finished == sorted(finished) and tokens == sorted(tokens), "counts only grow"
+    assert finished[-1] <= tree["rollouts"] and tokens[-1] <= tree["generated_tokens"]
+    for m in live:
+        assert (m.group(5) == "-") == (m.group(1) == "0"), "an ETA once a rollout finished"
+
+
+def test_the_progress_line_shows_the_running_trees():
+    import io
+
+    from focus_go.cli.progress import Progress, Totals
+    from focus_go.collector import CollectionProgress
+
+    def snap(finished, tokens, rate, eta, failed=0):
+        return CollectionProgress(budget=8, rollouts_launched=finished + 2, rollouts_finished=finished, rollouts_failed=failed,
+                                  segments=finished, generated_tokens=tokens, elapsed_seconds=3.0,
+                                  tokens_per_second=rate, eta_seconds=eta, done=False)
+
+    live = [snap(3, 300, 100.0, 5.0), snap(1, 90, 30.0, 70.0, failed=1)]
+    line = Progress(2, io.StringIO(), Totals(problems=2), live=lambda: live).line()
+    assert line.endswith("| running 2 trees: 4/16 rollouts (1 failed), 390 tokens, 130 tokens/s, tree ETA 1m10s"), line
+    line = Progress(2, io.StringIO(), Totals(problems=2), live=lambda: [snap(0, 10, 5.0, None)]).line()
+    assert "running 1 tree: 0/8 rollouts, 10 tokens, 5 tokens/s, tree ETA -" in line
+    assert "running" not in Progress(2, io.StringIO(), Totals(problems=2), live=list).line()
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    term = Terminal()
+    Progress(2, term, Totals(problems=2), live=lambda: live).refresh()
+    assert term.getvalue().startswith("\r[") and "running 2 trees: 4/16 rollouts" in term.getvalue(), "redrawn in place"
+
+
 def test_the_progress_line_says_the_time_left():
     import io
 

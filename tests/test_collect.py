@@ -271,3 +271,62 @@ def test_vllm_policy_collects_too(server):
         assert SchedulerView(state).stats["rollouts"] == 8
     finally:
         policy.close()
+
+
+class WatchedEnv(MathEnv):
+    """A Python MathEnv that reads its collector's live progress on every step."""
+
+    def __init__(self, label, decode, seen):
+        super().__init__(label, decode)
+        self.seen = seen
+        self.collector = None
+
+    def step(self, action):
+        self.seen.extend(self.collector.progress())
+        return super().step(action)
+
+    def fork(self):
+        child = WatchedEnv(self.label, self.decode, self.seen)
+        child.collector = self.collector
+        return child
+
+
+def test_progress_counts_grow_while_collecting_and_end_at_the_tree_stats(server, policy):
+    problem = server.problems()[0]
+    seen = []
+    env = WatchedEnv(problem.label, policy.decode, seen)
+    collector = Collector(Agent(policy=policy, env=env, context=Segments(64)), search=Selective(8, 4))
+    env.collector = collector
+    polled = []
+
+    async def run():
+        async def poll():
+            while True:
+                polled.extend(collector.progress())
+                await asyncio.sleep(0.001)
+
+        watcher = asyncio.create_task(poll())
+        try:
+            return await collector.collect(problem)
+        finally:
+            watcher.cancel()
+
+    assert collector.progress() == [] and collector.last_progress is None
+    state = asyncio.run(run())
+    assert seen, "the env steps read the progress while the tree runs"
+    assert all(not p.done and p.budget == 8 and p.rollouts_launched >= 1 for p in seen)
+    assert seen[-1].segments >= 1 and seen[-1].generated_tokens >= 1, "a step follows an accepted response"
+    for reads in (seen, polled):
+        for a, b in zip(reads, reads[1:]):
+            for name in ("rollouts_launched", "rollouts_finished", "rollouts_failed", "segments", "generated_tokens"):
+                assert getattr(b, name) >= getattr(a, name), (name, a, b)
+    assert collector.progress() == [], "nothing runs once collect returned"
+    end = collector.last_progress
+    stats = state.stats
+    assert end.done and end.eta_seconds is None
+    assert end.rollouts_finished == stats["rollouts"]
+    assert end.generated_tokens == stats["generated_tokens"]
+    assert end.rollouts_launched == 8 - stats["budget_unspent"]
+    assert end.rollouts_failed == 0
+    assert end.segments == len(state) - 1
+    state.close()

@@ -46,9 +46,9 @@ type engine struct {
 	spent    int // budget units launched
 	rollouts int // budget units whose outcome is in the tree
 
-	generatedTokens atomic.Int64
-	policyNanos     atomic.Int64
-	reused          int
+	prog        *Progress // the live counters; its tokens are Stats.GeneratedTokens
+	policyNanos atomic.Int64
+	reused      int
 }
 
 // Run collects one tree: it Resets env once, runs Search.Warmup rollouts from
@@ -88,6 +88,10 @@ type engine struct {
 // with a nil tree. Run closes every env fork it made before returning; env
 // itself stays open.
 func Run(ctx context.Context, cfg Config, policy Policy, env Env, critic Critic) (Result, error) {
+	return run(ctx, cfg, policy, env, critic, new(Progress))
+}
+
+func run(ctx context.Context, cfg Config, policy Policy, env Env, critic Critic, prog *Progress) (Result, error) {
 	began := time.Now()
 	if err := cfg.Validate(); err != nil {
 		return Result{}, err
@@ -96,7 +100,7 @@ func Run(ctx context.Context, cfg Config, policy Policy, env Env, critic Critic)
 		return Result{}, status.Errorf(status.InvalidArgument, "collect: a collection needs a policy and an env (policy set: %t, env set: %t)", policy != nil, env != nil)
 	}
 	cfg = cfg.withDefaults()
-	e := &engine{cfg: cfg, lim: cfg.limits(), policy: policy, critic: critic}
+	e := &engine{cfg: cfg, lim: cfg.limits(), policy: policy, critic: critic, prog: prog}
 	e.minRemaining = cfg.Search.MinRemainingTokens(e.lim)
 	if cfg.Turns != nil {
 		r, err := newTurnRenderer(cfg.Turns, cfg.Codec)
@@ -107,11 +111,13 @@ func Run(ctx context.Context, cfg Config, policy Policy, env Env, critic Critic)
 	}
 	defer e.releaseAll()
 
+	prog.start(cfg.Search.Budget)
 	err := e.run(ctx, env)
+	prog.end()
 	st := &e.t.Stats
 	st.Rollouts = e.rollouts
 	st.BudgetUnspent = cfg.Search.Budget - e.spent
-	st.GeneratedTokens = int(e.generatedTokens.Load())
+	st.GeneratedTokens = int(e.prog.tokens.Load())
 	st.PrefixTokensReused = e.reused
 	st.PolicySeconds = time.Duration(e.policyNanos.Load()).Seconds()
 	st.WallSeconds = time.Since(began).Seconds()
@@ -212,6 +218,7 @@ func (e *engine) round(ctx context.Context, launches []*launch) error {
 			}
 		}
 		e.spent += len(launches)
+		e.prog.launched.Add(int64(len(launches)))
 		outcomes := make([]outcome, len(launches))
 		var wg sync.WaitGroup
 		for i, l := range launches {
@@ -226,6 +233,7 @@ func (e *engine) round(ctx context.Context, launches []*launch) error {
 					}
 				}()
 				outcomes[i] = e.rollout(ctx, l)
+				e.prog.finishedRollout(&outcomes[i])
 			}()
 		}
 		wg.Wait()

@@ -267,7 +267,8 @@ func (e *engine) generateSegment(ctx context.Context, l *launch, p *path, k int)
 	}
 	// Counted once validated (a broken response's count means nothing),
 	// whether or not the rollout later fails: the tokens were generated.
-	e.generatedTokens.Add(int64(len(res.Tokens)))
+	e.prog.tokens.Add(int64(len(res.Tokens)))
+	e.prog.segments.Add(1)
 	return res, nil
 }
 

@@ -89,6 +89,7 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "focus_collection_cancel": (ctypes.c_int32, [c_handle, _err_p]),
     "focus_collection_wait": (ctypes.c_int32, [c_handle, ctypes.c_uint64, ctypes.c_int64, ctypes.POINTER(ctypes.c_int32), _err_p]),
     "focus_collection_result": (ctypes.c_int32, [c_handle, ctypes.POINTER(c_handle), _str_out, _err_p]),
+    "focus_collection_progress": (ctypes.c_int32, [c_handle, _str_out, _err_p]),
     # action parsing
     "focus_parse": (
         ctypes.c_int32,
@@ -202,6 +203,7 @@ _GIL_HELD = frozenset(
         "focus_collection_resolve",
         "focus_collection_resolve_generate",
         "focus_collection_fail",
+        "focus_collection_progress",
         "focus_codec_decode",
         "focus_math_grade",
         "focus_rules_check",

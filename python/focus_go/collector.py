@@ -26,6 +26,7 @@ import ctypes
 import inspect
 import json
 import math
+from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Union
 
 from . import _async, _lib, _rules
@@ -278,6 +279,32 @@ def _timeout(name: str, value: Optional[float]) -> float:
     return float(value)
 
 
+@dataclass(frozen=True)
+class CollectionProgress:
+    """A running collection's counters, read from the Go engine (``core/collect``'s
+    ``ProgressSnapshot``) without waiting for it: ``Collector.progress()`` lists one per
+    collection running now. Counts only grow while it runs; once ``done``,
+    ``rollouts_finished`` and ``generated_tokens`` equal the tree's stats ``rollouts`` and
+    ``generated_tokens``. ``eta_seconds`` (the unfinished budget at the pace so far) is
+    None until a rollout finished and once done; a tree may also stop early with budget
+    unspent."""
+
+    budget: int  # the search budget B (rollouts per tree)
+    rollouts_launched: int  # budget units spent (retries included)
+    rollouts_finished: int  # rollouts the tree keeps (completed or failed)
+    rollouts_failed: int
+    segments: int  # policy responses accepted
+    generated_tokens: int
+    elapsed_seconds: float
+    tokens_per_second: float
+    eta_seconds: Optional[float]
+    done: bool
+
+    @classmethod
+    def _from_json(cls, data: Dict[str, Any]) -> "CollectionProgress":
+        return cls(**{name: data[name] for name in cls.__dataclass_fields__})
+
+
 class Collector:
     """Collects searched trees for one agent and prepares them for training.
 
@@ -301,7 +328,11 @@ class Collector:
     ``policy_timeout``, ``env_timeout`` and ``critic_timeout`` (seconds, None = no limit
     beyond the collection's own) bound each policy, environment and critic call; a call
     that times out fails its rollout (or leaves its checkpoints unscored), not the
-    collection."""
+    collection.
+
+    ``progress()`` reads the live engine counters of the collections running now (one
+    ``CollectionProgress`` each); ``last_progress`` keeps the final counters of the last
+    collection that ended."""
 
     def __init__(
         self,
@@ -335,6 +366,13 @@ class Collector:
             for name, value in (("policy_timeout", policy_timeout), ("env_timeout", env_timeout), ("critic_timeout", critic_timeout))
         }
         self._entered = 0
+        self._running: List[_Run] = []
+        self.last_progress: Optional[CollectionProgress] = None
+
+    def progress(self) -> List[CollectionProgress]:
+        """The live counters of this collector's collections running now, oldest first
+        (empty when none runs). Cheap: it never waits for the engine."""
+        return [p for p in (run.progress() for run in self._running) if p is not None]
 
     async def __aenter__(self) -> "Collector":
         if self.workspace is not None:
@@ -432,7 +470,14 @@ class Collector:
             **self.timeouts,
             "turn": turn,
         }
-        return await _Run(config, remote).run()
+        run = _Run(config, remote)
+        self._running.append(run)
+        try:
+            return await run.run()
+        finally:
+            self._running.remove(run)
+            if run.final is not None:
+                self.last_progress = run.final
 
 
 _POLL_BATCH = 256
@@ -470,11 +515,19 @@ class _Run:
         self.config = config
         self.remote = remote
         self.tasks: Dict[int, asyncio.Future[Any]] = {}
+        self.handle: Optional[int] = None  # the Go collection's, while it is open
+        self.final: Optional[CollectionProgress] = None
+
+    def progress(self) -> Optional[CollectionProgress]:
+        """The engine's live counters (focus_collection_progress); None unless running."""
+        if self.handle is None:
+            return None
+        return CollectionProgress._from_json(json.loads(_lib.call_string("focus_collection_progress", _lib.c_handle(self.handle))))
 
     async def run(self) -> SchedulerState[Any]:
         data = json.dumps(self.config).encode()
         collection = GoObject(_lib.call_handle("focus_collect_start", data, len(data)))
-        handle = collection.handle
+        handle = self.handle = collection.handle
         ended = asyncio.ensure_future(self._serve(handle))
         try:
             try:
@@ -486,8 +539,10 @@ class _Run:
             finally:
                 for task in list(self.tasks.values()):
                     task.cancel()
+            self.final = self.progress()
             return self._result(_lib.c_handle(handle))
         finally:
+            self.handle = None
             collection.close()
 
     async def _serve(self, handle: int) -> None:

@@ -113,6 +113,8 @@ type Session struct {
 	bridge *bridge.Bridge
 	// release frees what New opened (an HTTP critic); nil when nothing.
 	release func()
+	// progress counts the running collection's work (collect.RunWithProgress).
+	progress collect.Progress
 
 	mu     sync.Mutex
 	phase  phase
@@ -265,7 +267,19 @@ func (s *Session) run(ctx context.Context) {
 		s.mu.Unlock()
 		close(s.done)
 	}()
-	out.Result, out.Err = collect.Run(ctx, s.cfg, s.policy, s.env, s.critic)
+	out.Result, out.Err = collect.RunWithProgress(ctx, s.cfg, s.policy, s.env, s.critic, &s.progress)
+}
+
+// Progress reads the collection's live counters (see collect.ProgressSnapshot): safe
+// to call at any time, from any goroutine, without waiting for the engine. Before the
+// run starts the counts are 0 and Budget is the spec's; once ended they match the
+// tree's stats.
+func (s *Session) Progress() collect.ProgressSnapshot {
+	p := s.progress.Snapshot()
+	if p.Budget == 0 {
+		p.Budget = s.cfg.Search.Budget
+	}
+	return p
 }
 
 // Cancel stops the collection: a running one ends soon with the tree so far and a

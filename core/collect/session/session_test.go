@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"encoding/json"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -318,4 +319,54 @@ func TestNewRejectsBadSpecs(t *testing.T) {
 	_, err := New(decode(t, mathSpec), nil)
 	assert.Equal(t, status.InvalidArgument, status.CodeOf(err))
 	assert.ErrorContains(t, err, "resolver")
+}
+
+func TestSessionProgress(t *testing.T) {
+	p := &blockPolicy{started: make(chan struct{}, 1)}
+	s, err := New(decode(t, mathSpec), &fakeResolver{policy: p})
+	require.NoError(t, err)
+	defer s.Close()
+	before := s.Progress()
+	assert.Equal(t, 4, before.Budget, "the spec's budget before the run starts")
+	assert.Zero(t, before.RolloutsLaunched)
+	assert.False(t, before.Done)
+
+	require.NoError(t, s.Start(context.Background()))
+	<-p.started
+	// Read concurrently with the running engine (go test -race checks the reads).
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 100 {
+				got := s.Progress()
+				assert.Equal(t, 4, got.Budget)
+				assert.Equal(t, 2, got.RolloutsLaunched, "the two warmup rollouts are in flight")
+				assert.False(t, got.Done)
+			}
+		}()
+	}
+	wg.Wait()
+	s.Cancel()
+	_, err = s.Wait(context.Background(), -1)
+	require.NoError(t, err)
+	end := s.Progress()
+	assert.True(t, end.Done)
+	assert.Zero(t, end.RolloutsFinished, "cancelled rollouts are not counted")
+}
+
+func TestSessionProgressMatchesResult(t *testing.T) {
+	s, err := Start(context.Background(), decode(t, mathSpec), &fakeResolver{policy: &stopPolicy{}})
+	require.NoError(t, err)
+	defer s.Close()
+	_, err = s.Wait(context.Background(), -1)
+	require.NoError(t, err)
+	out, err := s.Result()
+	require.NoError(t, err)
+	got := s.Progress()
+	assert.True(t, got.Done)
+	assert.Equal(t, out.Tree.Stats.Rollouts, got.RolloutsFinished)
+	assert.Equal(t, out.Tree.Stats.GeneratedTokens, got.GeneratedTokens)
+	assert.Equal(t, len(out.Tree.Nodes)-1, got.Segments)
 }

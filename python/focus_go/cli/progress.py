@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass
-from typing import Any, Dict, Optional, TextIO
+from typing import Any, Callable, Dict, Optional, Sequence, TextIO
+
+from ..collector import CollectionProgress
 
 
 @dataclass
@@ -77,13 +79,36 @@ class Totals:
         return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
 
 
+def running_part(live: Sequence[CollectionProgress]) -> str:
+    """The engine's numbers of the trees running now (``Collector.progress()``), summed:
+    rollouts finished of their budgets, tokens generated, tokens/s and the time left of the
+    slowest tree at its pace (``-`` before a rollout finished); empty when none runs."""
+    if not live:
+        return ""
+    done = sum(p.rollouts_finished for p in live)
+    budget = sum(p.budget for p in live)
+    tokens = sum(p.generated_tokens for p in live)
+    rate = sum(p.tokens_per_second for p in live)
+    etas = [p.eta_seconds for p in live]
+    eta = "-" if any(e is None for e in etas) else _duration(max(etas))  # type: ignore[type-var,arg-type]
+    failed = sum(p.rollouts_failed for p in live)
+    fail = f" ({failed} failed)" if failed else ""
+    trees = "tree" if len(live) == 1 else "trees"
+    return (f"  | running {len(live)} {trees}: {done}/{budget} rollouts{fail}, {tokens} tokens, "
+            f"{rate:.0f} tokens/s, tree ETA {eta}")
+
+
 class Progress:
-    """One status line on stderr: a bar, trees/s, tokens/s and the time left at that pace.
+    """One status line on stderr: a bar, trees/s, tokens/s and the time left at that pace,
+    then (while trees run) the engine's live numbers of the running trees (``live``, a
+    callable returning ``Collector.progress()`` entries; see ``running_part``).
     On a terminal it is redrawn in place (``\\r``); otherwise (a log file, Slurm) a line is
     printed per finished problem and, while problems run, every ``interval`` seconds."""
 
-    def __init__(self, total: int, stream: TextIO, totals: Totals, interval: float = 10.0) -> None:
+    def __init__(self, total: int, stream: TextIO, totals: Totals, interval: float = 10.0,
+                 live: Optional[Callable[[], Sequence[CollectionProgress]]] = None) -> None:
         self.total = total
+        self.live = live
         self.stream = stream
         self.totals = totals
         self.tty = stream.isatty()
@@ -101,8 +126,9 @@ class Progress:
         bar = "#" * filled + "." * (width - filled)
         fail = f" {t.failed_problems} failed" if t.failed_problems else ""
         eta = f"  ETA {_duration((self.total - done) * secs / done)}" if 0 < done < self.total else ""
+        running = running_part(self.live()) if self.live is not None else ""
         return (f"[{bar}] {done}/{self.total} trees  {t.completed / secs:.2f} trees/s  "
-                f"{t.generated_tokens / secs:.0f} tokens/s  {secs:.0f}s{eta}{fail}")
+                f"{t.generated_tokens / secs:.0f} tokens/s  {secs:.0f}s{eta}{fail}{running}")
 
     def refresh(self) -> None:
         if self.tty:

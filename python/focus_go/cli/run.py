@@ -153,6 +153,9 @@ async def collect_all(args: argparse.Namespace, run: Settings, problems: List[Lo
     search, critic, reward, estimator = run.search, run.critic, run.reward, run.estimator
     policy = backend.policy
     slots = asyncio.Semaphore(args.concurrency)
+    # The collectors of the trees running now: the progress line shows their engine counters.
+    running: List[Collector] = []
+    progress.live = lambda: [p for c in running for p in c.progress()]
 
     async def one(item: LoadedProblem) -> None:
         problem = item.problem
@@ -171,8 +174,12 @@ async def collect_all(args: argparse.Namespace, run: Settings, problems: List[Lo
                               sampling=SamplingParams(temperature=args.temperature, top_p=args.top_p,
                                                       max_tokens=args.segment_tokens) if whole_turn else None)
                 collector = Collector(agent, critic=critic, search=search, reward=reward, estimator=estimator)
-                async with collector:
-                    state = await collector.collect(problem, allow_partial=not args.strict)
+                running.append(collector)
+                try:
+                    async with collector:
+                        state = await collector.collect(problem, allow_partial=not args.strict)
+                finally:
+                    running.remove(collector)
                 failures = tuple(state.failures)
                 finished, successes = tree_counts(state)
                 if finished == 0:
@@ -220,8 +227,10 @@ async def collect_all(args: argparse.Namespace, run: Settings, problems: List[Lo
         progress.problem_done(f"{problem.id}: {successes}/{finished} correct")
 
     async def ticker() -> None:
+        # Twice a second, or as often as the log lines are due when that is sooner.
+        every = min(0.5, progress.interval) if progress.interval > 0 else 0.5
         while True:
-            await asyncio.sleep(0.5)
+            await asyncio.sleep(every)
             progress.refresh()
 
     tick = asyncio.create_task(ticker())
