@@ -448,9 +448,9 @@ func TestRemoteDecoding(t *testing.T) {
 
 func TestActionPayloads(t *testing.T) {
 	tests := []struct {
-		name   string
-		act action.Action
-		want   string
+		name string
+		act  action.Action
+		want string
 	}{
 		{"tokens", action.Action{Kind: action.KindTokens, Chunk: &action.TokenChunk{Tokens: []uint32{1, 2}, Finished: true}},
 			`{"action":{"kind":"tokens","tokens":[1,2],"finished":true}}`},
