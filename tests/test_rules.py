@@ -233,3 +233,14 @@ def test_reset_observation_goes_where_the_go_rule_puts_it():
         _rules.root_messages("", "x", 5)
     with pytest.raises(ConfigError, match="env.reset"):
         _rules.root_messages("", "x", object())
+
+
+def test_params_the_engine_sends_are_built_without_a_second_check():
+    """A Python policy's per-request params come from the engine, which checked them
+    (collect.Config.Validate): they equal the checked constructor's, ignore unknown keys,
+    and skip the call into Go."""
+    sent = {"temperature": 0.5, "max_tokens": 7, "top_p": 0.9, "seed": 3, "not_a_field": 1}
+    built = SamplingParams._from_engine(sent)
+    assert built == SamplingParams(temperature=0.5, max_tokens=7, top_p=0.9, seed=3)
+    assert not hasattr(built, "not_a_field")
+    assert SamplingParams._from_engine({}) == SamplingParams()

@@ -66,7 +66,6 @@ from .tree import SchedulerState
 from .generation.types import SamplingParams
 from .types import DEFAULT_MAX_TOKENS, Failure, GenerateResult, Problem, Step, TokenChunk, ToolCall, ToolTurn
 
-_SAMPLING_FIELDS = {f for f in SamplingParams.__dataclass_fields__}
 
 
 async def _resolve(value: Any) -> Any:
@@ -139,7 +138,7 @@ class _Remote:
         raise ConfigError(f"unknown bridge request kind {kind!r}")
 
     async def _generate(self, policy: Policy[Any], payload: Dict[str, Any]) -> "_Generated":
-        params = SamplingParams(**{k: v for k, v in (payload.get("params") or {}).items() if k in _SAMPLING_FIELDS})
+        params = SamplingParams._from_engine(payload.get("params") or {})
         result = await policy.agenerate_tokens(payload["tokens"], params)
         if not isinstance(result, GenerateResult):
             raise ConfigError(f"policy returned {type(result).__name__}, expected GenerateResult")

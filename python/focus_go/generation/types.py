@@ -14,7 +14,7 @@ the floor, because it checks its values with the Go rules when it is built.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import List, Optional
+from typing import Any, Dict, List, Optional
 
 from .. import _rules
 from ..types import (
@@ -59,6 +59,16 @@ class SamplingParams:
 
     def __post_init__(self) -> None:
         _rules.check("sampling", {f.name: getattr(self, f.name) for f in fields(self)})
+
+    @classmethod
+    def _from_engine(cls, values: Dict[str, Any]) -> "SamplingParams":
+        """The params of a request the Go engine sends a Python policy: the engine checked
+        them with the same rule, so they are not checked again (a call into Go per
+        segment). Keys that are not fields are ignored."""
+        obj = cls.__new__(cls)
+        obj.__dict__.update({f.name: f.default for f in fields(cls)})
+        obj.__dict__.update({k: v for k, v in values.items() if k in obj.__dict__})
+        return obj
 
 
 __all__ = [
