@@ -30,12 +30,10 @@ func RootMessages(systemPrompt string, prompt, observation json.RawMessage) ([]j
 	case "string":
 		messages = append(messages, textMessage("user", text))
 	case "array":
-		for i, m := range list {
-			if k, _, _ := jsonShape(m); k != "object" {
-				return nil, status.Errorf(status.InvalidArgument, "problem prompt: message %d is a JSON %s, expected an object", i, k)
-			}
-			messages = append(messages, m)
+		if err := checkMessages("problem prompt", list); err != nil {
+			return nil, err
 		}
+		messages = append(messages, list...)
 	default:
 		return nil, status.Errorf(status.InvalidArgument, "problem prompt must be a string or a list of messages, got a JSON %s", kind)
 	}
@@ -53,16 +51,24 @@ func RootMessages(systemPrompt string, prompt, observation json.RawMessage) ([]j
 		}
 		messages = append(messages, textMessage("user", text))
 	case "array":
-		for i, m := range list {
-			if k, _, _ := jsonShape(m); k != "object" {
-				return nil, status.Errorf(status.InvalidArgument, "env.reset() observation: message %d is a JSON %s, expected an object", i, k)
-			}
-			messages = append(messages, m)
+		if err := checkMessages("env.reset() observation", list); err != nil {
+			return nil, err
 		}
+		messages = append(messages, list...)
 	default:
 		return nil, status.Errorf(status.InvalidArgument, "env.reset() returned a JSON %s, expected str, list of messages or None", kind)
 	}
 	return messages, nil
+}
+
+// checkMessages refuses a list of messages with an entry that is not a JSON object.
+func checkMessages(what string, list []json.RawMessage) error {
+	for i, m := range list {
+		if k, _, _ := jsonShape(m); k != "object" {
+			return status.Errorf(status.InvalidArgument, "%s: message %d is a JSON %s, expected an object", what, i, k)
+		}
+	}
+	return nil
 }
 
 func textMessage(role, content string) json.RawMessage {

@@ -28,6 +28,9 @@ const (
 	KindReward          = "reward"   // RewardConfig
 )
 
+// Kinds lists every kind Check accepts.
+var Kinds = []string{KindSelective, KindIndependent, KindSegments, KindAgent, KindConstantCritic, KindMinAbsAdvantage, KindSampling, KindReward}
+
 // SelectiveDefaults are Selective(budget=32, warmup=16, *, per_pass=4,
 // max_children=4, min_remaining=None, score="value_refinement", seed=0).
 type SelectiveDefaults struct {
@@ -162,7 +165,7 @@ func Check(kind string, config []byte) (any, error) {
 		var v struct {
 			Value float64 `json:"value"`
 		}
-		if err := firstError(fields.number("value", &v.Value, true), fields.unknown()); err != nil {
+		if err := firstError(fields.number("value", &v.Value), fields.unknown()); err != nil {
 			return nil, err
 		}
 		if err := (collect.ConstantCritic{Value: v.Value}).Validate(); err != nil {
@@ -175,7 +178,7 @@ func Check(kind string, config []byte) (any, error) {
 		}
 		var x float64
 		if fields.present("value") && !fields.null("value") {
-			if err := fields.number("value", &x, true); err != nil {
+			if err := fields.number("value", &x); err != nil {
 				return nil, err
 			}
 			v.Value = &x
@@ -220,11 +223,11 @@ func Check(kind string, config []byte) (any, error) {
 	case KindReward:
 		c := d.Reward
 		err := firstError(
-			fields.number("gamma", &c.Gamma, true),
-			fields.number("critic_weight", &c.CriticWeight, true),
-			fields.number("reward_min", &c.RewardMin, true),
-			fields.number("reward_max", &c.RewardMax, true),
-			fields.number("truncated_reward", &c.TruncatedReward, true),
+			fields.number("gamma", &c.Gamma),
+			fields.number("critic_weight", &c.CriticWeight),
+			fields.number("reward_min", &c.RewardMin),
+			fields.number("reward_max", &c.RewardMax),
+			fields.number("truncated_reward", &c.TruncatedReward),
 			fields.text("truncation", &c.Truncation),
 			fields.unknown(),
 		)
@@ -233,8 +236,7 @@ func Check(kind string, config []byte) (any, error) {
 		}
 		return c, named(kind, c.Validate(), nil)
 	}
-	return nil, status.Errorf(status.InvalidArgument, "rules: unknown kind %q, expected %s", kind,
-		strings.Join([]string{KindSelective, KindIndependent, KindSegments, KindAgent, KindConstantCritic, KindMinAbsAdvantage, KindSampling, KindReward}, ", "))
+	return nil, status.Errorf(status.InvalidArgument, "rules: unknown kind %q, expected %s", kind, strings.Join(Kinds, ", "))
 }
 
 // named rewrites a field error of the config types as "<kind>: <field> <reason>",
@@ -350,7 +352,7 @@ func (o *object) optionalNumber(name string, dst **float64) error {
 		return nil
 	}
 	var v float64
-	if err := o.number(name, &v, true); err != nil {
+	if err := o.number(name, &v); err != nil {
 		return err
 	}
 	*dst = &v
@@ -390,9 +392,9 @@ func (o *object) seed(name string, dst *uint64) error {
 	return nil
 }
 
-// number reads a JSON number, or (nonFinite) one of the strings "NaN",
-// "Infinity", "-Infinity".
-func (o *object) number(name string, dst *float64, nonFinite bool) error {
+// number reads a JSON number, or one of the strings "NaN", "Infinity",
+// "-Infinity".
+func (o *object) number(name string, dst *float64) error {
 	if !o.present(name) {
 		return nil
 	}
@@ -406,7 +408,7 @@ func (o *object) number(name string, dst *float64, nonFinite bool) error {
 		return nil
 	}
 	var s string
-	if nonFinite && json.Unmarshal(raw, &s) == nil {
+	if json.Unmarshal(raw, &s) == nil {
 		switch s {
 		case "NaN":
 			*dst = math.NaN()
