@@ -23,6 +23,7 @@ from abc import ABC, abstractmethod
 from typing import Any, Callable, ClassVar, Dict, List, Optional, Sequence, Union
 
 from . import _lib
+from .errors import ConfigError
 from .types import ActionKind, Message, Step, TokenChunk
 
 
@@ -81,6 +82,8 @@ class MathEnv(Env):
     action: ClassVar[ActionKind] = "tokens"
 
     def __init__(self, label: str, decode: Callable[[Sequence[int]], str]) -> None:
+        if label is None:
+            raise ConfigError("MathEnv: label is None; MathEnv grades the final answer against a reference answer label")
         self.label = label
         self.decode = decode
         self.tokens: List[int] = []

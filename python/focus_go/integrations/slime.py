@@ -28,8 +28,10 @@ import copy
 import dataclasses
 import math
 import threading
+import warnings
 from typing import Any, Callable, Dict, List, Mapping, Optional, Protocol, Sequence, Tuple
 
+from ..collector import Collector
 from ..errors import CollectionError, ConfigError, ConfigTypeError, InternalError
 from ..generation.types import SamplingParams
 from . import CollectorFor, CriticSink, Problem, Workspace, _check_min_abs_advantage, _collect
@@ -98,24 +100,223 @@ def _router_url(args: Any) -> str:
 
 
 def _sampling_from_args(args: Any, evaluation: bool) -> Any:
-    """The policy's default sampling settings from Slime's rollout (or eval) flags."""
-    def pick(name: str, default: Any) -> Any:
+    """The policy's default sampling settings from Slime's rollout (or eval) flags: what
+    ``_call_settings`` makes of the sampling_params Slime would build from them."""
+    return _call_settings(args, None, evaluation).sampling
+
+
+# The sampling_params keys Slime sends a generate hook: GenerateState's dict in training
+# (slime/rollout/sglang_rollout.py, the same for every call, ``sampling_seed`` added per
+# group member under --sglang-enable-deterministic-inference) and each eval dataset's dict
+# (eval_rollout_single_dataset). ``_call_settings`` maps or refuses every one.
+_SLIME_SAMPLING_KEYS = frozenset(
+    {
+        "temperature",
+        "top_p",
+        "top_k",
+        "max_new_tokens",
+        "stop",
+        "stop_token_ids",
+        "skip_special_tokens",
+        "no_stop_trim",
+        "spaces_between_special_tokens",
+        "repetition_penalty",
+        "min_new_tokens",
+        "sampling_seed",
+        "custom_params",
+    }
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class _CallSettings:
+    """One Slime call's sampling_params mapped onto a tree: the collection's sampling
+    parameters, the cap on generated tokens per root-to-leaf path (Slime's
+    ``max_new_tokens``), the search seed (Slime's ``sampling_seed``: the engine derives
+    each request's seed from it, so branches differ and the tree is reproducible), and
+    how the samples' response text is decoded."""
+
+    sampling: SamplingParams
+    max_new_tokens: Optional[int]
+    seed: Optional[int]
+    skip_special_tokens: bool
+
+
+def _slime_sampling_params(args: Any, evaluation: bool) -> Dict[str, Any]:
+    """The sampling_params Slime builds from ``args`` (GenerateState's dict; for evaluation
+    the ``--eval-*`` flags over ``--rollout-*``, as Slime's eval config resolves them), for
+    a call that passes none."""
+
+    def pick(name: str) -> Any:
         if evaluation:
             value = getattr(args, f"eval_{name}", None)
             if value is not None:
                 return value
-        value = getattr(args, f"rollout_{name}", None)
-        return default if value is None else value
+        return getattr(args, f"rollout_{name}", None)
 
-    top_k = pick("top_k", -1)
-    stop = getattr(args, "rollout_stop", None)
-    return SamplingParams(
-        temperature=float(pick("temperature", 1.0)),
-        top_p=float(pick("top_p", 1.0)),
+    params: Dict[str, Any] = {
+        "temperature": pick("temperature"),
+        "top_p": pick("top_p"),
+        "top_k": pick("top_k"),
+        "max_new_tokens": pick("max_response_len"),
+        "stop": getattr(args, "rollout_stop", None),
+        "stop_token_ids": getattr(args, "rollout_stop_token_ids", None),
+        "skip_special_tokens": bool(getattr(args, "rollout_skip_special_tokens", False)),
+        "no_stop_trim": True,
+        "spaces_between_special_tokens": False,
+    }
+    if evaluation:
+        params["min_new_tokens"] = getattr(args, "eval_min_new_tokens", None)
+    return {k: v for k, v in params.items() if v is not None}
+
+
+def _call_settings(args: Any, sampling_params: Optional[Mapping[str, Any]], evaluation: bool) -> _CallSettings:
+    """Map the sampling_params of one Slime call (or, if None, what Slime builds from
+    ``args``) onto a tree, refusing with ConfigError what cannot apply to one."""
+    given = _slime_sampling_params(args, evaluation) if sampling_params is None else dict(sampling_params)
+    source = "an eval dataset's sampling settings" if evaluation else "Slime's rollout sampling_params"
+    unknown = sorted(set(given) - _SLIME_SAMPLING_KEYS)
+    if unknown:
+        raise ConfigError(
+            f"{source} have keys FOCUS does not know how to apply to a tree: {unknown} "
+            f"(known: {sorted(_SLIME_SAMPLING_KEYS)})"
+        )
+    top_p = given.get("top_p")
+    if top_p is not None and float(top_p) != 1.0 and not evaluation:
+        raise ConfigError(
+            f"top_p is {top_p} in {source}: Slime then requires top-p replay data on every training sample, "
+            "which FOCUS samples do not carry; use --rollout-top-p 1.0 (an eval dataset may set its own top_p)"
+        )
+    if given.get("custom_params"):
+        raise ConfigError(
+            f"custom_params {given['custom_params']!r} in {source}: FOCUS builds its own SGLang requests and "
+            "cannot forward custom_params"
+        )
+    stop_ids = given.get("stop_token_ids")
+    if stop_ids:
+        raise ConfigError(
+            f"stop_token_ids {list(stop_ids)} in {source} (--rollout-stop-token-ids or an eval dataset's "
+            "stop_token_ids): FOCUS's SamplingParams has no stop-token-id field, so the tree would not stop "
+            "there; drop it (SGLang still stops at the model's EOS tokens) or give stop text with --rollout-stop"
+        )
+    min_new = given.get("min_new_tokens")
+    if min_new:
+        raise ConfigError(
+            f"min_new_tokens {min_new} in {source} (--eval-min-new-tokens or an eval dataset's min_new_tokens): "
+            "SGLang would apply it to every segment request of the tree, not once per response; drop it"
+        )
+    if given.get("no_stop_trim") is False:
+        raise ConfigError(
+            f"no_stop_trim false in {source}: FOCUS keeps the exact generated tokens, the matched stop "
+            "included (SGLang's no_stop_trim true); drop no_stop_trim from the eval dataset"
+        )
+    if given.get("spaces_between_special_tokens"):
+        raise ConfigError(
+            f"spaces_between_special_tokens true in {source}: FOCUS decodes response text itself, without "
+            "spaces between special tokens"
+        )
+    max_new = given.get("max_new_tokens")
+    if max_new is not None and int(max_new) < 1:
+        raise ConfigError(f"max_new_tokens is {max_new} in {source}; a tree needs at least one token per path")
+    top_k = given.get("top_k")
+    stop = given.get("stop")
+    if isinstance(stop, str):
+        stop = [stop]
+    temperature = given.get("temperature")
+    penalty = given.get("repetition_penalty")
+    seed = given.get("sampling_seed")
+    sampling = SamplingParams(
+        temperature=1.0 if temperature is None else float(temperature),
+        top_p=1.0 if top_p is None else float(top_p),
         top_k=None if top_k is None or int(top_k) <= 0 else int(top_k),
-        max_tokens=int(pick("max_response_len", 0)) or None,
+        max_tokens=None if max_new is None else int(max_new),
         stop=list(stop) if stop else None,
+        repetition_penalty=None if penalty is None else float(penalty),
     )
+    return _CallSettings(
+        sampling=sampling,
+        max_new_tokens=None if max_new is None else int(max_new),
+        seed=None if seed is None else int(seed),
+        skip_special_tokens=bool(given.get("skip_special_tokens", False)),
+    )
+
+
+_COMPARED_SAMPLING = ("temperature", "top_p", "top_k", "repetition_penalty", "stop")
+
+
+class _TreeCollector(Collector):
+    """The collector one Slime call runs: the user's collector with the call's settings,
+    keeping the finished tree's outcome counts (``tree_stats``) for the samples."""
+
+    tree_stats: Optional[Dict[str, Any]] = None
+
+    async def collect(self, problem: Any, *, allow_partial: bool = False) -> Any:
+        state = await super().collect(problem, allow_partial=allow_partial)
+        self.tree_stats = state.stats
+        return state
+
+
+_KEEP: Any = object()
+
+
+def _call_collector(
+    base: Collector, settings: _CallSettings, *, search: Any = None, critic: Any = _KEEP, workspace: Any = _KEEP
+) -> _TreeCollector:
+    """``base`` (from collector_for) with one Slime call's settings applied: the agent's
+    sampling, where the agent sets none, is the call's (an agent's own sampling wins, as
+    FOCUS's setting, with a warning naming what Slime asked for instead); each
+    root-to-leaf path generates at most ``max_new_tokens``; the search seed is the call's
+    ``sampling_seed`` when Slime sends one. ``search`` / ``critic`` / ``workspace``
+    replace the base's (the evaluation rollout)."""
+    agent = copy.copy(base.agent)
+    if agent.sampling is None:
+        agent.sampling = settings.sampling
+    else:
+        differs = [
+            f"{name} {getattr(settings.sampling, name)!r} (agent: {getattr(agent.sampling, name)!r})"
+            for name in _COMPARED_SAMPLING
+            if getattr(settings.sampling, name) != getattr(agent.sampling, name)
+        ]
+        if differs:
+            warnings.warn(
+                "the agent's own sampling settings are used, not Slime's: Slime asked for "
+                + ", ".join(differs)
+                + "; build the Agent without sampling= to let Slime's flags and eval datasets decide",
+                stacklevel=3,
+            )
+    if settings.max_new_tokens is not None and settings.max_new_tokens < agent.max_total_tokens:
+        agent.max_total_tokens = settings.max_new_tokens
+    search = base.search if search is None else search
+    if settings.seed is not None:
+        search = dataclasses.replace(search, seed=settings.seed)
+    collector = _TreeCollector(
+        agent,
+        critic=base.critic if critic is _KEEP else critic,
+        search=search,
+        reward=base.reward,
+        estimator=base.estimator,
+        workspace=base.workspace if workspace is _KEEP else workspace,
+        close_services=base.close_services,
+    )
+    collector.timeouts = dict(base.timeouts)
+    return collector
+
+
+def _response_text(policy: Any, settings: _CallSettings) -> Callable[[Sequence[int]], str]:
+    """How samples' response text is decoded: Slime's skip_special_tokens
+    (--rollout-skip-special-tokens) applies to the text only; tokens stay exact."""
+    return lambda ids: policy.decode(list(ids), skip_special_tokens=settings.skip_special_tokens)
+
+
+def _with_tree_outcomes(samples: List[Any], collector: _TreeCollector) -> List[Any]:
+    """Add the tree's outcome counts to every sample's ``metadata["focus"]``
+    (``finished_rollouts``, ``successes``): what ``log_rollout`` turns into pass@k."""
+    stats = collector.tree_stats or {}
+    for s in samples:
+        focus = s.metadata.setdefault("focus", {})
+        focus["finished_rollouts"] = int(stats.get("finished_rollouts", 0))
+        focus["successes"] = int(stats.get("successes", 0))
+    return samples
 
 
 def _check_args(args: Any) -> None:
@@ -130,18 +331,21 @@ def _check_args(args: Any) -> None:
             f"--rollout-top-p is {top_p}: Slime then requires top-p replay data on every sample, which "
             "FOCUS samples do not carry; use --rollout-top-p 1.0"
         )
+    n = getattr(args, "n_samples_per_prompt", 1) or 1
+    if getattr(args, "log_passrate", False) and int(n) > 1:
+        raise ConfigError(
+            f"--log-passrate with --n-samples-per-prompt {n}: Slime's train-side pass rate reshapes raw_reward "
+            f"into rollout_batch_size x {n}, but a FOCUS tree returns one sample per segment, so it fails after "
+            "the rollout; drop --log-passrate and pass --custom-rollout-log-function-path "
+            "focus.integrations.slime.log_rollout (pass@k over each tree's finished rollouts) and "
+            "--custom-eval-rollout-log-function-path focus.integrations.slime.log_eval_rollout (eval pass@k)"
+        )
 
 
 def _problem_from(args: Any, sample: Any) -> Problem:
     """The Problem a Slime sample asks for: prompt and label filled by --input-key and
-    --label-key, id from the sample's group and index."""
-    label = getattr(sample, "label", None)
-    if label is None:
-        raise ConfigError(
-            f"Slime sample (group_index={getattr(sample, 'group_index', None)}, index={getattr(sample, 'index', None)}) "
-            f"has no label: set --label-key to the dataset field holding the reference answer "
-            f"(label_key is {getattr(args, 'label_key', None)!r})"
-        )
+    --label-key (a sample without a label gives ``label=None``: the environment decides
+    whether it needs one), id from the sample's group and index."""
     prompt = getattr(sample, "prompt", None)
     if not prompt:
         raise ConfigError(
@@ -151,7 +355,7 @@ def _problem_from(args: Any, sample: Any) -> Problem:
     group, index = getattr(sample, "group_index", None), getattr(sample, "index", None)
     return Problem(
         prompt=prompt,
-        label=label,
+        label=getattr(sample, "label", None),
         id=f"g{group}-i{index}",
         metadata=dict(getattr(sample, "metadata", None) or {}),
     )
@@ -294,10 +498,16 @@ class _SlimeHook:
                 self._policies[key] = policy
         return policy
 
-    def collector(self, policy: Any, problem: Problem) -> Any:
-        from ..collector import Collector
-
-        collector = self.collector_for(policy, problem)
+    def collector(self, policy: Any, problem: Problem, args: Any = None) -> Any:
+        try:
+            collector = self.collector_for(policy, problem)
+        except ConfigError as exc:
+            if problem.label is None:
+                raise type(exc)(
+                    f"{exc} (the Slime sample has no label: set --label-key to the dataset field holding "
+                    f"the reference answer; label_key is {getattr(args, 'label_key', None)!r})"
+                ) from exc
+            raise
         if not isinstance(collector, Collector):
             raise ConfigTypeError(f"collector_for returned {type(collector).__name__}, expected a focus Collector")
         return collector
@@ -333,14 +543,19 @@ class _Generate(_SlimeHook):
         self.min_abs_advantage = min_abs_advantage
         self.allow_partial = allow_partial
 
-    async def __call__(self, args: Any, sample: Any, sampling_params: Any = None) -> Any:
+    async def __call__(self, args: Any, sample: Any, sampling_params: Any = None, evaluation: bool = False) -> Any:
         """Collect one tree for ``sample`` and return its actor segments as a list of Slime
-        samples (one ABORTED source sample if Slime aborted the generation)."""
-
+        samples (one ABORTED source sample if Slime aborted the generation). An
+        evaluation call (``evaluation=True``, which Slime passes because this signature
+        has it) is answered as ``make_evaluate``'s hook would: one sample, reward = outcome."""
+        if evaluation:
+            return await _evaluate_sample(self, args, sample, sampling_params)
         _check_args(args)
+        settings = _call_settings(args, sampling_params, evaluation=False)
         problem = _problem_from(args, sample)
         policy = self.policy(args)
-        collector = self.collector(policy, problem)
+        collector = _call_collector(self.collector(policy, problem, args), settings)
+        text = _response_text(policy, settings)
         group = getattr(sample, "group_index", None)
         try:
             kept, critic, failures, dropped = await _collect(
@@ -367,15 +582,86 @@ class _Generate(_SlimeHook):
             self.critic_sink(critic)
         sample_type = type(sample)
         if kept:
-            return [to_sample(r, sample, policy, sample_type) for r in kept]
+            return _with_tree_outcomes([to_sample(r, sample, text, sample_type) for r in kept], collector)
         # Every edge fell under min_abs_advantage: one sample that trains nothing keeps
         # Slime's group shape (a list per sample) intact.
         if dropped is None:
             raise ConfigError(f"make_generate: problem {problem.id!r} has no actor records to train on")
-        empty = to_sample(dropped, sample, policy, sample_type)
+        empty = to_sample(dropped, sample, text, sample_type)
         empty.reward = 0.0
         empty.remove_sample = True
-        return [empty]
+        return _with_tree_outcomes([empty], collector)
+
+
+async def _evaluate_sample(hook: _SlimeHook, args: Any, sample: Any, sampling_params: Any) -> Any:
+    """One unbranched rollout of the hook's collector's agent as one Slime sample whose
+    reward is the outcome (the path's summed rewards); ABORTED if Slime aborted it. The
+    body of ``make_evaluate``'s hook and of ``make_generate``'s evaluation calls."""
+    import contextlib
+
+    from ..search import Independent
+    from ..tree import SchedulerView
+
+    _check_args(args)
+    settings = _call_settings(args, sampling_params, evaluation=True)
+    problem = _problem_from(args, sample)
+    policy = hook.policy(args)
+    base = hook.collector(policy, problem, args)
+    workspace = base.workspace
+    if hook.workspace_for is not None:
+        workspace = hook.workspace_for(problem)
+        if not isinstance(workspace, Workspace):
+            raise ConfigTypeError(f"workspace_for returned {type(workspace).__name__}, expected a Workspace")
+        if base.workspace is not None and base.workspace is not workspace:
+            raise ConfigError("the collector already has its own workspace; give it none, or drop workspace_for")
+    collector = _call_collector(base, settings, search=Independent(1), critic=None, workspace=workspace)
+    try:
+        async with contextlib.AsyncExitStack() as stack:
+            if hook.workspace_for is not None:
+                await stack.enter_async_context(workspace)
+            async with collector:
+                state = await collector.collect(problem)
+    except CollectionError as exc:
+        if _aborted(getattr(exc, "failures", ()) or ()):
+            if getattr(exc, "state", None) is not None:
+                exc.state.close()
+            sample.status = type(sample).Status.ABORTED
+            return sample
+        raise
+    try:
+        view = SchedulerView(state)
+    finally:
+        state.close()
+    leaves = [n for n in view.nodes if n.done or n.truncated]
+    if len(leaves) != 1:
+        raise InternalError(f"make_evaluate: expected one finished rollout, found {len(leaves)}")
+    leaf = leaves[0]
+    path = []
+    node = leaf
+    while node.parent is not None:
+        path.append(node)
+        node = view.node(node.parent)
+    path.reverse()
+    prompt = list(view.root.context_tokens)
+    mask: List[bool] = [False] * len(prompt)
+    logprobs: List[float] = [0.0] * len(prompt)
+    for n in path:
+        for span in n.spans:
+            mask.extend(span.trainable)
+            logprobs.extend(span.logprobs)
+    outcome = sum(n.reward for n in path)
+    return _build_sample(
+        sample,
+        type(sample),
+        tokens=list(leaf.context_tokens),
+        prompt_len=len(prompt),
+        loss_mask=mask,
+        logprobs=logprobs,
+        reward=outcome,
+        status="COMPLETED" if leaf.done else "TRUNCATED",
+        tokenizer=_response_text(policy, settings),
+        focus={"problem_id": problem.id, "outcome": outcome, "segments": len(path)},
+    )
 
 
 class _Evaluate(_SlimeHook):
@@ -386,79 +672,7 @@ class _Evaluate(_SlimeHook):
     async def __call__(self, args: Any, sample: Any, sampling_params: Any = None) -> Any:
         """One unbranched rollout of the collector's agent as one Slime sample whose reward
         is the outcome (the path's summed rewards); ABORTED if Slime aborted it."""
-        import contextlib
-
-        from ..collector import Collector
-        from ..search import Independent
-        from ..tree import SchedulerView
-
-        _check_args(args)
-        problem = _problem_from(args, sample)
-        policy = self.policy(args)
-        base = self.collector(policy, problem)
-        workspace = base.workspace
-        if self.workspace_for is not None:
-            workspace = self.workspace_for(problem)
-            if not isinstance(workspace, Workspace):
-                raise ConfigTypeError(f"workspace_for returned {type(workspace).__name__}, expected a Workspace")
-            if base.workspace is not None and base.workspace is not workspace:
-                raise ConfigError("the collector already has its own workspace; give it none, or drop workspace_for")
-        collector = Collector(
-            base.agent,
-            critic=None,
-            search=Independent(1),
-            reward=base.reward,
-            estimator=base.estimator,
-            workspace=workspace,
-            close_services=base.close_services,
-        )
-        try:
-            async with contextlib.AsyncExitStack() as stack:
-                if self.workspace_for is not None:
-                    await stack.enter_async_context(workspace)
-                async with collector:
-                    state = await collector.collect(problem)
-        except CollectionError as exc:
-            if _aborted(getattr(exc, "failures", ()) or ()):
-                if getattr(exc, "state", None) is not None:
-                    exc.state.close()
-                sample.status = type(sample).Status.ABORTED
-                return sample
-            raise
-        try:
-            view = SchedulerView(state)
-        finally:
-            state.close()
-        leaves = [n for n in view.nodes if n.done or n.truncated]
-        if len(leaves) != 1:
-            raise InternalError(f"make_evaluate: expected one finished rollout, found {len(leaves)}")
-        leaf = leaves[0]
-        path = []
-        node = leaf
-        while node.parent is not None:
-            path.append(node)
-            node = view.node(node.parent)
-        path.reverse()
-        prompt = list(view.root.context_tokens)
-        mask: List[bool] = [False] * len(prompt)
-        logprobs: List[float] = [0.0] * len(prompt)
-        for n in path:
-            for span in n.spans:
-                mask.extend(span.trainable)
-                logprobs.extend(span.logprobs)
-        outcome = sum(n.reward for n in path)
-        return _build_sample(
-            sample,
-            type(sample),
-            tokens=list(leaf.context_tokens),
-            prompt_len=len(prompt),
-            loss_mask=mask,
-            logprobs=logprobs,
-            reward=outcome,
-            status="COMPLETED" if leaf.done else "TRUNCATED",
-            tokenizer=policy,
-            focus={"problem_id": problem.id, "outcome": outcome, "segments": len(path)},
-        )
+        return await _evaluate_sample(self, args, sample, sampling_params)
 
 
 def make_generate(
