@@ -14,6 +14,11 @@ code does, written from its source (commit 624b824a, files named below):
   (siblings from one rollout share a non-None rollout_id) and the length asserts of
   ``RolloutManager._convert_samples_to_train_data`` (slime/ray/rollout.py).
 - ``make_args``: the ``args`` attributes the hooks read, with Slime's defaults.
+- ``compute_pass_rate``: ``slime.observability.metric_utils.compute_pass_rate``, which both
+  of Slime's ``--log-passrate`` paths use: rewards in consecutive groups of ``group_size``
+  (one prompt each), a reward equal to 1 a pass, ``pass@k`` for k = 1, 2, 4, ... up to the
+  group size as the mean over groups of the unbiased estimate
+  ``1 - prod_{i=n-c+1..n} (1 - k / i)``; nothing for a group size of 1.
 """
 
 from __future__ import annotations
@@ -135,6 +140,30 @@ async def generate_and_rm(args: Namespace, sample: Sample, sampling_params: dict
         return out
     if out.status != Sample.Status.ABORTED:
         assert out.reward is not None
+    return out
+
+
+def compute_pass_rate(flat_rewards: list[float], group_size: int) -> dict[str, float]:
+    """Slime's pass@k over flat rewards in groups of ``group_size`` (see the module doc)."""
+    if group_size == 1:
+        return {}
+    assert len(flat_rewards) % group_size == 0, (len(flat_rewards), group_size)
+    groups = [flat_rewards[i : i + group_size] for i in range(0, len(flat_rewards), group_size)]
+    out = {}
+    k = 1
+    while k <= group_size:
+        estimates = []
+        for g in groups:
+            n, c = len(g), sum(1 for r in g if r == 1)
+            if n - c < k:
+                estimates.append(1.0)
+            else:
+                miss = 1.0
+                for i in range(n - c + 1, n + 1):
+                    miss *= 1.0 - k / i
+                estimates.append(1.0 - miss)
+        out[f"pass@{k}"] = sum(estimates) / len(estimates)
+        k *= 2
     return out
 
 

@@ -867,11 +867,166 @@ def sum_policy_tokens(
     return reducer
 
 
+
+def normalized_policy_tokens(tokens_per_rollout: int) -> Callable[..., Callable[[Any], Any]]:
+    """A policy-loss reducer factory on the scale of Slime's default: ``sum_policy_tokens``
+    divided by a fixed token count per rollout (as Dr. GRPO divides by a constant instead
+    of each response's length).
+
+    Slime's default reducer averages each rollout's masked token losses (the denominator
+    is the rollout's ``rollout_mask_sums`` entry, every sibling sample of a tree counted)
+    and ``loss_function`` then scales by ``num_microbatches / step_global_batch_size``, so
+    the step loss is the mean over rollouts of each rollout's token mean. With
+    ``sum_policy_tokens`` the per-rollout token mean becomes a per-rollout token sum: the
+    loss and gradient are larger by the rollout's masked token count M (a tree's trained
+    tokens), for example about 1,300x for 32-rollout trees. Dividing the sum by a constant
+    C keeps every generated token's weight equal across trees (what summing is for) while
+    the loss and gradient norm are M/C times Slime's default: with C near the mean M of
+    your trees, ``--lr`` and ``--clip-grad`` of a GRPO recipe carry over.
+
+    Expose it from your module and name that attribute::
+
+        reducer = normalized_policy_tokens(1024)
+        --custom-pg-loss-reducer-function-path mymodule.reducer
+
+    Slime calls the factory as ``(total_lengths, response_lengths, loss_masks,
+    calculate_per_token_loss)``. ``--calculate-per-token-loss`` is refused: Slime then
+    divides by the step's token count itself (use ``sum_policy_tokens`` there). Context
+    parallel size 1 is required, as for ``sum_policy_tokens``."""
+    if isinstance(tokens_per_rollout, bool) or not isinstance(tokens_per_rollout, int) or tokens_per_rollout < 1:
+        raise ConfigError(f"normalized_policy_tokens: tokens_per_rollout must be an int >= 1, got {tokens_per_rollout!r}")
+
+    def factory(
+        total_lengths: Any,
+        response_lengths: Any,
+        loss_masks: List[Any],
+        calculate_per_token_loss: bool = False,
+    ) -> Callable[[Any], Any]:
+        if calculate_per_token_loss:
+            raise ConfigError(
+                "normalized_policy_tokens: --calculate-per-token-loss already divides the loss by the step's "
+                "token count; use focus.integrations.slime.sum_policy_tokens with it"
+            )
+        summed = sum_policy_tokens(total_lengths, response_lengths, loss_masks, calculate_per_token_loss)
+        return lambda x: summed(x) / tokens_per_rollout
+
+    factory.tokens_per_rollout = tokens_per_rollout  # type: ignore[attr-defined]
+    return factory
+
+
+def _pass_at_k(n: int, c: int, k: int) -> float:
+    """The unbiased pass@k of n attempts with c passes: 1 - C(n-c, k) / C(n, k)."""
+    if n - c < k:
+        return 1.0
+    return 1.0 - math.comb(n - c, k) / math.comb(n, k)
+
+
+def pass_rates(outcomes: Sequence[Tuple[int, int]]) -> Dict[str, float]:
+    """pass@k over problems given as ``(attempts, passes)`` pairs, for k = 1, 2, 4, ... up
+    to the most attempts: each ``pass@k`` is the mean unbiased estimate over the problems
+    with at least k attempts (the estimator Slime's ``compute_pass_rate`` uses)."""
+    most = max((n for n, _ in outcomes), default=0)
+    out: Dict[str, float] = {}
+    k = 1
+    while k <= most:
+        values = [_pass_at_k(n, c, k) for n, c in outcomes if n >= k]
+        out[f"pass@{k}"] = sum(values) / len(values)
+        k *= 2
+    return out
+
+
+def _tree_outcomes(samples: Sequence[Any]) -> List[Tuple[int, int]]:
+    """One ``(finished_rollouts, successes)`` per tree among ``samples`` (the siblings of a
+    tree carry the same counts in ``metadata["focus"]``; keyed by problem id)."""
+    trees: Dict[Any, Tuple[int, int]] = {}
+    for s in samples:
+        focus = (getattr(s, "metadata", None) or {}).get("focus") or {}
+        if "finished_rollouts" in focus and focus["finished_rollouts"] > 0:
+            trees[focus.get("problem_id")] = (int(focus["finished_rollouts"]), int(focus["successes"]))
+    return list(trees.values())
+
+
+def _slime_log(args: Any, rollout_id: int, metrics: Dict[str, Any], step_key: str) -> None:
+    """Log ``metrics`` through Slime's own logger at the rollout's step (inside Slime only)."""
+    from slime.observability import logging_utils  # type: ignore[import-not-found]
+    from slime.observability.metric_utils import compute_rollout_step  # type: ignore[import-not-found]
+
+    metrics = {**metrics, step_key: compute_rollout_step(args, rollout_id)}
+    logging_utils.log(args, metrics, step_key=step_key)
+
+
+def log_rollout(rollout_id: int, args: Any, samples: List[Any], rollout_extra_metrics: Any, rollout_time: float) -> bool:
+    """Rollout log hook: add pass@k over each tree's finished rollouts to Slime's rollout
+    metrics, as ``passrate/pass@k`` (k = 1, 2, 4, ... up to the largest tree; a tree's
+    rollout passes when it finishes with the top reward, e.g. a correct MathEnv answer).
+    A tree's rollouts share prefixes, so this is the pass rate of the searched tree's
+    attempts, not of independent samples.
+
+    Slime's own ``--log-passrate`` cannot see trees (it reshapes one reward per sample into
+    prompts x n_samples_per_prompt); the tree counts travel in each sample's
+    ``metadata["focus"]`` (``finished_rollouts``, ``successes``). The metrics go into
+    ``rollout_extra_metrics``, which Slime logs with its default rollout metrics (or, if
+    Slime passed none, through Slime's logger), and the hook returns False so that
+    default logging still runs. Name it with
+    ``--custom-rollout-log-function-path focus.integrations.slime.log_rollout``."""
+    metrics = {f"passrate/{k}": v for k, v in pass_rates(_tree_outcomes(samples)).items()}
+    if metrics:
+        if isinstance(rollout_extra_metrics, dict):
+            rollout_extra_metrics.update(metrics)
+        else:
+            _slime_log(args, rollout_id, metrics, "rollout/step")
+    return False
+
+
+def _eval_group_size(args: Any, name: str) -> int:
+    for dataset in getattr(args, "eval_datasets", None) or ():
+        if getattr(dataset, "name", None) == name and getattr(dataset, "n_samples_per_eval_prompt", None):
+            return int(dataset.n_samples_per_eval_prompt)
+    return int(getattr(args, "n_samples_per_eval_prompt", 1) or 1)
+
+
+def log_eval_rollout(rollout_id: int, args: Any, data: Dict[str, Any], extra_metrics: Any) -> bool:
+    """Eval log hook: pass@k per eval dataset as ``eval/<name>-pass@k``, the keys and
+    semantics of Slime's ``--log-passrate`` (each eval prompt's
+    ``n_samples_per_eval_prompt`` outcome rewards, a reward of 1 a pass), for runs that
+    cannot pass ``--log-passrate`` (n_samples_per_prompt > 1 with FOCUS trees). The
+    group size is the dataset's own ``n_samples_per_eval_prompt`` where its eval config
+    sets one. Nothing is added when ``--log-passrate`` is on (Slime computes the same).
+    Returns False, so Slime's default eval logging still runs. Name it with
+    ``--custom-eval-rollout-log-function-path focus.integrations.slime.log_eval_rollout``."""
+    if getattr(args, "log_passrate", False):
+        return False
+    metrics: Dict[str, Any] = {}
+    for name, result in (data or {}).items():
+        rewards = list(result.get("rewards") or ())
+        n = _eval_group_size(args, name)
+        if n < 2 or not rewards:
+            continue
+        if len(rewards) % n:
+            raise ConfigError(
+                f"log_eval_rollout: eval dataset {name!r} has {len(rewards)} rewards, not a multiple of its "
+                f"n_samples_per_eval_prompt {n}"
+            )
+        groups = [rewards[i : i + n] for i in range(0, len(rewards), n)]
+        outcomes = [(n, sum(1 for r in g if r == 1)) for g in groups]
+        metrics |= {f"eval/{name}-{k}": v for k, v in pass_rates(outcomes).items()}
+    if metrics:
+        if isinstance(extra_metrics, dict):
+            extra_metrics.update(metrics)
+        else:
+            _slime_log(args, rollout_id, metrics, "eval/step")
+    return False
+
+
 __all__ = [
     "GenerateHook",
     "advantages",
+    "log_eval_rollout",
+    "log_rollout",
     "make_evaluate",
     "make_generate",
+    "normalized_policy_tokens",
+    "pass_rates",
     "preserve_advantages",
     "sum_policy_tokens",
     "to_sample",
