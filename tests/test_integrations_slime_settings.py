@@ -343,6 +343,8 @@ def test_log_rollout_reports_pass_at_k_over_the_trees(server, args):
     expected = {}
     for k in (1, 2, 4):
         expected[f"passrate/pass@{k}"] = sum(1 - math.comb(n - c, k) / math.comb(n, k) if n - c >= k else 1.0 for n, c in counts) / 3
+    trained = sum(sum(s.loss_mask) for s in flat) / 3  # each tree's loss-mask tokens, averaged
+    expected["rollout/focus/trained_tokens_per_tree"] = trained
     assert metrics == {"rollout/dynamic_filter/drop_x": 1, **{k: pytest.approx(v) for k, v in expected.items()}}
     assert metrics["passrate/pass@1"] == pytest.approx(sum(c / n for n, c in counts) / 3)
     # Samples without FOCUS counts (Slime's contract test passes bare ones) add nothing.
@@ -400,3 +402,59 @@ def test_label_less_sample_reaches_the_env(server, args):
             asyncio.run(hook(args, Sample(index=0, prompt="Solve 1 + 1."), TRAINING))
     finally:
         hook.close()
+
+
+# ---- examples/slime ---------------------------------------------------------------------------
+
+
+def test_example_sets_up_evaluation_pass_rates_and_the_reducer(server, args, monkeypatch, tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import yaml
+
+    from slime_contract import load_function
+
+    here = Path(__file__).resolve().parents[1] / "examples" / "slime"
+    launch = (here / "launch.sh").read_text()
+    for flag, path in (
+        ("--custom-rollout-log-function-path", "focus.integrations.slime.log_rollout"),
+        ("--custom-eval-rollout-log-function-path", "focus.integrations.slime.log_eval_rollout"),
+    ):
+        assert f"{flag} {path}" in launch and callable(load_function(path))
+    assert '--eval-config "$HERE/eval.yaml"' in launch and "--custom-pg-loss-reducer-function-path focus_math.reducer" in launch
+    config = yaml.safe_load((here / "eval.yaml").read_text())["eval"]
+    (dataset,) = config["datasets"]
+    assert dataset["custom_generate_function_path"] == "focus_math.evaluate"
+    assert config["defaults"]["n_samples_per_eval_prompt"] >= 2
+    # `bash -x` with a stub python shows the arguments launch.sh passes.
+    fake = tmp_path / "train.py"
+    fake.write_text("")
+    env = {"PATH": f"{tmp_path}:/usr/bin:/bin", "PROMPT_DATA": "p.jsonl", "HF_CHECKPOINT": "m", "SLIME_DIR": str(tmp_path),
+           "EVAL_PROMPT_DATA": "e.jsonl", "FOCUS_TOKENS_PER_TREE": "2048"}
+    (tmp_path / "python").write_text('#!/bin/sh\nprintf "%s\\n" "$@"\n')
+    (tmp_path / "python").chmod(0o755)
+    argv = subprocess.run(["bash", str(here / "launch.sh")], env=env, capture_output=True, text=True, check=True).stdout.split("\n")
+    reducers = [argv[i + 1] for i, a in enumerate(argv) if a == "--custom-pg-loss-reducer-function-path"]
+    assert reducers[-1] == "focus_math.reducer"  # the last one wins in argparse
+    assert argv[argv.index("--eval-config") + 1] == str(here / "eval.yaml")
+
+    monkeypatch.syspath_prepend(str(here))
+    monkeypatch.setenv("FOCUS_TOKENS_PER_TREE", "2048")
+    for key, value in {"FOCUS_BUDGET": "4", "FOCUS_WARMUP": "2", "FOCUS_SEGMENT_TOKENS": "32", "FOCUS_CRITIC_DIR": str(tmp_path / "c")}.items():
+        monkeypatch.setenv(key, value)
+    sys.modules.pop("focus_math", None)
+    try:
+        focus_math = __import__("focus_math")
+        assert focus_math.reducer.tokens_per_rollout == 2048
+        # The training hook answers an eval dataset without its own hook (--eval-prompt-data).
+        args.custom_generate_function_path = "focus_math.generate"
+        p = server.problems()[0]
+        out = asyncio.run(generate_and_rm(args, Sample(index=0, prompt=p.prompt, label=p.label), dict(TRAINING, temperature=0.6), evaluation=True))
+        assert isinstance(out, Sample) and out.reward in (0.0, 1.0)
+    finally:
+        if "focus_math" in sys.modules:
+            sys.modules["focus_math"].generate.close()
+            sys.modules["focus_math"].evaluate.close()
+        sys.modules.pop("focus_math", None)

@@ -5,7 +5,21 @@ Slime's rollout calls ``generate``: FOCUS collects one searched tree through Sli
 SGLang router (exact tokens, no re-tokenising), returns the tree's actor segments as Slime
 samples whose reward is the segment's advantage, and writes the critic targets as JSONL
 files to ``$FOCUS_CRITIC_DIR`` (default ``focus-critic-targets``) for your value model.
-``evaluate`` is the evaluation hook: one unbranched rollout, rewarded by its outcome.
+
+Evaluation: ``evaluate`` (named by ``eval.yaml``'s datasets) runs one unbranched rollout
+per eval sample, rewarded by its outcome (1 for a correct answer). ``generate`` answers
+Slime's evaluation calls the same way, so an eval dataset without its own
+``custom_generate_function_path`` (``--eval-prompt-data``) is evaluated correctly too.
+
+Sampling: the agent sets no ``sampling=`` of its own, so Slime's ``--rollout-*`` flags and
+each eval dataset's temperature / top_p / top_k / max_response_len decide (``max_new_tokens``
+bounds every root-to-leaf path of a tree).
+
+Loss scale: with ``FOCUS_TOKENS_PER_TREE`` set, ``reducer`` is
+``normalized_policy_tokens(FOCUS_TOKENS_PER_TREE)`` (name it with
+``--custom-pg-loss-reducer-function-path focus_math.reducer``): set it to the
+``rollout/focus/trained_tokens_per_tree`` that ``log_rollout`` reports and a GRPO recipe's
+learning rate and gradient clipping carry over (README, "Use with Slime").
 
 Prompts and labels come from Slime's ``--input-key`` / ``--label-key``; the label is the
 reference answer graded against the model's last ``\\boxed{...}``.
@@ -17,7 +31,7 @@ import os
 
 from focus_go import Agent, Collector, Critic, MathEnv, Segments, Selective
 from focus_go.integrations import JsonlDirectory
-from focus_go.integrations.slime import make_evaluate, make_generate
+from focus_go.integrations.slime import make_evaluate, make_generate, normalized_policy_tokens
 
 SYSTEM_PROMPT = "Please reason step by step, and put your final answer within \\boxed{}."
 BUDGET = int(os.environ.get("FOCUS_BUDGET", "32"))
@@ -44,5 +58,9 @@ generate = make_generate(
     allow_partial=True,  # a failed branch costs that branch, not the prompt
 )
 
-# An eval dataset's custom_generate_function_path: focus_math.evaluate
+# An eval dataset's custom_generate_function_path (eval.yaml): focus_math.evaluate
 evaluate = make_evaluate(collector_for, profile="token_chunk")
+
+# --custom-pg-loss-reducer-function-path focus_math.reducer (when FOCUS_TOKENS_PER_TREE is set)
+if os.environ.get("FOCUS_TOKENS_PER_TREE"):
+    reducer = normalized_policy_tokens(int(os.environ["FOCUS_TOKENS_PER_TREE"]))

@@ -946,6 +946,18 @@ def _tree_outcomes(samples: Sequence[Any]) -> List[Tuple[int, int]]:
     return list(trees.values())
 
 
+def _trained_tokens_per_tree(samples: Sequence[Any]) -> List[int]:
+    """Each tree's trained (loss-mask) tokens over its samples: Slime's per-rollout
+    ``rollout_mask_sums`` entry, the M that ``normalized_policy_tokens`` should be near."""
+    trees: Dict[Any, int] = {}
+    for s in samples:
+        focus = (getattr(s, "metadata", None) or {}).get("focus") or {}
+        if "finished_rollouts" in focus and not getattr(s, "remove_sample", False):
+            key = focus.get("problem_id")
+            trees[key] = trees.get(key, 0) + sum(1 for m in (getattr(s, "loss_mask", None) or ()) if m)
+    return list(trees.values())
+
+
 def _slime_log(args: Any, rollout_id: int, metrics: Dict[str, Any], step_key: str) -> None:
     """Log ``metrics`` through Slime's own logger at the rollout's step (inside Slime only)."""
     from slime.observability import logging_utils  # type: ignore[import-not-found]
@@ -964,12 +976,17 @@ def log_rollout(rollout_id: int, args: Any, samples: List[Any], rollout_extra_me
 
     Slime's own ``--log-passrate`` cannot see trees (it reshapes one reward per sample into
     prompts x n_samples_per_prompt); the tree counts travel in each sample's
-    ``metadata["focus"]`` (``finished_rollouts``, ``successes``). The metrics go into
+    ``metadata["focus"]`` (``finished_rollouts``, ``successes``). It also reports
+    ``rollout/focus/trained_tokens_per_tree``, the mean loss-mask tokens per tree (Slime's
+    per-rollout denominator; see ``normalized_policy_tokens``). The metrics go into
     ``rollout_extra_metrics``, which Slime logs with its default rollout metrics (or, if
     Slime passed none, through Slime's logger), and the hook returns False so that
     default logging still runs. Name it with
     ``--custom-rollout-log-function-path focus.integrations.slime.log_rollout``."""
-    metrics = {f"passrate/{k}": v for k, v in pass_rates(_tree_outcomes(samples)).items()}
+    metrics: Dict[str, Any] = {f"passrate/{k}": v for k, v in pass_rates(_tree_outcomes(samples)).items()}
+    trained = _trained_tokens_per_tree(samples)
+    if trained:
+        metrics["rollout/focus/trained_tokens_per_tree"] = sum(trained) / len(trained)
     if metrics:
         if isinstance(rollout_extra_metrics, dict):
             rollout_extra_metrics.update(metrics)
