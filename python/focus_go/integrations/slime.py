@@ -7,6 +7,8 @@ everything before the last dot, then ``getattr``), so these names are given to S
     --custom-reward-post-process-path focus.integrations.slime.preserve_advantages
     --custom-advantage-function-path  focus.integrations.slime.advantages
     --custom-pg-loss-reducer-function-path focus.integrations.slime.sum_policy_tokens
+    --custom-rollout-log-function-path focus.integrations.slime.log_rollout
+    --custom-eval-rollout-log-function-path focus.integrations.slime.log_eval_rollout
 
 The generate hook is called once per Slime sample (``n_samples_per_prompt`` concurrent
 calls per prompt). It collects one searched tree from the SGLang router Slime started
@@ -16,7 +18,12 @@ samples sharing the source sample's ``rollout_id``, each with ``reward`` = its F
 advantage. ``preserve_advantages`` keeps Slime's group normalisation from changing those
 rewards, ``advantages`` broadcasts them over each sample's response tokens, and
 ``sum_policy_tokens`` sums the masked token losses so every generated token counts its
-segment's advantage once.
+segment's advantage once (``normalized_policy_tokens(C)`` divides that sum by C tokens
+per rollout, for Slime's loss scale). An evaluation call (Slime passes
+``evaluation=True``) gets one unbranched rollout rewarded by its outcome, as from
+``make_evaluate``'s hook. Slime's per-call ``sampling_params`` are mapped onto the tree
+(``_call_settings``) or refused where they cannot apply to one. ``log_rollout`` and
+``log_eval_rollout`` give pass@k that sees the trees, which ``--log-passrate`` cannot.
 
 Nothing here imports torch or Slime: tensors are made lazily inside the hooks that
 receive them, and Slime's ``Sample`` class is taken from the sample Slime passes in.
@@ -80,7 +87,9 @@ _SOURCE_FIELDS = (
 class GenerateHook(Protocol):
     """The signature Slime calls a custom generate function with: ``(args, sample,
     sampling_params)``, returning the samples to train on. ``sampling_params`` is accepted
-    but does not override FOCUS's sampling settings."""
+    but does not override FOCUS's sampling settings: it fills what the agent leaves unset
+    (an Agent's own ``sampling=`` wins). ``make_generate``'s hook also takes
+    ``evaluation`` (Slime passes it to hooks whose signature has it)."""
 
     async def __call__(self, args: Any, sample: Any, sampling_params: Any = None) -> Any: ...
 
@@ -691,9 +700,14 @@ def make_generate(
     ``args.hf_checkpoint`` and ``profile``, default sampling from ``--rollout-temperature``,
     ``--rollout-top-p``, ``--rollout-top-k``, ``--rollout-max-response-len`` and
     ``--rollout-stop``; one policy per router, reused across samples), wraps the sample as
-    a Problem (prompt and label from ``--input-key`` / ``--label-key``, id
-    ``g<group_index>-i<index>``), collects one tree with a fresh collector from
-    ``collector_for(policy, problem)``, sends the critic records to ``critic_sink``, and
+    a Problem (prompt and label from ``--input-key`` / ``--label-key``, ``label=None`` when
+    the sample has none, id ``g<group_index>-i<index>``), collects one tree with a fresh
+    collector from ``collector_for(policy, problem)`` under the call's sampling_params
+    (where the agent sets no sampling of its own: temperature, top_k, stop and
+    repetition_penalty on every request, ``max_new_tokens`` as the cap on each
+    root-to-leaf path's generated tokens, ``sampling_seed`` as the tree's search seed,
+    ``skip_special_tokens`` for the response text), sends the critic records to
+    ``critic_sink``, and
     returns the actor segments as a list of Slime samples (``to_sample``) sharing the
     source's rollout id. A generation Slime aborted returns ``[sample]`` with status
     ABORTED (no reward), never a zero reward. If ``min_abs_advantage`` drops every edge,
@@ -702,9 +716,17 @@ def make_generate(
     ``collect_records``). ``allow_partial=True`` keeps a collection with failures (a
     collection in which every rollout failed still raises).
 
-    Refused Slime settings (ValueError): ``--apply-chat-template`` (FOCUS renders the chat
-    itself) and ``--rollout-top-p`` other than 1.0 (Slime would require top-p replay
-    data). The returned hook has ``close()`` for the router policies it opened."""
+    Called with ``evaluation=True`` (an eval dataset without its own
+    ``custom_generate_function_path``), it answers as ``make_evaluate``'s hook does: one
+    unbranched rollout, one sample, reward = outcome.
+
+    Refused Slime settings (ValueError, at the first call): ``--apply-chat-template`` (FOCUS
+    renders the chat itself), ``--rollout-top-p`` other than 1.0 (Slime would require top-p
+    replay data), ``--log-passrate`` with ``--n-samples-per-prompt`` > 1 (use
+    ``log_rollout``), and sampling_params a tree cannot honour (``stop_token_ids``,
+    ``min_new_tokens`` > 0, ``no_stop_trim`` false, ``spaces_between_special_tokens``
+    true, ``custom_params``, unknown keys). The returned hook has ``close()`` for the
+    router policies it opened."""
     return _Generate(
         collector_for,
         profile=profile,
@@ -725,8 +747,9 @@ def make_evaluate(
     unbranched rollout (``Independent(1)``, no critic) of the collector's agent, returned
     as one Slime sample whose ``reward`` is the outcome (the sum of the path's rewards)
     rather than a signed advantage; status COMPLETED or TRUNCATED, ABORTED if Slime aborted
-    it. Default sampling comes from ``--eval-*`` flags where set, else ``--rollout-*``;
-    ``workspace_for`` works as for ``make_generate``.
+    it. Sampling comes from the eval dataset's sampling_params as for ``make_generate``
+    (top_p may be below 1 here; without sampling_params, the ``--eval-*`` flags where set,
+    else ``--rollout-*``); ``workspace_for`` works as for ``make_generate``.
     Point an eval dataset's ``custom_generate_function_path`` at it. The returned hook has
     ``close()`` for the router policies it opened."""
     return _Evaluate(collector_for, profile, workspace_for)
