@@ -87,3 +87,25 @@ def test_loss_scale_against_slimes_default_reducer():
     assert result["sum_policy_tokens"]["ones_ratio"] == pytest.approx(tokens, rel=1e-3)
     assert result["normalized_policy_tokens"]["ones_ratio"] == pytest.approx(1.0, abs=1e-3)
     assert result["normalized_policy_tokens"]["grad_norm_ratio"] == pytest.approx(1.0, abs=0.05)
+
+
+def test_pass_rates_match_slimes_compute_pass_rate():
+    script = """
+import random
+from slime.observability.metric_utils import compute_pass_rate
+from slime_contract import compute_pass_rate as stand_in
+from focus.integrations.slime import pass_rates
+random.seed(0)
+worst = 0.0
+for n in (2, 3, 4, 8):
+    for _ in range(50):
+        flat = [random.choice([0.0, 1.0, 1.0, 0.5]) for _ in range(n * 5)]
+        real, ours = compute_pass_rate(flat, n), stand_in(flat, n)
+        trees = pass_rates([(n, sum(1 for r in flat[i : i + n] if r == 1)) for i in range(0, len(flat), n)])
+        assert real.keys() == ours.keys() == trees.keys(), (real, ours, trees)
+        worst = max(worst, *(abs(real[k] - ours[k]) for k in real), *(abs(real[k] - trees[k]) for k in real))
+print(worst)
+"""
+    proc = run("-c", script)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert float(proc.stdout.strip().splitlines()[-1]) < 1e-12
