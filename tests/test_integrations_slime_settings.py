@@ -210,12 +210,13 @@ def test_eval_dataset_settings_and_training_defaults(server, args, router):
     (out,) = run(make_evaluate(collector_for, profile="token_chunk"), (args, a_sample(server), dict(TRAINING, top_p=0.9, temperature=0.3), True))
     assert {(b["sampling_params"]["top_p"], b["sampling_params"]["temperature"]) for b in router.take()} == {(0.9, 0.3)}
     args.eval_temperature = 0.2
-    hook = make_evaluate(collector_for, profile="token_chunk")
-    try:
-        asyncio.run(hook(args, a_sample(server), None))
-    finally:
-        hook.close()
-    assert {b["sampling_params"]["temperature"] for b in router.take()} == {0.2}
+    for none in (None, {}):
+        hook = make_evaluate(collector_for, profile="token_chunk")
+        try:
+            asyncio.run(hook(args, a_sample(server), none))
+        finally:
+            hook.close()
+        assert {b["sampling_params"]["temperature"] for b in router.take()} == {0.2}
 
 
 def test_sampling_seed_seeds_the_tree_not_every_request(server, args, router):

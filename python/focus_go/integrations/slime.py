@@ -180,9 +180,9 @@ def _slime_sampling_params(args: Any, evaluation: bool) -> Dict[str, Any]:
 
 
 def _call_settings(args: Any, sampling_params: Optional[Mapping[str, Any]], evaluation: bool) -> _CallSettings:
-    """Map the sampling_params of one Slime call (or, if None, what Slime builds from
-    ``args``) onto a tree, refusing with ConfigError what cannot apply to one."""
-    given = _slime_sampling_params(args, evaluation) if sampling_params is None else dict(sampling_params)
+    """Map the sampling_params of one Slime call (or, if None or empty, what Slime builds
+    from ``args``) onto a tree, refusing with ConfigError what cannot apply to one."""
+    given = dict(sampling_params) if sampling_params else _slime_sampling_params(args, evaluation)
     source = "an eval dataset's sampling settings" if evaluation else "Slime's rollout sampling_params"
     unknown = sorted(set(given) - _SLIME_SAMPLING_KEYS)
     if unknown:
