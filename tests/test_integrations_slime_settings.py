@@ -187,7 +187,9 @@ def test_per_call_sampling_params_reach_every_request(server, args, router):
 
     args.custom_generate_function_path = f"{__name__}.generate_hook"
     params = dict(TRAINING, temperature=0.7, top_k=20, stop=["\n\n\n"], repetition_penalty=1.05, max_new_tokens=48)
+    sent = json.loads(json.dumps(params))
     (out,) = run(make_generate(collector_for, profile="token_chunk"), (args, a_sample(server), params, False))
+    assert params == sent  # Slime shares one dict across eval calls: the hook must not change it
     check_fanout(out)
     bodies = router.take()
     assert bodies
