@@ -330,3 +330,27 @@ def test_progress_counts_grow_while_collecting_and_end_at_the_tree_stats(server,
     assert end.rollouts_failed == 0
     assert end.segments == len(state) - 1
     state.close()
+
+
+class DefaultForkEnv(PyMathEnv):
+    """PyMathEnv with the base class's fork: a deep copy of an env that holds policy.decode."""
+
+    fork = Env.fork
+
+
+def test_default_fork_of_an_env_holding_the_policy_shares_the_policy(server, policy):
+    env = DefaultForkEnv("42", policy.decode)
+    twin = env.fork()
+    assert twin is not env and twin.tokens is not env.tokens
+    assert twin.decode.__self__ is policy  # a Go handle is shared by copies, never duplicated
+    ids = list(range(100, 120))
+    assert twin.decode(ids) == policy.decode(ids)
+    problem = server.problems()[3]
+    agent = Agent(policy=policy, env=DefaultForkEnv(problem.label, policy.decode), context=Segments(48))
+
+    async def run():
+        async with Collector(agent, critic=Critic.constant(0.5), search=Selective(6, 2, seed=1)) as c:
+            state = await c.collect(problem)
+            state.close()
+
+    asyncio.run(run())

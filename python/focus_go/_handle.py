@@ -17,7 +17,9 @@ def _release_quietly(handle: int) -> None:
 
 class GoObject:
     """Owns one Go handle and releases it exactly once: on close(), on leaving a ``with``
-    block, or when garbage collected. Using it after close raises InvalidHandleError."""
+    block, or when garbage collected. Using it after close raises InvalidHandleError.
+    ``copy.copy`` and ``copy.deepcopy`` return the object itself: a handle is shared,
+    never duplicated (a copied handle would be released twice, or not be live at all)."""
 
     def __init__(self, handle: int) -> None:
         self._handle = handle
@@ -31,6 +33,12 @@ class GoObject:
     def close(self) -> None:
         if self._finalizer.detach() is not None:
             _lib.release(self._handle)
+
+    def __copy__(self) -> "GoObject":
+        return self
+
+    def __deepcopy__(self, memo: dict) -> "GoObject":
+        return self
 
     def __enter__(self):
         return self

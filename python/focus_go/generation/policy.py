@@ -49,7 +49,17 @@ class Policy(Generic[A]):
     and evaluation work as usual. The same holds for one response whose
     ``exact_generation`` is False or that has a generated token without a finite logprob
     (NaN, SGLang's null). ``native=True`` marks a policy that speaks a structured chat API
-    rather than tokens."""
+    rather than tokens.
+
+    ``copy.copy`` / ``copy.deepcopy`` return the policy itself, so an environment that holds
+    ``policy.decode`` forks (``Env.fork``'s default deep copy) onto the same policy and
+    connections."""
+
+    def __copy__(self) -> "Policy[A]":
+        return self
+
+    def __deepcopy__(self, memo: dict) -> "Policy[A]":
+        return self
 
     def __init__(
         self,
