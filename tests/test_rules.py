@@ -11,6 +11,7 @@ import argparse
 import asyncio
 import dataclasses
 import inspect
+import json
 
 import pytest
 
@@ -244,3 +245,11 @@ def test_params_the_engine_sends_are_built_without_a_second_check():
     assert built == SamplingParams(temperature=0.5, max_tokens=7, top_p=0.9, seed=3)
     assert not hasattr(built, "not_a_field")
     assert SamplingParams._from_engine({}) == SamplingParams()
+
+
+def test_stop_token_ids_are_sent_and_checked():
+    from focus_go.generation.servers import params_json
+
+    assert json.loads(params_json(SamplingParams(stop_token_ids=[151645, 7])))["stop_token_ids"] == [151645, 7]
+    with pytest.raises(ConfigError, match="stop_token_ids"):
+        SamplingParams(stop_token_ids=[-1])

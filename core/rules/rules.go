@@ -204,6 +204,7 @@ func Check(kind string, config []byte) (any, error) {
 			fields.optionalNumber("top_p", &p.TopP),
 			fields.optionalInt("top_k", &p.TopK),
 			fields.optionalStrings("stop", &p.Stop),
+			fields.optionalTokenIDs("stop_token_ids", &p.StopTokenIDs),
 			fields.optionalInt("logprobs", &p.Logprobs),
 			fields.optionalInt("prompt_logprobs", &p.PromptLogprobs),
 			fields.optionalNumber("repetition_penalty", &p.RepetitionPenalty),
@@ -361,15 +362,25 @@ func (o *object) optionalNumber(name string, dst **float64) error {
 
 // optionalStrings reads a JSON list of strings; null or absent leaves dst nil.
 func (o *object) optionalStrings(name string, dst *[]string) error {
+	return optionalList(o, name, "a list of strings", dst)
+}
+
+// optionalTokenIDs reads a JSON list of token ids (integers in [0, 2**32)); null or
+// absent leaves dst nil.
+func (o *object) optionalTokenIDs(name string, dst *[]uint32) error {
+	return optionalList(o, name, "a list of token ids (integers in [0, 2**32))", dst)
+}
+
+func optionalList[T any](o *object, name, expected string, dst *[]T) error {
 	if !o.present(name) || o.null(name) {
 		return nil
 	}
-	var v []string
+	var v []T
 	if err := json.Unmarshal(o.fields[name], &v); err != nil {
-		return o.bad(name, "a list of strings")
+		return o.bad(name, expected)
 	}
 	if v == nil {
-		v = []string{}
+		v = []T{}
 	}
 	*dst = v
 	return nil

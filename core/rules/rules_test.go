@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/focus-go/focus-go/core/collect"
+	"github.com/focus-go/focus-go/core/generate"
 	"github.com/focus-go/focus-go/core/prepare"
 	"github.com/focus-go/focus-go/core/rules"
 	"github.com/focus-go/focus-go/core/search"
@@ -70,6 +71,8 @@ func TestCheck(t *testing.T) {
 		{rules.KindSampling, `{"stop": "a"}`, nil, `sampling: stop must be a list of strings, got "a"`},
 		{rules.KindSampling, `{"max_tokens": 1.5}`, nil, "sampling: max_tokens must be an integer, got 1.5"},
 		{rules.KindSampling, `{"temprature": 1}`, nil, `sampling: unknown field "temprature"`},
+		{rules.KindSampling, `{"stop_token_ids": [151645, 0]}`, generate.SamplingParams{StopTokenIDs: []uint32{151645, 0}}, ""},
+		{rules.KindSampling, `{"stop_token_ids": [-1]}`, nil, "sampling: stop_token_ids must be a list of token ids (integers in [0, 2**32)), got [-1]"},
 		{rules.KindReward, `{}`, prepare.DefaultRewardConfig(), ""},
 		{rules.KindReward, `{"gamma": 0.9, "critic_weight": 4, "reward_min": -1, "reward_max": 2, "truncated_reward": -1, "truncation": "bootstrap"}`,
 			prepare.RewardConfig{Gamma: 0.9, CriticWeight: 4, RewardMin: -1, RewardMax: 2, TruncatedReward: -1, Truncation: "bootstrap"}, ""},

@@ -56,6 +56,9 @@ class SamplingParams:
     prompt_logprobs: Optional[int] = None
     repetition_penalty: Optional[float] = None
     seed: Optional[int] = None
+    # Beyond the spec's fields: token ids that end generation when sampled (SGLang's and
+    # vLLM's ``stop_token_ids``; the OpenAI chat policies refuse it).
+    stop_token_ids: Optional[List[int]] = None
 
     def __post_init__(self) -> None:
         _rules.check("sampling", {f.name: getattr(self, f.name) for f in fields(self)})
