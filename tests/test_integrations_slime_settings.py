@@ -258,7 +258,6 @@ def test_skip_special_tokens_applies_to_the_response_text(server, args):
 @pytest.mark.parametrize(
     "change, match",
     [
-        (dict(stop_token_ids=[7]), "stop_token_ids"),
         (dict(min_new_tokens=8), "min_new_tokens"),
         (dict(no_stop_trim=False), "no_stop_trim"),
         (dict(spaces_between_special_tokens=True), "spaces_between_special_tokens"),
@@ -279,15 +278,19 @@ def test_settings_that_cannot_apply_to_a_tree_are_refused(server, args, change, 
         hook.close()
 
 
-def test_rollout_flags_are_read_when_no_params_are_passed(server, args):
+def test_stop_token_ids_reach_every_request(server, args, router):
+    # --rollout-stop-token-ids (no params passed: read from args) and a call's own
+    # stop_token_ids (Slime's dict) both end every request of the tree at those ids.
     from focus.integrations.slime import make_generate
 
-    hook = make_generate(collector_for, profile="token_chunk")
-    try:
-        with pytest.raises(ValueError, match="rollout-stop-token-ids"):
-            asyncio.run(hook(make_args(**{**vars(args), "rollout_stop_token_ids": [151645]}), a_sample(server), None))
-    finally:
-        hook.close()
+    args.custom_generate_function_path = f"{__name__}.generate_hook"
+    eos = server.eos_token_id
+    flagged = make_args(**{**vars(args), "rollout_stop_token_ids": [eos, 7]})
+    for call_args, params in ((flagged, None), (args, dict(TRAINING, stop_token_ids=[eos, 7]))):
+        (out,) = run(make_generate(collector_for, profile="token_chunk"), (call_args, a_sample(server), params, False))
+        check_fanout(out)
+        bodies = router.take()
+        assert bodies and all(b["sampling_params"]["stop_token_ids"] == [eos, 7] for b in bodies)
 
 
 def test_agent_sampling_wins_with_a_warning(server, args, router):

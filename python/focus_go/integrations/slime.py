@@ -202,12 +202,6 @@ def _call_settings(args: Any, sampling_params: Optional[Mapping[str, Any]], eval
             "cannot forward custom_params"
         )
     stop_ids = given.get("stop_token_ids")
-    if stop_ids:
-        raise ConfigError(
-            f"stop_token_ids {list(stop_ids)} in {source} (--rollout-stop-token-ids or an eval dataset's "
-            "stop_token_ids): FOCUS's SamplingParams has no stop-token-id field, so the tree would not stop "
-            "there; drop it (SGLang still stops at the model's EOS tokens) or give stop text with --rollout-stop"
-        )
     min_new = given.get("min_new_tokens")
     if min_new:
         raise ConfigError(
@@ -241,6 +235,7 @@ def _call_settings(args: Any, sampling_params: Optional[Mapping[str, Any]], eval
         max_tokens=None if max_new is None else int(max_new),
         stop=list(stop) if stop else None,
         repetition_penalty=None if penalty is None else float(penalty),
+        stop_token_ids=[int(i) for i in stop_ids] if stop_ids else None,
     )
     return _CallSettings(
         sampling=sampling,
@@ -250,7 +245,7 @@ def _call_settings(args: Any, sampling_params: Optional[Mapping[str, Any]], eval
     )
 
 
-_COMPARED_SAMPLING = ("temperature", "top_p", "top_k", "repetition_penalty", "stop")
+_COMPARED_SAMPLING = ("temperature", "top_p", "top_k", "repetition_penalty", "stop", "stop_token_ids")
 
 
 class _TreeCollector(Collector):
@@ -723,8 +718,7 @@ def make_generate(
     Refused Slime settings (ValueError, at the first call): ``--apply-chat-template`` (FOCUS
     renders the chat itself), ``--rollout-top-p`` other than 1.0 (Slime would require top-p
     replay data), ``--log-passrate`` with ``--n-samples-per-prompt`` > 1 (use
-    ``log_rollout``), and sampling_params a tree cannot honour (``stop_token_ids``,
-    ``min_new_tokens`` > 0, ``no_stop_trim`` false, ``spaces_between_special_tokens``
+    ``log_rollout``), and sampling_params a tree cannot honour (``min_new_tokens`` > 0, ``no_stop_trim`` false, ``spaces_between_special_tokens``
     true, ``custom_params``, unknown keys). The returned hook has ``close()`` for the
     router policies it opened."""
     return _Generate(
