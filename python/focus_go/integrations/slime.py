@@ -24,10 +24,13 @@ receive them, and Slime's ``Sample`` class is taken from the sample Slime passes
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import dataclasses
 import math
+import sys
 import threading
+import weakref
 from typing import Any, Callable, Dict, List, Mapping, Optional, Protocol, Sequence, Tuple
 
 from ..errors import CollectionError, ConfigError, ConfigTypeError, InternalError
@@ -258,6 +261,259 @@ def _aborted(failures: Sequence[Tuple[int, str]]) -> bool:
     return any(getattr(f, "aborted", False) for f in failures)
 
 
+class TreeSamples(list):
+    """What the generate hook returns for one Slime sample: the tree's Slime samples as a
+    list (Slime flattens it into the rollout's training samples), which also answers, as
+    one element of Slime's group, for the source sample it was collected for.
+
+    Slime's rollout code reads group elements as samples: fully-async orders groups by
+    ``index`` and requeues those with an ABORTED ``status``; ``abort()`` reads
+    ``response`` and ``metadata``; a group handed back by ``--partial-rollout`` is
+    resubmitted, and ``generate_and_rm`` returns COMPLETED elements as they are after
+    checking ``response`` and ``reward``, masks ``loss_mask`` over ``response_length``
+    under ``--mask-offpolicy-in-partial-rollout``, and passes the other elements back to
+    the hook (which collects their source sample again). So:
+
+    - ``source``: the Slime sample the tree was collected for (a resubmitted TreeSamples
+      is collected again from it);
+    - ``status``: COMPLETED for a collected tree, ABORTED for one Slime aborted (the list
+      then holds just the source sample, status ABORTED, nothing generated);
+    - ``reward``: the tree's success rate (successes / finished rollouts; what Slime's
+      group filters and logs see), None when aborted; ``get_reward_value(args)`` returns it;
+    - ``response``: the first sample's text ("" when aborted); ``response_length`` and
+      ``loss_mask``: the samples' response lengths summed and their loss masks
+      concatenated; assigning ``loss_mask`` (as long as ``response_length``) splits it
+      over the samples;
+    - every other attribute (``index``, ``group_index``, ``rollout_id``, ``prompt``,
+      ``label``, ``metadata``, ``session_id``, ...) is the source's, read and written
+      through. ``index`` is the sample's index, so ``list.index`` is not available.
+    """
+
+    _OWN = ("source", "status", "reward")
+
+    def __init__(self, samples: Sequence[Any], source: Any, *, status: Any, reward: Optional[float]) -> None:
+        super().__init__(samples)
+        self.__dict__.update(source=source, status=status, reward=reward)
+
+    def __getattr__(self, name: str) -> Any:
+        # Only reached for names the list and this class lack.
+        source = self.__dict__.get("source")
+        if source is None or name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(source, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in self._OWN:
+            self.__dict__[name] = value
+        elif name == "loss_mask":
+            self._set_loss_mask(value)
+        else:
+            setattr(self.source, name, value)
+
+    def __reduce__(self) -> Any:
+        return (_rebuild_tree_samples, (list(self), self.source, self.status, self.reward))
+
+    def __deepcopy__(self, memo: Dict[int, Any]) -> "TreeSamples":
+        source = copy.deepcopy(self.source, memo)
+        samples = [source if s is self.source else copy.deepcopy(s, memo) for s in self]
+        return TreeSamples(samples, source, status=self.status, reward=self.reward)
+
+    @property
+    def index(self) -> Any:  # type: ignore[override]
+        """The source's ``index`` (Slime's sample index), not ``list.index``."""
+        return self.source.index
+
+    @index.setter
+    def index(self, value: Any) -> None:
+        self.source.index = value
+
+    @property
+    def response(self) -> str:
+        return self[0].response if self else ""
+
+    @property
+    def response_length(self) -> int:
+        return sum(int(s.response_length) for s in self)
+
+    @property
+    def loss_mask(self) -> Optional[List[int]]:
+        masks = [s.loss_mask for s in self]
+        if any(m is None for m in masks):
+            return None
+        return [m for mask in masks for m in mask]
+
+    def _set_loss_mask(self, value: Sequence[int]) -> None:
+        value = list(value)
+        if len(value) != self.response_length:
+            raise ConfigError(
+                f"TreeSamples loss_mask: got {len(value)} entries for a tree of {len(self)} samples with "
+                f"{self.response_length} response tokens in all"
+            )
+        start = 0
+        for s in self:
+            s.loss_mask = value[start : start + s.response_length]
+            start += s.response_length
+
+    def get_reward_value(self, args: Any) -> Optional[float]:
+        """The tree's reward (its success rate), whatever ``--reward-key`` says: FOCUS
+        rewards are plain floats."""
+        return self.reward
+
+
+def _rebuild_tree_samples(samples: List[Any], source: Any, status: Any, reward: Optional[float]) -> TreeSamples:
+    return TreeSamples(samples, source, status=status, reward=reward)
+
+
+def _source_sample(sample: Any) -> Any:
+    """The Slime sample to collect for: a TreeSamples Slime hands back (an aborted
+    tree resubmitted by the buffer or the fully-async worker) is collected again from
+    its source, reset to PENDING."""
+    if isinstance(sample, TreeSamples):
+        source = sample.source
+        source.status = type(source).Status.PENDING
+        return source
+    return sample
+
+
+def _aborted_tree(source: Any) -> TreeSamples:
+    """An aborted tree: the source sample alone, status ABORTED, nothing generated, so
+    Slime keeps it out of training (and fully-async / partial rollout requeue it)."""
+    source.status = type(source).Status.ABORTED
+    return TreeSamples([source], source, status=source.status, reward=None)
+
+
+def _success_rate(stats: Optional[Mapping[str, Any]]) -> float:
+    stats = stats or {}
+    finished = int(stats.get("finished_rollouts") or 0)
+    return float(stats.get("successes") or 0) / finished if finished else 0.0
+
+
+def _check_rollout_mode(args: Any) -> None:
+    """Refuse Slime modes a tree's samples cannot take part in."""
+    if getattr(args, "group_rm", False):
+        raise ConfigError(
+            "Slime's --group-rm scores each group element with a reward model; FOCUS samples carry their "
+            "advantages as rewards already (the tree's env grades its rollouts): run without --group-rm"
+        )
+    hooks = getattr(args, "rollout_sample_hook_path", None)
+    fully_async = "fully_async" in str(getattr(args, "rollout_function_path", None) or "")
+    if hooks and (getattr(args, "partial_rollout", False) or fully_async):
+        raise ConfigError(
+            "Slime's --rollout-sample-hook-path rebuilds each generate result as a plain list, which loses the "
+            "tree's status and index that --partial-rollout and fully-async rollout requeue aborted trees by; "
+            "drop the sample hooks or run the default rollout"
+        )
+
+
+def router_concurrency(args: Any) -> Optional[int]:
+    """The router policy's request limit from Slime's args: ``--sglang-server-concurrency``
+    times the rollout engines behind the router, as Slime's GenerateState sizes its
+    semaphore (``rollout_num_engines`` if set, else ``rollout_num_gpus //
+    rollout_num_gpus_per_engine``, at least 1 when there are rollout GPUs). None (the
+    policy's default, 64) when the args do not say."""
+    per_engine = getattr(args, "sglang_server_concurrency", None)
+    if per_engine is None:
+        return None
+    engines = getattr(args, "rollout_num_engines", None)
+    if engines is None:
+        gpus = int(getattr(args, "rollout_num_gpus", None) or 0)
+        per = int(getattr(args, "rollout_num_gpus_per_engine", None) or 1)
+        engines = max(1, gpus // per) if gpus > 0 else 0
+    limit = int(per_engine) * int(engines)
+    return limit if limit > 0 else None
+
+
+# Slime's rollout module, where GenerateState (a SingletonMeta singleton) holds `aborted`.
+_SLIME_ROLLOUT = "slime.rollout.sglang_rollout"
+# How often a running tree checks Slime's abort flag (one poller per event loop).
+_ABORT_POLL_SECONDS = 0.005
+
+
+def _slime_aborted() -> bool:
+    """Whether Slime's GenerateState says the rollout was aborted. Reads only what is
+    already there: Slime is never imported, nor its state created."""
+    module = sys.modules.get(_SLIME_ROLLOUT)
+    cls = getattr(module, "GenerateState", None) if module is not None else None
+    if cls is None:
+        return False
+    state = (getattr(cls, "_instances", None) or {}).get(cls)
+    return bool(getattr(state, "aborted", False))
+
+
+class _AbortWatch:
+    """One event loop's poller of Slime's abort flag: the trees running on the loop
+    register a future, which it resolves when the flag is set; it stops when none is
+    left."""
+
+    def __init__(self) -> None:
+        self.waiters: "set[asyncio.Future[None]]" = set()
+        self.task: Optional["asyncio.Future[None]"] = None
+
+    def register(self) -> "asyncio.Future[None]":
+        fut: "asyncio.Future[None]" = asyncio.get_running_loop().create_future()
+        self.waiters.add(fut)
+        if self.task is None or self.task.done():
+            self.task = asyncio.ensure_future(self._poll())
+        return fut
+
+    def unregister(self, fut: "asyncio.Future[None]") -> None:
+        self.waiters.discard(fut)
+        if not fut.done():
+            fut.cancel()
+
+    async def _poll(self) -> None:
+        while self.waiters:
+            if _slime_aborted():
+                for fut in list(self.waiters):
+                    if not fut.done():
+                        fut.set_result(None)
+                self.waiters.clear()
+                return
+            await asyncio.sleep(_ABORT_POLL_SECONDS)
+
+
+_WATCHES: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _AbortWatch]" = weakref.WeakKeyDictionary()
+_WATCHES_LOCK = threading.Lock()
+
+
+def _abort_watch() -> _AbortWatch:
+    loop = asyncio.get_running_loop()
+    with _WATCHES_LOCK:
+        watch = _WATCHES.get(loop)
+        if watch is None:
+            watch = _WATCHES[loop] = _AbortWatch()
+    return watch
+
+
+async def _unless_aborted(coro: Any) -> Tuple[bool, Any]:
+    """Run ``coro`` (a collection) until it ends or Slime aborts the rollout; on an abort,
+    cancel it, which cancels the Go collection and its requests in flight at once.
+    Returns ``(aborted, result)``. A collection that ended before the abort was seen
+    keeps its result."""
+    task = asyncio.ensure_future(coro)
+    if sys.modules.get(_SLIME_ROLLOUT) is None:
+        return False, await task  # not under Slime: no flag to watch
+    watch = _abort_watch()
+    flag = watch.register()
+    try:
+        await asyncio.wait({task, flag}, return_when=asyncio.FIRST_COMPLETED)
+    except BaseException:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        raise
+    finally:
+        watch.unregister(flag)
+    if task.done():
+        return False, task.result()
+    task.cancel()
+    outcome = (await asyncio.gather(task, return_exceptions=True))[0]
+    if isinstance(outcome, BaseException) and not isinstance(outcome, asyncio.CancelledError):
+        state = getattr(outcome, "state", None)
+        if state is not None:
+            state.close()
+    return True, None
+
+
 class _SlimeHook:
     """Shared body of the generate and evaluate hooks: one router policy per router URL
     and checkpoint, built on first use and kept until ``close()``."""
@@ -270,18 +526,20 @@ class _SlimeHook:
         self.collector_for = collector_for
         self.profile = profile
         self.workspace_for = workspace_for
-        self._policies: Dict[Tuple[str, str], Any] = {}
+        self._policies: Dict[Tuple[str, str, Optional[int]], Any] = {}
         self._lock = threading.Lock()
 
     def policy(self, args: Any) -> Any:
         """The Go-native SGLangPolicy for Slime's router, with ``args.hf_checkpoint``'s
-        tokenizer and chat template and Slime's rollout sampling flags as defaults."""
+        tokenizer and chat template, Slime's rollout sampling flags as defaults, and
+        ``router_concurrency(args)`` requests in flight at most."""
         from ..generation.servers import SGLangPolicy
 
         model = getattr(args, "hf_checkpoint", None)
         if not model:
             raise ConfigError("Slime args have no hf_checkpoint; FOCUS loads the tokenizer and chat template from it")
-        key = (_router_url(args), str(model))
+        limit = router_concurrency(args)
+        key = (_router_url(args), str(model), limit)
         with self._lock:
             policy = self._policies.get(key)
             if policy is None:
@@ -290,6 +548,7 @@ class _SlimeHook:
                     base_url=key[0],
                     profile=self.profile,
                     default_params=_sampling_from_args(args, self._evaluation),
+                    max_concurrency=limit,
                 )
                 self._policies[key] = policy
         return policy
@@ -334,40 +593,56 @@ class _Generate(_SlimeHook):
         self.allow_partial = allow_partial
 
     async def __call__(self, args: Any, sample: Any, sampling_params: Any = None) -> Any:
-        """Collect one tree for ``sample`` and return its actor segments as a list of Slime
-        samples (one ABORTED source sample if Slime aborted the generation)."""
+        """Collect one tree for ``sample`` and return its actor segments as a TreeSamples
+        list of Slime samples (an ABORTED TreeSamples holding the source sample if Slime
+        aborted the generation)."""
 
+        sample = _source_sample(sample)
         _check_args(args)
+        _check_rollout_mode(args)
         problem = _problem_from(args, sample)
+        return await self._collect_tree(args, sample, problem)
+
+    async def _collect_tree(self, args: Any, sample: Any, problem: Problem) -> TreeSamples:
+        """One tree for ``sample``, stopped at once if Slime aborts the rollout."""
+        if _slime_aborted():
+            return _aborted_tree(sample)
         policy = self.policy(args)
         collector = self.collector(policy, problem)
+        # An abort finish (Slime's /abort_request) ends the whole tree in Go at once.
+        collector._engine_options["stop_on_abort"] = True
         group = getattr(sample, "group_index", None)
+        stats: Dict[str, Any] = {}
         try:
-            kept, critic, failures, dropped = await _collect(
-                collector,
-                problem,
-                group_index=group if group is not None else _rollout_id(sample),
-                workspace_for=self.workspace_for,
-                allow_partial=self.allow_partial,
-                min_abs_advantage=self.min_abs_advantage,
-                keep_dropped=True,
+            aborted, collected = await _unless_aborted(
+                _collect(
+                    collector,
+                    problem,
+                    group_index=group if group is not None else _rollout_id(sample),
+                    workspace_for=self.workspace_for,
+                    allow_partial=self.allow_partial,
+                    min_abs_advantage=self.min_abs_advantage,
+                    keep_dropped=True,
+                    stats_out=stats,
+                )
             )
         except CollectionError as exc:
             state = getattr(exc, "state", None)
             if _aborted(getattr(exc, "failures", ()) or ()):
                 if state is not None:
                     state.close()
-                sample.status = type(sample).Status.ABORTED
-                return [sample]
+                return _aborted_tree(sample)
             raise
-        if _aborted(failures):
-            sample.status = type(sample).Status.ABORTED
-            return [sample]
+        if aborted or _aborted(collected.failures):
+            return _aborted_tree(sample)
+        kept, critic, dropped = collected.actor, collected.critic, collected.dropped
         if self.critic_sink is not None:
             self.critic_sink(critic)
         sample_type = type(sample)
+        done = sample_type.Status.COMPLETED
+        reward = _success_rate(stats)
         if kept:
-            return [to_sample(r, sample, policy, sample_type) for r in kept]
+            return TreeSamples([to_sample(r, sample, policy, sample_type) for r in kept], sample, status=done, reward=reward)
         # Every edge fell under min_abs_advantage: one sample that trains nothing keeps
         # Slime's group shape (a list per sample) intact.
         if dropped is None:
@@ -375,7 +650,7 @@ class _Generate(_SlimeHook):
         empty = to_sample(dropped, sample, policy, sample_type)
         empty.reward = 0.0
         empty.remove_sample = True
-        return [empty]
+        return TreeSamples([empty], sample, status=done, reward=reward)
 
 
 class _Evaluate(_SlimeHook):
@@ -655,10 +930,12 @@ def sum_policy_tokens(
 
 __all__ = [
     "GenerateHook",
+    "TreeSamples",
     "advantages",
     "make_evaluate",
     "make_generate",
     "preserve_advantages",
+    "router_concurrency",
     "sum_policy_tokens",
     "to_sample",
 ]
