@@ -126,6 +126,13 @@ def main() -> None:
                 st.submit_generate_tasks(groups)
             while requests(server) < threshold:
                 await asyncio.sleep(0.01)
+            # Abort between bursts: a search round launches its requests together, and
+            # those still arriving at the server were sent before the abort.
+            last, still = requests(server), 0
+            while still < 3:
+                await asyncio.sleep(0.001)
+                now = requests(server)
+                last, still = now, (still + 1 if now == last else 0)
             at_abort = requests(server)
             began = time.monotonic()
             if opts.real_slime:

@@ -342,3 +342,35 @@ def test_hook_takes_concurrency_from_slime_args(hook):
 
     assert run(1) <= 2
     assert run(32) > 2
+
+
+def test_an_abort_finish_ends_the_whole_tree(server, hook):
+    """The hook collects with the engine's stop_on_abort: one generation SGLang aborted
+    ends the tree, cancelling the requests in flight (here: calls that only cancellation
+    ends) and starting none."""
+    from focus_go.backends import GenerateResult, Policy
+
+    calls, cancelled = [], []
+
+    def collector_for(router_policy, problem):
+        warmup = 4
+
+        async def complete(tokens, params):
+            calls.append(len(tokens))
+            if len(calls) == warmup:  # every other warmup call is waiting
+                return GenerateResult(tokens=(11,), prefix_tokens=tuple(tokens), text="x", stop_reason="abort", logprobs=[-0.5])
+            try:
+                await asyncio.Event().wait()  # never answered
+            except asyncio.CancelledError:
+                cancelled.append(len(tokens))
+                raise
+
+        policy = Policy(format=router_policy.format, model="custom", complete=complete, default_params=SamplingParams(temperature=1.0))
+        agent = Agent(policy=policy, env=MathEnv(problem.label, policy.decode), context=Segments(16))
+        return Collector(agent, critic=Critic.constant(0.5), search=Selective(budget=8, warmup=warmup))
+
+    generate = hook(collector_for)
+    [[sample]] = slime_groups(server, n=1)
+    out = asyncio.run(asyncio.wait_for(generate(slime_args(server, n_samples_per_prompt=1), sample, {}), 30))
+    assert out.status == Sample.Status.ABORTED and list(out) == [sample]
+    assert len(calls) == 4 and len(cancelled) == 3

@@ -13,7 +13,8 @@ calls per prompt). It collects one searched tree from the SGLang router Slime st
 (``http://{args.sglang_router_ip}:{args.sglang_router_port}/generate``, through the
 Go-native ``SGLangPolicy``) and returns the tree's actor segments as a list of Slime
 samples sharing the source sample's ``rollout_id``, each with ``reward`` = its FOCUS
-advantage. ``preserve_advantages`` keeps Slime's group normalisation from changing those
+advantage (a ``TreeSamples``, which also answers for the source sample where Slime's
+partial and fully-async rollouts read group elements). ``preserve_advantages`` keeps Slime's group normalisation from changing those
 rewards, ``advantages`` broadcasts them over each sample's response tokens, and
 ``sum_policy_tokens`` sums the masked token losses so every generated token counts its
 segment's advantage once.
@@ -755,17 +756,31 @@ def make_generate(
     a Problem (prompt and label from ``--input-key`` / ``--label-key``, id
     ``g<group_index>-i<index>``), collects one tree with a fresh collector from
     ``collector_for(policy, problem)``, sends the critic records to ``critic_sink``, and
-    returns the actor segments as a list of Slime samples (``to_sample``) sharing the
-    source's rollout id. A generation Slime aborted returns ``[sample]`` with status
-    ABORTED (no reward), never a zero reward. If ``min_abs_advantage`` drops every edge,
-    one sample with ``remove_sample=True`` and reward 0 is returned so Slime's group keeps
-    its shape. ``workspace_for(problem)`` gives each prompt its own Workspace (as in
+    returns the actor segments as a ``TreeSamples`` list of Slime samples (``to_sample``)
+    sharing the source's rollout id, which also answers for the source sample (``index``,
+    ``status``, ``reward`` = the tree's success rate, ...) where Slime reads group elements.
+    A generation Slime aborted returns ``[sample]`` (a TreeSamples, status ABORTED, no
+    reward), never a zero reward. If ``min_abs_advantage`` drops every edge, one sample
+    with ``remove_sample=True`` and reward 0 is returned so Slime's group keeps its shape.
+
+    Slime's rollout modes: the default and over-sampling rollouts, ``--partial-rollout``
+    (an aborted tree is handed back and collected again from its source sample; a
+    finished one is kept and trained next rollout, its loss masks zeroed under
+    ``--mask-offpolicy-in-partial-rollout``) and fully-async rollout (aborted groups are
+    requeued) all work. Slime's abort stops a tree at once: the hook watches
+    ``GenerateState.aborted`` (without importing Slime) and cancels the collection and its
+    requests in flight, and an abort finish from SGLang ends the tree in Go; nothing is
+    sent after it. The router policy allows ``router_concurrency(args)`` requests in
+    flight (``--sglang-server-concurrency`` times the rollout engines, as Slime's own
+    semaphore). ``workspace_for(problem)`` gives each prompt its own Workspace (as in
     ``collect_records``). ``allow_partial=True`` keeps a collection with failures (a
     collection in which every rollout failed still raises).
 
     Refused Slime settings (ValueError): ``--apply-chat-template`` (FOCUS renders the chat
-    itself) and ``--rollout-top-p`` other than 1.0 (Slime would require top-p replay
-    data). The returned hook has ``close()`` for the router policies it opened."""
+    itself), ``--rollout-top-p`` other than 1.0 (Slime would require top-p replay
+    data), ``--group-rm`` (FOCUS samples carry their rewards) and
+    ``--rollout-sample-hook-path`` with partial or fully-async rollout (Slime's sample
+    hooks rebuild the list without the tree's status and index). The returned hook has ``close()`` for the router policies it opened."""
     return _Generate(
         collector_for,
         profile=profile,
