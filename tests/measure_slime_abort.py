@@ -81,6 +81,9 @@ def main() -> None:
             for g in range(opts.trees // 2)
         ]
         if opts.real_slime:
+            from slime_real_rollout import _install_standins
+
+            _install_standins()  # what Slime's rollout modules import but these paths never use
             from slime.rollout import sglang_rollout as sr
             from slime.utils import types as slime_types
 

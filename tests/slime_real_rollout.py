@@ -8,7 +8,8 @@ generate hook and the simulated server, with no GPU, router or model:
   which are collected again next rollout;
 - ``fully_async_rollout``: the worker's done-callback (requeue aborted groups) and
   ``_generate_rollout_async`` (its ``_key`` ordering), fed through a stand-in worker;
-- ``validate_rollout_id_annotated`` and the flattening of ``RolloutManager._get_rollout_data``.
+- ``validate_rollout_id_annotated`` and the flattening of ``RolloutManager._get_rollout_data``;
+- ``sglang_rollout.generate_rollout_async``: over-sampling, then abort with partial rollout.
 
     PYTHONPATH=<repo>/python:<slime checkout> FOCUS_GO_LIBRARY=<repo>/build/libfocus.so \\
         <slime venv>/bin/python tests/slime_real_rollout.py
@@ -222,6 +223,38 @@ def main() -> None:
         check(any(t is finished for t in redone), "the finished tree comes back as it is")
         check(all(t.status == Sample.Status.COMPLETED and len(t) > 1 for t in redone), "the aborted tree is collected again")
         validate_rollout_id_annotated([redone])
+
+        # 5. Slime's over-sampling rollout itself (generate_rollout_async): four groups
+        #    submitted for a batch of two; once two are in, abort() stops the others and,
+        #    with --partial-rollout, hands them back.
+        counter = iter(range(100, 1000, 2))
+
+        def data_source(n):
+            batch = []
+            for g in range(n):
+                first = next(counter)
+                batch.append([Sample(group_index=g, index=first + k, prompt=problems[g].prompt, label=problems[g].label)
+                              for k in range(2)])
+            return batch
+
+        state.reset()
+        state.semaphore = None
+        over = make_args(**{**vars(args), "rollout_batch_size": 2, "over_sampling_batch_size": 4,
+                            "dynamic_sampling_filter_path": None, "rollout_sample_filter_path": None,
+                            "rollout_all_samples_process_path": None})
+        state.args = over
+
+        async def oversampled():
+            state.semaphore = asyncio.Semaphore(64)
+            return await sr.generate_rollout_async(over, 1, data_source)
+
+        train, handed = asyncio.run(oversampled())
+        check(len(train.samples) == 2 and all(t.status == Sample.Status.COMPLETED for g in train.samples for t in g),
+              "over-sampling trains the first two groups")
+        check(len(handed) == 2 and all(t.status in (Sample.Status.ABORTED, Sample.Status.COMPLETED) for g in handed for t in g),
+              "the other two are handed back")
+        validate_rollout_id_annotated(train.samples)
+        out["over_sampling_handed_back"] = sorted(t.status.value for g in handed for t in g)
     fa._global_worker = None
     hook.close()
     out["checks"] = len(CHECKS)

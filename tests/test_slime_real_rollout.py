@@ -37,7 +37,7 @@ def test_slime_rollout_functions_over_the_hook():
     assert proc.returncode == 0 and lines, proc.stdout[-2000:] + proc.stderr[-4000:]
     result = json.loads(lines[-1])
     print(result, file=sys.stderr)
-    assert result["checks"] == 11
+    assert result["checks"] == 13
     # requests_after_abort and abort_to_return_seconds are measurements (printed), not
     # checks: tests/test_integrations_slime_rollout.py checks the abort deterministically.
     assert set(result["handed_back_statuses"]) <= {"aborted", "completed"}

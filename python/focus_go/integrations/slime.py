@@ -14,10 +14,10 @@ calls per prompt). It collects one searched tree from the SGLang router Slime st
 Go-native ``SGLangPolicy``) and returns the tree's actor segments as a list of Slime
 samples sharing the source sample's ``rollout_id``, each with ``reward`` = its FOCUS
 advantage (a ``TreeSamples``, which also answers for the source sample where Slime's
-partial and fully-async rollouts read group elements). ``preserve_advantages`` keeps Slime's group normalisation from changing those
-rewards, ``advantages`` broadcasts them over each sample's response tokens, and
-``sum_policy_tokens`` sums the masked token losses so every generated token counts its
-segment's advantage once.
+partial and fully-async rollouts read group elements). ``preserve_advantages`` keeps
+Slime's group normalisation from changing those rewards, ``advantages`` broadcasts them
+over each sample's response tokens, and ``sum_policy_tokens`` sums the masked token
+losses so every generated token counts its segment's advantage once.
 
 Nothing here imports torch or Slime: tensors are made lazily inside the hooks that
 receive them, and Slime's ``Sample`` class is taken from the sample Slime passes in.
