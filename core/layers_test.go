@@ -108,8 +108,9 @@ func TestImportsPointDown(t *testing.T) {
 // integrationTests are the only core/ test files that may import the layers above:
 // they run the engine against a real dialect or the simulated server over HTTP.
 var integrationTests = map[string]bool{
-	"core/collect/turn_test.go":      true, // whole turns read by backends/parse's Hermes and harmony parsers
-	"core/collect/sim_fault_test.go": true, // the engine against sim/ through backends/sglang, with faults
+	"core/collect/turn_test.go":       true, // whole turns read by backends/parse's Hermes and harmony parsers
+	"core/collect/sim_fault_test.go":  true, // the engine against sim/ through backends/sglang, with faults
+	"core/collect/abort_http_test.go": true, // stop_on_abort cancelling backends/sglang's requests over HTTP
 }
 
 // TestCoreTestsImportCore keeps core's own tests (and examples, which are documentation)

@@ -46,7 +46,11 @@ type engine struct {
 	spent    int // budget units launched
 	rollouts int // budget units whose outcome is in the tree
 
-	prog        *Progress // the live counters; its tokens are Stats.GeneratedTokens
+	prog *Progress // the live counters; its tokens are Stats.GeneratedTokens
+	// stop cancels the collection's context when a generation was aborted and
+	// StopOnAbort is set (nil otherwise); stopped records that it did.
+	stop        context.CancelFunc
+	stopped     atomic.Bool
 	policyNanos atomic.Int64
 	reused      int
 }
@@ -111,6 +115,12 @@ func run(ctx context.Context, cfg Config, policy Policy, env Env, critic Critic,
 	}
 	defer e.releaseAll()
 
+	if cfg.StopOnAbort {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		e.stop = cancel
+	}
 	prog.start(cfg.Search.Budget)
 	err := e.run(ctx, env)
 	prog.end()
@@ -233,6 +243,12 @@ func (e *engine) round(ctx context.Context, launches []*launch) error {
 					}
 				}()
 				outcomes[i] = e.rollout(ctx, l)
+				if outcomes[i].aborted && e.stop != nil {
+					// The first aborted generation ends the collection: cancel
+					// the siblings' calls in flight now, not when they finish.
+					e.stopped.Store(true)
+					e.stop()
+				}
 				e.prog.finishedRollout(&outcomes[i])
 			}()
 		}
@@ -391,6 +407,10 @@ func (e *engine) scoreCheckpoints(ctx context.Context, ids []int) error {
 }
 
 func (e *engine) cancelled(ctx context.Context) error {
+	if e.stopped.Load() {
+		return status.Wrap(status.Collection, &FailureError{ProblemID: e.cfg.ProblemID, Failures: e.failures},
+			"collect: a generation was aborted (stop_on_abort) after %d of %d rollouts", e.rollouts, e.cfg.Search.Budget)
+	}
 	return status.Wrap(status.CodeOf(ctx.Err()), ctx.Err(), "collect: problem %q stopped after %d of %d rollouts", e.cfg.ProblemID, e.rollouts, e.cfg.Search.Budget)
 }
 

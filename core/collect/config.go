@@ -69,6 +69,14 @@ type Config struct {
 	// MaxRetries is how many times a failed rollout is retried from the same
 	// checkpoint, each retry costing one budget unit (default 0).
 	MaxRetries int `json:"max_retries"`
+	// StopOnAbort ends the collection at the first generation the server aborted
+	// (finish reason "abort", action.ErrAborted), as a trainer that aborted its
+	// rollout (Slime) wants: the calls in flight are cancelled at once, no rollout or
+	// retry is launched after it, and Run returns the tree so far with a
+	// status.Collection error wrapping a *FailureError that lists the aborted rollout,
+	// whatever AllowPartial says. Off: the aborted rollout is one failed rollout and
+	// the search goes on.
+	StopOnAbort bool `json:"stop_on_abort"`
 
 	// Per-call timeouts; 0 means only the collection's context bounds the
 	// call. A call that times out fails its rollout (or critic batch).

@@ -365,6 +365,9 @@ class Collector:
             for name, value in (("policy_timeout", policy_timeout), ("env_timeout", env_timeout), ("critic_timeout", critic_timeout))
         }
         self._entered = 0
+        # Engine settings an integration sets for its own collections (core/collect's
+        # Config JSON keys, e.g. the Slime hook's "stop_on_abort"); not user API.
+        self._engine_options: Dict[str, Any] = {}
         self._running: List[_Run] = []
         self.last_progress: Optional[CollectionProgress] = None
 
@@ -467,6 +470,7 @@ class Collector:
             "env": env_part,
             "critic": None if self.critic is None else self.critic._part(remote.register),
             **self.timeouts,
+            **self._engine_options,
             "turn": turn,
         }
         run = _Run(config, remote)

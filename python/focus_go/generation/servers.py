@@ -14,6 +14,7 @@ import json
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from .. import _async, _lib
+from ..errors import ConfigError, ConfigTypeError
 from .._handle import GoObject
 from ..types import GenerateResult, TokenId
 from .types import SamplingParams
@@ -144,10 +145,30 @@ class _TokenServerPolicy(Policy[Any]):
         self.close()
 
 
+# The Go transport's limit when none is given (backends/transport.DefaultMaxConcurrency).
+DEFAULT_MAX_CONCURRENCY = 64
+
+
+def _check_max_concurrency(value: Optional[int]) -> int:
+    """``max_concurrency`` as the Go config takes it (0: the default)."""
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigTypeError(f"max_concurrency must be a positive int or None, got {type(value).__name__} {value!r}")
+    if value < 1:
+        raise ConfigError(f"max_concurrency is {value}; it must be at least 1 (None: {DEFAULT_MAX_CONCURRENCY})")
+    return value
+
+
 class SGLangPolicy(_TokenServerPolicy):
     """Generates token continuations through an SGLang server's native ``/generate``
     endpoint (or an sglang-router in front of several), preserving exact token ids and
-    behaviour logprobs. It owns its HTTP clients: close it when done."""
+    behaviour logprobs. It owns its HTTP clients: close it when done.
+
+    ``max_concurrency`` caps the requests this policy has in flight at once, shared by
+    every collection that uses it (None: 64); further requests wait for a free slot.
+    Behind a router, size it for all its workers (Slime's hooks use
+    ``--sglang-server-concurrency`` times the number of rollout engines)."""
 
     _backend = "sglang"
 
@@ -162,11 +183,20 @@ class SGLangPolicy(_TokenServerPolicy):
         api_key: Optional[str] = None,
         headers: Optional[Mapping[str, str]] = None,
         timeout: Optional[float] = None,
+        max_concurrency: Optional[int] = None,
     ) -> None:
-        config = {"base_url": base_url, "api_key": api_key or "", "headers": dict(headers or {}), "timeout": timeout or 0}
+        limit = _check_max_concurrency(max_concurrency)
+        config = {
+            "base_url": base_url,
+            "api_key": api_key or "",
+            "headers": dict(headers or {}),
+            "timeout": timeout or 0,
+            "max_concurrency": limit,
+        }
         super().__init__(
             model=model, format=format, profile=profile, served_model=None, default_params=default_params, config=config
         )
+        self.max_concurrency: int = limit or DEFAULT_MAX_CONCURRENCY
 
 
 class VLLMPolicy(_TokenServerPolicy):

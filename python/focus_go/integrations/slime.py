@@ -15,15 +15,17 @@ calls per prompt). It collects one searched tree from the SGLang router Slime st
 (``http://{args.sglang_router_ip}:{args.sglang_router_port}/generate``, through the
 Go-native ``SGLangPolicy``) and returns the tree's actor segments as a list of Slime
 samples sharing the source sample's ``rollout_id``, each with ``reward`` = its FOCUS
-advantage. ``preserve_advantages`` keeps Slime's group normalisation from changing those
-rewards, ``advantages`` broadcasts them over each sample's response tokens, and
-``sum_policy_tokens`` sums the masked token losses so every generated token counts its
-segment's advantage once (``normalized_policy_tokens(C)`` divides that sum by C tokens
-per rollout, for Slime's loss scale). An evaluation call (Slime passes
-``evaluation=True``) gets one unbranched rollout rewarded by its outcome, as from
-``make_evaluate``'s hook. Slime's per-call ``sampling_params`` are mapped onto the tree
-(``_call_settings``) or refused where they cannot apply to one. ``log_rollout`` and
-``log_eval_rollout`` give pass@k that sees the trees, which ``--log-passrate`` cannot.
+advantage (a ``TreeSamples``, which also answers for the source sample where Slime's
+partial and fully-async rollouts read group elements). ``preserve_advantages`` keeps
+Slime's group normalisation from changing those rewards, ``advantages`` broadcasts them
+over each sample's response tokens, and ``sum_policy_tokens`` sums the masked token
+losses so every generated token counts its segment's advantage once
+(``normalized_policy_tokens(C)`` divides that sum by C tokens per rollout, for Slime's
+loss scale). An evaluation call (Slime passes ``evaluation=True``) gets one unbranched
+rollout rewarded by its outcome, as from ``make_evaluate``'s hook. Slime's per-call
+``sampling_params`` are mapped onto the tree (``_call_settings``) or refused where they
+cannot apply to one. ``log_rollout`` and ``log_eval_rollout`` give pass@k that sees the
+trees, which ``--log-passrate`` cannot.
 
 Nothing here imports torch or Slime: tensors are made lazily inside the hooks that
 receive them, and Slime's ``Sample`` class is taken from the sample Slime passes in.
@@ -31,11 +33,14 @@ receive them, and Slime's ``Sample`` class is taken from the sample Slime passes
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import dataclasses
 import math
+import sys
 import threading
 import warnings
+import weakref
 from typing import Any, Callable, Dict, List, Mapping, Optional, Protocol, Sequence, Tuple
 
 from ..collector import Collector
@@ -248,24 +253,12 @@ def _call_settings(args: Any, sampling_params: Optional[Mapping[str, Any]], eval
 _COMPARED_SAMPLING = ("temperature", "top_p", "top_k", "repetition_penalty", "stop", "stop_token_ids")
 
 
-class _TreeCollector(Collector):
-    """The collector one Slime call runs: the user's collector with the call's settings,
-    keeping the finished tree's outcome counts (``tree_stats``) for the samples."""
-
-    tree_stats: Optional[Dict[str, Any]] = None
-
-    async def collect(self, problem: Any, *, allow_partial: bool = False) -> Any:
-        state = await super().collect(problem, allow_partial=allow_partial)
-        self.tree_stats = state.stats
-        return state
-
-
 _KEEP: Any = object()
 
 
 def _call_collector(
     base: Collector, settings: _CallSettings, *, search: Any = None, critic: Any = _KEEP, workspace: Any = _KEEP
-) -> _TreeCollector:
+) -> Collector:
     """``base`` (from collector_for) with one Slime call's settings applied: the agent's
     sampling, where the agent sets none, is the call's (an agent's own sampling wins, as
     FOCUS's setting, with a warning naming what Slime asked for instead); each
@@ -293,7 +286,7 @@ def _call_collector(
     search = base.search if search is None else search
     if settings.seed is not None:
         search = dataclasses.replace(search, seed=settings.seed)
-    collector = _TreeCollector(
+    collector = Collector(
         agent,
         critic=base.critic if critic is _KEEP else critic,
         search=search,
@@ -303,6 +296,7 @@ def _call_collector(
         close_services=base.close_services,
     )
     collector.timeouts = dict(base.timeouts)
+    collector._engine_options = dict(base._engine_options)
     return collector
 
 
@@ -312,10 +306,9 @@ def _response_text(policy: Any, settings: _CallSettings) -> Callable[[Sequence[i
     return lambda ids: policy.decode(list(ids), skip_special_tokens=settings.skip_special_tokens)
 
 
-def _with_tree_outcomes(samples: List[Any], collector: _TreeCollector) -> List[Any]:
-    """Add the tree's outcome counts to every sample's ``metadata["focus"]``
+def _with_tree_outcomes(samples: List[Any], stats: Mapping[str, Any]) -> List[Any]:
+    """Add the tree's outcome counts (its stats) to every sample's ``metadata["focus"]``
     (``finished_rollouts``, ``successes``): what ``log_rollout`` turns into pass@k."""
-    stats = collector.tree_stats or {}
     for s in samples:
         focus = s.metadata.setdefault("focus", {})
         focus["finished_rollouts"] = int(stats.get("finished_rollouts", 0))
@@ -466,6 +459,259 @@ def _aborted(failures: Sequence[Tuple[int, str]]) -> bool:
     return any(getattr(f, "aborted", False) for f in failures)
 
 
+class TreeSamples(list):
+    """What the generate hook returns for one Slime sample: the tree's Slime samples as a
+    list (Slime flattens it into the rollout's training samples), which also answers, as
+    one element of Slime's group, for the source sample it was collected for.
+
+    Slime's rollout code reads group elements as samples: fully-async orders groups by
+    ``index`` and requeues those with an ABORTED ``status``; ``abort()`` reads
+    ``response`` and ``metadata``; a group handed back by ``--partial-rollout`` is
+    resubmitted, and ``generate_and_rm`` returns COMPLETED elements as they are after
+    checking ``response`` and ``reward``, masks ``loss_mask`` over ``response_length``
+    under ``--mask-offpolicy-in-partial-rollout``, and passes the other elements back to
+    the hook (which collects their source sample again). So:
+
+    - ``source``: the Slime sample the tree was collected for (a resubmitted TreeSamples
+      is collected again from it);
+    - ``status``: COMPLETED for a collected tree, ABORTED for one Slime aborted (the list
+      then holds just the source sample, status ABORTED, nothing generated);
+    - ``reward``: the tree's success rate (successes / finished rollouts; what Slime's
+      group filters and logs see), None when aborted; ``get_reward_value(args)`` returns it;
+    - ``response``: the first sample's text ("" when aborted); ``response_length`` and
+      ``loss_mask``: the samples' response lengths summed and their loss masks
+      concatenated; assigning ``loss_mask`` (as long as ``response_length``) splits it
+      over the samples;
+    - every other attribute (``index``, ``group_index``, ``rollout_id``, ``prompt``,
+      ``label``, ``metadata``, ``session_id``, ...) is the source's, read and written
+      through. ``index`` is the sample's index, so ``list.index`` is not available.
+    """
+
+    _OWN = ("source", "status", "reward")
+
+    def __init__(self, samples: Sequence[Any], source: Any, *, status: Any, reward: Optional[float]) -> None:
+        super().__init__(samples)
+        self.__dict__.update(source=source, status=status, reward=reward)
+
+    def __getattr__(self, name: str) -> Any:
+        # Only reached for names the list and this class lack.
+        source = self.__dict__.get("source")
+        if source is None or name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(source, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in self._OWN:
+            self.__dict__[name] = value
+        elif name == "loss_mask":
+            self._set_loss_mask(value)
+        else:
+            setattr(self.source, name, value)
+
+    def __reduce__(self) -> Any:
+        return (_rebuild_tree_samples, (list(self), self.source, self.status, self.reward))
+
+    def __deepcopy__(self, memo: Dict[int, Any]) -> "TreeSamples":
+        source = copy.deepcopy(self.source, memo)
+        samples = [source if s is self.source else copy.deepcopy(s, memo) for s in self]
+        return TreeSamples(samples, source, status=self.status, reward=self.reward)
+
+    @property
+    def index(self) -> Any:  # type: ignore[override]
+        """The source's ``index`` (Slime's sample index), not ``list.index``."""
+        return self.source.index
+
+    @index.setter
+    def index(self, value: Any) -> None:
+        self.source.index = value
+
+    @property
+    def response(self) -> str:
+        return self[0].response if self else ""
+
+    @property
+    def response_length(self) -> int:
+        return sum(int(s.response_length) for s in self)
+
+    @property
+    def loss_mask(self) -> Optional[List[int]]:
+        masks = [s.loss_mask for s in self]
+        if any(m is None for m in masks):
+            return None
+        return [m for mask in masks for m in mask]
+
+    def _set_loss_mask(self, value: Sequence[int]) -> None:
+        value = list(value)
+        if len(value) != self.response_length:
+            raise ConfigError(
+                f"TreeSamples loss_mask: got {len(value)} entries for a tree of {len(self)} samples with "
+                f"{self.response_length} response tokens in all"
+            )
+        start = 0
+        for s in self:
+            s.loss_mask = value[start : start + s.response_length]
+            start += s.response_length
+
+    def get_reward_value(self, args: Any) -> Optional[float]:
+        """The tree's reward (its success rate), whatever ``--reward-key`` says: FOCUS
+        rewards are plain floats."""
+        return self.reward
+
+
+def _rebuild_tree_samples(samples: List[Any], source: Any, status: Any, reward: Optional[float]) -> TreeSamples:
+    return TreeSamples(samples, source, status=status, reward=reward)
+
+
+def _source_sample(sample: Any) -> Any:
+    """The Slime sample to collect for: a TreeSamples Slime hands back (an aborted
+    tree resubmitted by the buffer or the fully-async worker) is collected again from
+    its source, reset to PENDING."""
+    if isinstance(sample, TreeSamples):
+        source = sample.source
+        source.status = type(source).Status.PENDING
+        return source
+    return sample
+
+
+def _aborted_tree(source: Any) -> TreeSamples:
+    """An aborted tree: the source sample alone, status ABORTED, nothing generated, so
+    Slime keeps it out of training (and fully-async / partial rollout requeue it)."""
+    source.status = type(source).Status.ABORTED
+    return TreeSamples([source], source, status=source.status, reward=None)
+
+
+def _success_rate(stats: Optional[Mapping[str, Any]]) -> float:
+    stats = stats or {}
+    finished = int(stats.get("finished_rollouts") or 0)
+    return float(stats.get("successes") or 0) / finished if finished else 0.0
+
+
+def _check_rollout_mode(args: Any) -> None:
+    """Refuse Slime modes a tree's samples cannot take part in."""
+    if getattr(args, "group_rm", False):
+        raise ConfigError(
+            "Slime's --group-rm scores each group element with a reward model; FOCUS samples carry their "
+            "advantages as rewards already (the tree's env grades its rollouts): run without --group-rm"
+        )
+    hooks = getattr(args, "rollout_sample_hook_path", None)
+    fully_async = "fully_async" in str(getattr(args, "rollout_function_path", None) or "")
+    if hooks and (getattr(args, "partial_rollout", False) or fully_async):
+        raise ConfigError(
+            "Slime's --rollout-sample-hook-path rebuilds each generate result as a plain list, which loses the "
+            "tree's status and index that --partial-rollout and fully-async rollout requeue aborted trees by; "
+            "drop the sample hooks or run the default rollout"
+        )
+
+
+def router_concurrency(args: Any) -> Optional[int]:
+    """The router policy's request limit from Slime's args: ``--sglang-server-concurrency``
+    times the rollout engines behind the router, as Slime's GenerateState sizes its
+    semaphore (``rollout_num_engines`` if set, else ``rollout_num_gpus //
+    rollout_num_gpus_per_engine``, at least 1 when there are rollout GPUs). None (the
+    policy's default, 64) when the args do not say."""
+    per_engine = getattr(args, "sglang_server_concurrency", None)
+    if per_engine is None:
+        return None
+    engines = getattr(args, "rollout_num_engines", None)
+    if engines is None:
+        gpus = int(getattr(args, "rollout_num_gpus", None) or 0)
+        per = int(getattr(args, "rollout_num_gpus_per_engine", None) or 1)
+        engines = max(1, gpus // per) if gpus > 0 else 0
+    limit = int(per_engine) * int(engines)
+    return limit if limit > 0 else None
+
+
+# Slime's rollout module, where GenerateState (a SingletonMeta singleton) holds `aborted`.
+_SLIME_ROLLOUT = "slime.rollout.sglang_rollout"
+# How often a running tree checks Slime's abort flag (one poller per event loop).
+_ABORT_POLL_SECONDS = 0.005
+
+
+def _slime_aborted() -> bool:
+    """Whether Slime's GenerateState says the rollout was aborted. Reads only what is
+    already there: Slime is never imported, nor its state created."""
+    module = sys.modules.get(_SLIME_ROLLOUT)
+    cls = getattr(module, "GenerateState", None) if module is not None else None
+    if cls is None:
+        return False
+    state = (getattr(cls, "_instances", None) or {}).get(cls)
+    return bool(getattr(state, "aborted", False))
+
+
+class _AbortWatch:
+    """One event loop's poller of Slime's abort flag: the trees running on the loop
+    register a future, which it resolves when the flag is set; it stops when none is
+    left."""
+
+    def __init__(self) -> None:
+        self.waiters: "set[asyncio.Future[None]]" = set()
+        self.task: Optional["asyncio.Future[None]"] = None
+
+    def register(self) -> "asyncio.Future[None]":
+        fut: "asyncio.Future[None]" = asyncio.get_running_loop().create_future()
+        self.waiters.add(fut)
+        if self.task is None or self.task.done():
+            self.task = asyncio.ensure_future(self._poll())
+        return fut
+
+    def unregister(self, fut: "asyncio.Future[None]") -> None:
+        self.waiters.discard(fut)
+        if not fut.done():
+            fut.cancel()
+
+    async def _poll(self) -> None:
+        while self.waiters:
+            if _slime_aborted():
+                for fut in list(self.waiters):
+                    if not fut.done():
+                        fut.set_result(None)
+                self.waiters.clear()
+                return
+            await asyncio.sleep(_ABORT_POLL_SECONDS)
+
+
+_WATCHES: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _AbortWatch]" = weakref.WeakKeyDictionary()
+_WATCHES_LOCK = threading.Lock()
+
+
+def _abort_watch() -> _AbortWatch:
+    loop = asyncio.get_running_loop()
+    with _WATCHES_LOCK:
+        watch = _WATCHES.get(loop)
+        if watch is None:
+            watch = _WATCHES[loop] = _AbortWatch()
+    return watch
+
+
+async def _unless_aborted(coro: Any) -> Tuple[bool, Any]:
+    """Run ``coro`` (a collection) until it ends or Slime aborts the rollout; on an abort,
+    cancel it, which cancels the Go collection and its requests in flight at once.
+    Returns ``(aborted, result)``. A collection that ended before the abort was seen
+    keeps its result."""
+    task = asyncio.ensure_future(coro)
+    if sys.modules.get(_SLIME_ROLLOUT) is None:
+        return False, await task  # not under Slime: no flag to watch
+    watch = _abort_watch()
+    flag = watch.register()
+    try:
+        await asyncio.wait({task, flag}, return_when=asyncio.FIRST_COMPLETED)
+    except BaseException:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        raise
+    finally:
+        watch.unregister(flag)
+    if task.done():
+        return False, task.result()
+    task.cancel()
+    outcome = (await asyncio.gather(task, return_exceptions=True))[0]
+    if isinstance(outcome, BaseException) and not isinstance(outcome, asyncio.CancelledError):
+        state = getattr(outcome, "state", None)
+        if state is not None:
+            state.close()
+    return True, None
+
+
 class _SlimeHook:
     """Shared body of the generate and evaluate hooks: one router policy per router URL
     and checkpoint, built on first use and kept until ``close()``."""
@@ -478,18 +724,20 @@ class _SlimeHook:
         self.collector_for = collector_for
         self.profile = profile
         self.workspace_for = workspace_for
-        self._policies: Dict[Tuple[str, str], Any] = {}
+        self._policies: Dict[Tuple[str, str, Optional[int]], Any] = {}
         self._lock = threading.Lock()
 
     def policy(self, args: Any) -> Any:
         """The Go-native SGLangPolicy for Slime's router, with ``args.hf_checkpoint``'s
-        tokenizer and chat template and Slime's rollout sampling flags as defaults."""
+        tokenizer and chat template, Slime's rollout sampling flags as defaults, and
+        ``router_concurrency(args)`` requests in flight at most."""
         from ..generation.servers import SGLangPolicy
 
         model = getattr(args, "hf_checkpoint", None)
         if not model:
             raise ConfigError("Slime args have no hf_checkpoint; FOCUS loads the tokenizer and chat template from it")
-        key = (_router_url(args), str(model))
+        limit = router_concurrency(args)
+        key = (_router_url(args), str(model), limit)
         with self._lock:
             policy = self._policies.get(key)
             if policy is None:
@@ -498,6 +746,7 @@ class _SlimeHook:
                     base_url=key[0],
                     profile=self.profile,
                     default_params=_sampling_from_args(args, self._evaluation),
+                    max_concurrency=limit,
                 )
                 self._policies[key] = policy
         return policy
@@ -548,45 +797,66 @@ class _Generate(_SlimeHook):
         self.allow_partial = allow_partial
 
     async def __call__(self, args: Any, sample: Any, sampling_params: Any = None, evaluation: bool = False) -> Any:
-        """Collect one tree for ``sample`` and return its actor segments as a list of Slime
-        samples (one ABORTED source sample if Slime aborted the generation). An
-        evaluation call (``evaluation=True``, which Slime passes because this signature
-        has it) is answered as ``make_evaluate``'s hook would: one sample, reward = outcome."""
+        """Collect one tree for ``sample`` and return its actor segments as a TreeSamples
+        list of Slime samples (an ABORTED TreeSamples holding the source sample if Slime
+        aborted the generation). An evaluation call (``evaluation=True``, which Slime
+        passes because this signature has it) is answered as ``make_evaluate``'s hook
+        would: one sample, reward = outcome."""
         if evaluation:
             return await _evaluate_sample(self, args, sample, sampling_params)
+        sample = _source_sample(sample)
         _check_args(args)
+        _check_rollout_mode(args)
         settings = _call_settings(args, sampling_params, evaluation=False)
         problem = _problem_from(args, sample)
+        return await self._collect_tree(args, sample, problem, settings)
+
+    async def _collect_tree(self, args: Any, sample: Any, problem: Problem, settings: "_CallSettings") -> TreeSamples:
+        """One tree for ``sample``, stopped at once if Slime aborts the rollout."""
+        if _slime_aborted():
+            return _aborted_tree(sample)
         policy = self.policy(args)
         collector = _call_collector(self.collector(policy, problem, args), settings)
         text = _response_text(policy, settings)
+        # An abort finish (Slime's /abort_request) ends the whole tree in Go at once.
+        collector._engine_options["stop_on_abort"] = True
         group = getattr(sample, "group_index", None)
+        stats: Dict[str, Any] = {}
         try:
-            kept, critic, failures, dropped = await _collect(
-                collector,
-                problem,
-                group_index=group if group is not None else _rollout_id(sample),
-                workspace_for=self.workspace_for,
-                allow_partial=self.allow_partial,
-                min_abs_advantage=self.min_abs_advantage,
-                keep_dropped=True,
+            aborted, collected = await _unless_aborted(
+                _collect(
+                    collector,
+                    problem,
+                    group_index=group if group is not None else _rollout_id(sample),
+                    workspace_for=self.workspace_for,
+                    allow_partial=self.allow_partial,
+                    min_abs_advantage=self.min_abs_advantage,
+                    keep_dropped=True,
+                    stats_out=stats,
+                )
             )
         except CollectionError as exc:
             state = getattr(exc, "state", None)
             if _aborted(getattr(exc, "failures", ()) or ()):
                 if state is not None:
                     state.close()
-                sample.status = type(sample).Status.ABORTED
-                return [sample]
+                return _aborted_tree(sample)
             raise
-        if _aborted(failures):
-            sample.status = type(sample).Status.ABORTED
-            return [sample]
+        if aborted or _aborted(collected.failures):
+            return _aborted_tree(sample)
+        kept, critic, dropped = collected.actor, collected.critic, collected.dropped
         if self.critic_sink is not None:
             self.critic_sink(critic)
         sample_type = type(sample)
+        done = sample_type.Status.COMPLETED
+        reward = _success_rate(stats)
         if kept:
-            return _with_tree_outcomes([to_sample(r, sample, text, sample_type) for r in kept], collector)
+            return TreeSamples(
+                _with_tree_outcomes([to_sample(r, sample, text, sample_type) for r in kept], stats),
+                sample,
+                status=done,
+                reward=reward,
+            )
         # Every edge fell under min_abs_advantage: one sample that trains nothing keeps
         # Slime's group shape (a list per sample) intact.
         if dropped is None:
@@ -594,7 +864,7 @@ class _Generate(_SlimeHook):
         empty = to_sample(dropped, sample, text, sample_type)
         empty.reward = 0.0
         empty.remove_sample = True
-        return _with_tree_outcomes([empty], collector)
+        return TreeSamples(_with_tree_outcomes([empty], stats), sample, status=done, reward=reward)
 
 
 async def _evaluate_sample(hook: _SlimeHook, args: Any, sample: Any, sampling_params: Any) -> Any:
@@ -698,29 +968,44 @@ def make_generate(
     a Problem (prompt and label from ``--input-key`` / ``--label-key``, ``label=None`` when
     the sample has none, id ``g<group_index>-i<index>``), collects one tree with a fresh
     collector from ``collector_for(policy, problem)`` under the call's sampling_params
-    (where the agent sets no sampling of its own: temperature, top_k, stop and
-    repetition_penalty on every request, ``max_new_tokens`` as the cap on each
+    (where the agent sets no sampling of its own: temperature, top_k, stop, stop_token_ids
+    and repetition_penalty on every request, ``max_new_tokens`` as the cap on each
     root-to-leaf path's generated tokens, ``sampling_seed`` as the tree's search seed,
     ``skip_special_tokens`` for the response text), sends the critic records to
-    ``critic_sink``, and
-    returns the actor segments as a list of Slime samples (``to_sample``) sharing the
-    source's rollout id. A generation Slime aborted returns ``[sample]`` with status
-    ABORTED (no reward), never a zero reward. If ``min_abs_advantage`` drops every edge,
-    one sample with ``remove_sample=True`` and reward 0 is returned so Slime's group keeps
-    its shape. ``workspace_for(problem)`` gives each prompt its own Workspace (as in
-    ``collect_records``). ``allow_partial=True`` keeps a collection with failures (a
-    collection in which every rollout failed still raises).
+    ``critic_sink``, and returns the actor segments as a ``TreeSamples`` list of Slime
+    samples (``to_sample``) sharing the source's rollout id, which also answers for the
+    source sample (``index``, ``status``, ``reward`` = the tree's success rate, ...) where
+    Slime reads group elements. A generation Slime aborted returns ``[sample]`` (a
+    TreeSamples, status ABORTED, no reward), never a zero reward. If
+    ``min_abs_advantage`` drops every edge, one sample with ``remove_sample=True`` and
+    reward 0 is returned so Slime's group keeps its shape.
 
     Called with ``evaluation=True`` (an eval dataset without its own
     ``custom_generate_function_path``), it answers as ``make_evaluate``'s hook does: one
     unbranched rollout, one sample, reward = outcome.
 
-    Refused Slime settings (ValueError, at the first call): ``--apply-chat-template`` (FOCUS
-    renders the chat itself), ``--rollout-top-p`` other than 1.0 (Slime would require top-p
-    replay data), ``--log-passrate`` with ``--n-samples-per-prompt`` > 1 (use
-    ``log_rollout``), and sampling_params a tree cannot honour (``min_new_tokens`` > 0, ``no_stop_trim`` false, ``spaces_between_special_tokens``
-    true, ``custom_params``, unknown keys). The returned hook has ``close()`` for the
-    router policies it opened."""
+    Slime's rollout modes: the default and over-sampling rollouts, ``--partial-rollout``
+    (an aborted tree is handed back and collected again from its source sample; a
+    finished one is kept and trained next rollout, its loss masks zeroed under
+    ``--mask-offpolicy-in-partial-rollout``) and fully-async rollout (aborted groups are
+    requeued) all work. Slime's abort stops a tree at once: the hook watches
+    ``GenerateState.aborted`` (without importing Slime) and cancels the collection and its
+    requests in flight, and an abort finish from SGLang ends the tree in Go; nothing is
+    sent after it. The router policy allows ``router_concurrency(args)`` requests in
+    flight (``--sglang-server-concurrency`` times the rollout engines, as Slime's own
+    semaphore). ``workspace_for(problem)`` gives each prompt its own Workspace (as in
+    ``collect_records``). ``allow_partial=True`` keeps a collection with failures (a
+    collection in which every rollout failed still raises).
+
+    Refused Slime settings (ValueError, at the first call): ``--apply-chat-template``
+    (FOCUS renders the chat itself), ``--rollout-top-p`` other than 1.0 (Slime would
+    require top-p replay data), ``--log-passrate`` with ``--n-samples-per-prompt`` > 1
+    (use ``log_rollout``), ``--group-rm`` (FOCUS samples carry their rewards),
+    ``--rollout-sample-hook-path`` with partial or fully-async rollout (Slime's sample
+    hooks rebuild the list without the tree's status and index), and sampling_params a
+    tree cannot honour (``min_new_tokens`` > 0, ``no_stop_trim`` false,
+    ``spaces_between_special_tokens`` true, ``custom_params``, unknown keys). The returned
+    hook has ``close()`` for the router policies it opened."""
     return _Generate(
         collector_for,
         profile=profile,
@@ -1054,6 +1339,7 @@ def log_eval_rollout(rollout_id: int, args: Any, data: Dict[str, Any], extra_met
 
 __all__ = [
     "GenerateHook",
+    "TreeSamples",
     "advantages",
     "log_eval_rollout",
     "log_rollout",
@@ -1062,6 +1348,7 @@ __all__ = [
     "normalized_policy_tokens",
     "pass_rates",
     "preserve_advantages",
+    "router_concurrency",
     "sum_policy_tokens",
     "to_sample",
 ]
