@@ -21,8 +21,6 @@ Nothing here is imported by the package or collected by pytest (no ``test_`` pre
 
 from __future__ import annotations
 
-import copy
-import itertools
 import json
 import math
 import os
@@ -417,12 +415,16 @@ def read_rows() -> List[Dict[str, Any]]:
     return [json.loads(line) for line in DATA.read_text().splitlines() if line.strip()]
 
 
-def check_samples(args: Any, cluster: Cluster, samples: List[Any], res: Result, *, focus: bool, sources: int) -> None:
+def check_samples(args: Any, cluster: Cluster, samples: List[Any], res: Result, *, focus: bool, sources: int,
+                  prefix: str = "") -> None:
     """Shape, status, rollout-id, prompt-token and log-prob checks of a flat list of
-    training samples against what Slime's default path produces."""
+    training samples against what Slime's default path produces (``prefix`` names the
+    rollout in the numbers and messages of any but the first)."""
     import requests
 
     from slime.utils.types import Sample
+
+    res = _Prefixed(res, prefix)
 
     res.numbers["samples"] = len(samples)
     statuses: Dict[str, int] = {}
@@ -479,23 +481,36 @@ def check_samples(args: Any, cluster: Cluster, samples: List[Any], res: Result, 
     res.expect(checked > 0 and worst < 1e-4, f"rollout_log_probs differ from the server's scoring by up to {worst}")
 
 
-def flatten(groups: List[Any]) -> List[Any]:
-    out = list(groups)
-    while out and isinstance(out[0], list):
-        out = list(itertools.chain.from_iterable(out))
-    return out
+class _Prefixed:
+    """A Result view whose numbers and failures carry a prefix."""
+
+    def __init__(self, res: Result, prefix: str) -> None:
+        self.res, self.prefix = res, prefix
+        self.numbers = _PrefixedDict(res.numbers, prefix)
+
+    def expect(self, ok: bool, message: str) -> bool:
+        return self.res.expect(ok, f"{self.prefix}{message}" if self.prefix else message)
+
+
+class _PrefixedDict:
+    def __init__(self, d: Dict[str, Any], prefix: str) -> None:
+        self.d, self.prefix = d, prefix.replace(": ", "_")
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self.d[f"{self.prefix}{key}"] = value
 
 
 def slime_frames(tb: Any) -> Optional[str]:
-    """The innermost traceback frame in Slime's or focus's source, as file:line."""
-    where = None
+    """The traceback's frames in Slime's and focus's sources, innermost last, as
+    "slime FILE:LINE (function)" (the last three)."""
+    frames = []
     for frame in traceback.extract_tb(tb):
         path = Path(frame.filename)
         if SLIME_DIR and SLIME_DIR in path.parents:
-            where = f"slime {path.relative_to(SLIME_DIR)}:{frame.lineno} ({frame.name})"
+            frames.append(f"slime {path.relative_to(SLIME_DIR)}:{frame.lineno} ({frame.name})")
         elif ROOT / "python" in path.parents:
-            where = f"focus {path.relative_to(ROOT)}:{frame.lineno} ({frame.name})"
-    return where
+            frames.append(f"focus {path.relative_to(ROOT)}:{frame.lineno} ({frame.name})")
+    return " <- ".join(reversed(frames[-3:])) or None
 
 
 # ---------------------------------------------------------------- modes
@@ -521,12 +536,14 @@ def _focus_rollout(res: Result, argv: List[str], *, rollouts: int = 1, check_buf
     args = parse(argv)
     cluster = Cluster(args)
     manager = rollout_manager(args)
+    watch_abort(cluster, res)
     for rollout_id in range(rollouts):
         before = cluster.generate_requests()
         data = collect(manager, rollout_id, res)
         res.numbers[f"rollout{rollout_id}_generate_requests"] = cluster.generate_requests() - before
+        check_samples(args, cluster, data, res, focus=True, sources=args.rollout_batch_size * args.n_samples_per_prompt,
+                      prefix="" if rollout_id == 0 else f"rollout{rollout_id}: ")
         if rollout_id == 0:
-            check_samples(args, cluster, data, res, focus=True, sources=args.rollout_batch_size * args.n_samples_per_prompt)
             train(manager, data, res)
         if check_buffer:
             buffer = manager.data_source.buffer
@@ -537,6 +554,26 @@ def _focus_rollout(res: Result, argv: List[str], *, rollouts: int = 1, check_buf
             )
             res.expect(shapes_ok, "a group put back into the data buffer is not a list of n_samples_per_prompt Samples")
     res.numbers["sim_peak_running"] = cluster.sim.stats()["peak_running"]
+
+
+def watch_abort(cluster: Cluster, res: Result) -> None:
+    """Wrap sglang_rollout.abort (which generate_rollout calls once a rollout has its
+    batch) to measure the /generate requests the server receives after the abort began
+    and how long the abort waited for the pending trees."""
+    from slime.rollout import sglang_rollout
+
+    real = sglang_rollout.abort
+
+    async def abort(args: Any, rollout_id: int) -> Any:
+        at = cluster.generate_requests()
+        started = time.time()
+        out = await real(args, rollout_id)
+        res.numbers[f"abort{rollout_id}_seconds"] = round(time.time() - started, 3)
+        res.numbers[f"abort{rollout_id}_requests_after"] = cluster.generate_requests() - at
+        res.numbers[f"abort{rollout_id}_partial_groups"] = len(out)
+        return out
+
+    sglang_rollout.abort = abort
 
 
 def mode_default(res: Result) -> None:
@@ -602,6 +639,18 @@ def mode_abort_mid_tree(res: Result) -> None:
     cluster = Cluster(args, latency={"first_token": 0.01, "per_token": 0.004})
     manager = rollout_manager(args)
 
+    from slime.backends.sglang_utils import server_control
+
+    real_abort_once = server_control._abort_server_once
+    marks: Dict[str, Any] = {}
+
+    async def abort_once(url: str) -> None:
+        await real_abort_once(url)
+        marks.setdefault("after_abort_request", cluster.generate_requests())
+        marks.setdefault("abort_request_at", time.time())
+
+    server_control._abort_server_once = abort_once
+
     async def scenario() -> Dict[str, Any]:
         state = sglang_rollout.GenerateState(args)
         state.submit_generate_tasks(manager.data_source.get_samples(2))
@@ -621,6 +670,9 @@ def mode_abort_mid_tree(res: Result) -> None:
     res.numbers["generate_requests_before_abort"] = out["at_abort"]
     res.numbers["generate_requests_after_abort"] = after
     res.numbers["abort_to_return_seconds"] = round(out["took"], 3)
+    if "after_abort_request" in marks:
+        res.numbers["generate_requests_after_servers_aborted"] = cluster.generate_requests() - marks["after_abort_request"]
+    res.numbers["aborted_groups_returned"] = len(out["groups"])
     res.expect(after == 0, f"the server received {after} /generate requests after Slime's abort began")
     res.expect(out["took"] < 0.25, f"abort() returned {out['took']:.2f} s after it began (the hooks kept running)")
 

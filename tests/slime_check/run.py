@@ -141,11 +141,17 @@ def run_contracts(e: Dict[str, str], timeout: float) -> List[Dict[str, Any]]:
         text = proc.stdout + proc.stderr
         summary = next((ln.strip("= ") for ln in reversed(text.splitlines()) if re.search(r"\d+ (passed|failed|error)", ln)), "")
         failed = re.findall(r"^FAILED (\S+)(?: - (.*))?$", text, re.M)
+        # pytest -q leaves the message out of the summary line: take each failure's
+        # exception line ("E   Type: message") and its location ("path:line: Type").
+        raised = re.findall(r"^E\s+(\S*(?:Error|Exception|Failed)\S*: .*)$", text, re.M)
+        located = re.findall(r"^(\S+\.py:\d+): \w+$", text, re.M)
+        failed = [(t, m or (raised[i] if i < len(raised) else "") + (f" at {located[i]}" if i < len(located) else ""))
+                  for i, (t, m) in enumerate(failed)]
         (WORK / "logs" / f"contract-{name}.log").write_text(text)
         results.append({
             "mode": f"contract:{name.removeprefix('test_plugin_').removesuffix('_contracts.py')}",
             "status": "PASS" if proc.returncode == 0 else "FAIL",
-            "error": None if proc.returncode == 0 else "; ".join(f"{t}: {(m or '')[:160]}" for t, m in failed) or summary,
+            "error": None if proc.returncode == 0 else "; ".join(f"{t.split('::')[-1]}: {m[:300]}" for t, m in failed) or summary,
             "where": None, "failures": [], "notes": [" ".join(hook_args) or "Slime's default paths"],
             "numbers": {"summary": summary, "seconds": round(time.time() - started, 1)},
         })
