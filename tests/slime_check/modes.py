@@ -500,6 +500,13 @@ class _PrefixedDict:
         self.d[f"{self.prefix}{key}"] = value
 
 
+def flat(node: Any) -> List[Any]:
+    """The samples in a (nested) list of samples."""
+    if isinstance(node, list):
+        return [s for item in node for s in flat(item)]
+    return [node]
+
+
 def slime_frames(tb: Any) -> Optional[str]:
     """The traceback's frames in Slime's and focus's sources, innermost last, as
     "slime FILE:LINE (function)" (the last three)."""
@@ -628,15 +635,21 @@ def mode_concurrency(res: Result) -> None:
 
 def mode_abort_mid_tree(res: Result) -> None:
     """Slime's abort() while trees are mid-search: requests the server receives after the
-    abort began, and how long until every hook has returned."""
+    abort began, and how long until every hook has returned. 24 trees of 16 rollouts
+    want 96 warm-up requests at once, more than --sglang-server-concurrency 48 lets run:
+    at the abort some requests are running (the server aborts those) and the rest are
+    still waiting inside the trees, which must not send them."""
     import asyncio
 
     from slime.rollout import sglang_rollout
     from slime.utils.async_utils import run
 
-    argv = set_flag(base_argv(batch=2), "--over-sampling-batch-size", "2")
+    os.environ["FOCUS_BUDGET"], os.environ["FOCUS_WARMUP"] = "16", "4"
+    trees, abort_after = 24, 40
+    argv = set_flag(base_argv(batch=2), "--over-sampling-batch-size", str(trees))
+    argv = set_flag(argv, "--sglang-server-concurrency", "48")
     args = parse(argv)
-    cluster = Cluster(args, latency={"first_token": 0.01, "per_token": 0.004})
+    cluster = Cluster(args, latency={"first_token": 0.05, "per_token": 0.004})
     manager = rollout_manager(args)
 
     from slime.backends.sglang_utils import server_control
@@ -653,17 +666,24 @@ def mode_abort_mid_tree(res: Result) -> None:
 
     async def scenario() -> Dict[str, Any]:
         state = sglang_rollout.GenerateState(args)
-        state.submit_generate_tasks(manager.data_source.get_samples(2))
+        for _ in range(trees // 8):  # the data source wraps around its rows once per call
+            state.submit_generate_tasks(manager.data_source.get_samples(8))
         deadline = time.time() + 60
-        while cluster.generate_requests() < 4 and time.time() < deadline:
+        while cluster.generate_requests() < abort_after and time.time() < deadline:
             await asyncio.sleep(0.01)
         at_abort = cluster.generate_requests()
+        pending = list(state.pendings)
         started = time.time()
         aborted = await sglang_rollout.abort(args, rollout_id=0)
         took = time.time() - started
-        groups = aborted
+        statuses: Dict[str, int] = {}
+        for task in pending:
+            for sample in flat(task.result()):
+                key = getattr(getattr(sample, "status", None), "value", type(sample).__name__)
+                statuses[key] = statuses.get(key, 0) + 1
         state.reset()
-        return {"at_abort": at_abort, "took": took, "groups": groups}
+        return {"at_abort": at_abort, "took": took, "groups": aborted, "statuses": statuses,
+                "pending": len(pending)}
 
     out = run(scenario())
     after = cluster.generate_requests() - out["at_abort"]
@@ -673,6 +693,10 @@ def mode_abort_mid_tree(res: Result) -> None:
     if "after_abort_request" in marks:
         res.numbers["generate_requests_after_servers_aborted"] = cluster.generate_requests() - marks["after_abort_request"]
     res.numbers["aborted_groups_returned"] = len(out["groups"])
+    res.numbers["trees_pending_at_abort"] = out["pending"]
+    res.numbers["returned_statuses"] = out["statuses"]
+    res.numbers["sim_sequences_aborted"] = cluster.sim.stats()["aborted"]
+    res.expect(out["pending"] > 0, "no tree was still running when Slime aborted (the check measured nothing)")
     res.expect(after == 0, f"the server received {after} /generate requests after Slime's abort began")
     res.expect(out["took"] < 0.25, f"abort() returned {out['took']:.2f} s after it began (the hooks kept running)")
 
