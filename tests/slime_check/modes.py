@@ -701,14 +701,47 @@ def mode_abort_mid_tree(res: Result) -> None:
     res.expect(out["took"] < 0.25, f"abort() returned {out['took']:.2f} s after it began (the hooks kept running)")
 
 
-def _eval_config(with_hook: bool) -> Path:
-    path = WORK / ("eval-with-hook.yaml" if with_hook else "eval-without-hook.yaml")
+def _eval_config(with_hook: bool, extra: Optional[Dict[str, Any]] = None) -> Path:
+    name = ("eval-with-hook" if with_hook else "eval-without-hook") + ("-sampling" if extra else "")
+    path = WORK / f"{name}.yaml"
+    settings = {"n_samples_per_eval_prompt": 1, **(extra or {})}
     lines = ["eval:", "  datasets:", "    - name: sim", f"      path: {DATA}", "      input_key: prompt",
-             "      label_key: label", "      n_samples_per_eval_prompt: 1"]
+             "      label_key: label"] + [f"      {k}: {v}" for k, v in settings.items()]
     if with_hook:
         lines.append("      custom_generate_function_path: focus_math.evaluate")
     path.write_text("\n".join(lines) + "\n")
     return path
+
+
+def mode_eval_sampling_params(res: Result) -> None:
+    """An eval dataset's own sampling settings reach the hook as Slime's per-call
+    sampling_params: max_response_len 40 and temperature 0 (greedy), two samples per
+    prompt. Each response must stay within 40 tokens and the two greedy samples of a
+    prompt must be the same tokens, or the hook must refuse the settings with a focus error."""
+    from slime.rollout.base_types import call_rollout_fn
+
+    from focus_go.errors import ConfigError
+
+    config = _eval_config(True, {"n_samples_per_eval_prompt": 2, "max_response_len": 40, "temperature": 0.0})
+    args = parse(set_flag(base_argv(), "--eval-config", str(config)))
+    Cluster(args)
+    manager = rollout_manager(args)
+    try:
+        result = call_rollout_fn(manager.eval_generate_rollout, args, 0, manager.data_source, evaluation=True)
+    except ConfigError as exc:
+        res.notes.append(f"refused: {type(exc).__name__}: {exc}")
+        return
+    samples = result.data["sim"]["samples"]
+    longest = max(s.response_length for s in samples)
+    res.numbers["eval_samples"] = len(samples)
+    res.numbers["longest_response"] = longest
+    res.expect(longest <= 40, f"a response has {longest} tokens; the eval dataset's max_response_len is 40")
+    pairs = {}
+    for s in samples:
+        pairs.setdefault(s.group_index if s.group_index is not None else s.prompt, []).append(list(s.tokens))
+    differ = sum(1 for toks in pairs.values() if len(toks) == 2 and toks[0] != toks[1])
+    res.numbers["greedy_pairs_that_differ"] = differ
+    res.expect(differ == 0, f"{differ} prompts whose two temperature-0 eval samples differ (temperature 0 not applied)")
 
 
 def _eval(res: Result, with_hook: bool) -> None:
@@ -744,9 +777,9 @@ def mode_eval_without_hook(res: Result) -> None:
     try:
         _eval(res, False)
     except Exception as exc:  # a refusal with a clear message passes
-        from focus_go.errors import FocusError
+        from focus_go.errors import ConfigError
 
-        if isinstance(exc, FocusError):
+        if isinstance(exc, ConfigError):
             res.notes.append(f"refused: {type(exc).__name__}: {exc}")
             return
         raise
@@ -763,6 +796,7 @@ MODES: Dict[str, Callable[[Result], None]] = {
     "concurrency": mode_concurrency,
     "eval-with-hook": mode_eval_with_hook,
     "eval-without-hook": mode_eval_without_hook,
+    "eval-sampling-params": mode_eval_sampling_params,
 }
 
 
