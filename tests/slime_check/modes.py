@@ -715,33 +715,32 @@ def _eval_config(with_hook: bool, extra: Optional[Dict[str, Any]] = None) -> Pat
 
 def mode_eval_sampling_params(res: Result) -> None:
     """An eval dataset's own sampling settings reach the hook as Slime's per-call
-    sampling_params: max_response_len 40 and temperature 0 (greedy), two samples per
-    prompt. Each response must stay within 40 tokens and the two greedy samples of a
-    prompt must be the same tokens, or the hook must refuse the settings with a focus error."""
+    sampling_params: max_response_len 40 and temperature 0 (greedy). Slime's eval_rollout
+    runs twice; every response must stay within 40 tokens and the two greedy runs must
+    give the same tokens, or the hook must refuse the settings with a focus ConfigError."""
     from slime.rollout.base_types import call_rollout_fn
 
     from focus_go.errors import ConfigError
 
-    config = _eval_config(True, {"n_samples_per_eval_prompt": 2, "max_response_len": 40, "temperature": 0.0})
+    config = _eval_config(True, {"max_response_len": 40, "temperature": 0.0})
     args = parse(set_flag(base_argv(), "--eval-config", str(config)))
     Cluster(args)
     manager = rollout_manager(args)
+    runs = []
     try:
-        result = call_rollout_fn(manager.eval_generate_rollout, args, 0, manager.data_source, evaluation=True)
+        for _ in range(2):
+            result = call_rollout_fn(manager.eval_generate_rollout, args, 0, manager.data_source, evaluation=True)
+            runs.append(result.data["sim"]["samples"])
     except ConfigError as exc:
         res.notes.append(f"refused: {type(exc).__name__}: {exc}")
         return
-    samples = result.data["sim"]["samples"]
-    longest = max(s.response_length for s in samples)
-    res.numbers["eval_samples"] = len(samples)
+    longest = max(s.response_length for s in runs[0] + runs[1])
+    res.numbers["eval_samples"] = len(runs[0])
     res.numbers["longest_response"] = longest
     res.expect(longest <= 40, f"a response has {longest} tokens; the eval dataset's max_response_len is 40")
-    pairs = {}
-    for s in samples:
-        pairs.setdefault(s.group_index if s.group_index is not None else s.prompt, []).append(list(s.tokens))
-    differ = sum(1 for toks in pairs.values() if len(toks) == 2 and toks[0] != toks[1])
-    res.numbers["greedy_pairs_that_differ"] = differ
-    res.expect(differ == 0, f"{differ} prompts whose two temperature-0 eval samples differ (temperature 0 not applied)")
+    differ = sum(1 for a, b in zip(runs[0], runs[1]) if list(a.tokens) != list(b.tokens))
+    res.numbers["greedy_samples_that_differ"] = differ
+    res.expect(differ == 0, f"{differ} of {len(runs[0])} eval samples differ between two temperature-0 runs (temperature 0 not applied)")
 
 
 def _eval(res: Result, with_hook: bool) -> None:
