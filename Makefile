@@ -119,3 +119,16 @@ fuzz: $(LIBTOKENIZERS)
 
 race: $(LIBTOKENIZERS)
 	$(GO) test -tags $(SELFTEST_TAGS) -race -count=1 -run 'Fault|Stress|Concurrent|Cancellation|Redacted|CloseWith|Async|StepFork|Remote|Session|Progress' ./core/collect ./core/collect/session ./core/bridge ./backends/transport ./capi ./capi/completion
+
+# ---- opt-in: THUDM/slime's own code driving focus's hooks (not part of `make test` or .ci/run)
+# Needs SLIME_DIR (a THUDM/slime checkout) and MEGATRON_GIT (a Megatron-LM git dir) or
+# MEGATRON_DIR; the first run installs build/slime-venv (several GB from PyPI). See README,
+# "Checking against Slime's own code". SLIME_CHECK_MODES picks modes (default: all).
+SLIME_VENV := $(BUILD)/slime-venv
+.PHONY: slime-check slime-check-setup
+
+slime-check-setup:
+	SLIME_VENV=$(SLIME_VENV) PYTHON=$(PYTHON) tests/slime_check/setup.sh
+
+slime-check: lib testdata slime-check-setup
+	$(SLIME_VENV)/bin/python tests/slime_check/run.py $(SLIME_CHECK_MODES)

@@ -24,7 +24,7 @@ const (
 
 func familyOf(path string) family {
 	switch path {
-	case "/generate", "/abort_request", "/get_model_info", "/model_info", "/get_server_info", "/server_info", "/flush_cache":
+	case "/generate", "/abort_request", "/get_model_info", "/model_info", "/get_server_info", "/server_info", "/flush_cache", "/v1/loads":
 		return famSGLang
 	case "/v1/completions", "/v1/models", "/version":
 		return famVLLM

@@ -1,7 +1,8 @@
 // Package sim owns the simulated inference server: the test double for every policy
 // backend, the demo's model and the benchmark server. Start serves, on 127.0.0.1 at a free
 // port, the real wire formats of SGLang (POST /generate, GET /health, /health_generate,
-// /get_model_info (/model_info), /get_server_info (/server_info), POST /abort_request,
+// /get_model_info (/model_info), /get_server_info (/server_info), /v1/loads (the running
+// and waiting counts SGLang's scheduler reports), POST /abort_request,
 // /flush_cache), vLLM (POST /v1/completions with token-id prompts, GET /v1/models, /version)
 // and OpenAI (POST /v1/chat/completions, /v1/responses), each with its own error envelope.
 //

@@ -381,6 +381,8 @@ func (s *Server) route(ctx *fasthttp.RequestCtx, path string, f *Fault) reply {
 		return get(s.modelInfo)
 	case "/get_server_info", "/server_info":
 		return get(s.serverInfo)
+	case "/v1/loads":
+		return get(s.loads)
 	case "/flush_cache":
 		s.cache.flush()
 		return reply{status: 200, body: []byte("Cache flushed.\n")}

@@ -445,3 +445,53 @@ func TestClosedServersAreReleased(t *testing.T) {
 	grown := int64(heap()) - int64(before)
 	assert.Less(t, grown/n, int64(16<<10), "live heap grew %d KB over %d closed servers", grown>>10, n)
 }
+
+// GET /v1/loads reports the sequences generating and queued now, in SGLang's shape, so a
+// client that aborts everything and polls until idle (Slime's abort_servers_until_idle)
+// sees the counts rise while requests run and fall to zero after the abort.
+func TestLoadsCountsRunningAndWaiting(t *testing.T) {
+	s := startSim(t, Config{Latency: Latency{PerToken: Duration(5 * time.Millisecond), MaxConcurrent: 1}})
+	prompt := chatPrompt(t, s, "Find the sum of the integers from 1 to 365.")
+	load := func() map[string]any {
+		code, v := getJSON(t, s.URL()+"/v1/loads?include=core")
+		require.Equal(t, 200, code)
+		loads := arr(obj(v)["loads"])
+		require.Len(t, loads, 1)
+		return obj(loads[0])
+	}
+	idle := load()
+	assert.Equal(t, float64(0), idle["dp_rank"])
+	assert.Equal(t, float64(0), idle["num_running_reqs"])
+	assert.Equal(t, float64(0), idle["num_waiting_reqs"])
+	assert.Equal(t, float64(1), idle["max_running_requests"])
+
+	done := make(chan struct{}, 2)
+	for i := 0; i < 2; i++ {
+		go func() {
+			postJSON(t, s.URL()+"/generate", map[string]any{"input_ids": prompt, "return_logprob": true,
+				"sampling_params": map[string]any{"max_new_tokens": 400, "ignore_eos": true}})
+			done <- struct{}{}
+		}()
+	}
+	var busy map[string]any
+	for i := 0; i < 500; i++ {
+		busy = load()
+		if busy["num_running_reqs"] == float64(1) && busy["num_waiting_reqs"] == float64(1) {
+			break
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	assert.Equal(t, float64(1), busy["num_running_reqs"], "one slot: one sequence generates")
+	assert.Equal(t, float64(1), busy["num_waiting_reqs"], "the other waits for the slot")
+
+	code, _, _ := call(t, "POST", s.URL()+"/abort_request", map[string]any{"abort_all": true})
+	require.Equal(t, 200, code)
+	<-done
+	<-done
+	after := load()
+	assert.Equal(t, float64(0), after["num_running_reqs"])
+	assert.Equal(t, float64(0), after["num_waiting_reqs"])
+
+	code, _, _ = call(t, "POST", s.URL()+"/v1/loads", map[string]any{})
+	assert.Equal(t, 405, code)
+}

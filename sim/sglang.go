@@ -435,6 +435,41 @@ func (s *Server) serverInfo() reply {
 	})
 }
 
+// loads is GET /v1/loads in SGLang's shape: one entry (dp_rank 0) with the scheduler's
+// core counters. num_running_reqs and num_waiting_reqs are the sequences generating and
+// queued for a slot right now, so a client that aborts everything and polls until they
+// reach zero (Slime's abort_servers_until_idle) sees the server go idle. The include and
+// dp_rank query parameters are accepted; the optional sections (memory, spec, lora,
+// disagg, queues) are not simulated and never sent.
+func (s *Server) loads() reply {
+	now := time.Now()
+	s.mu.Lock()
+	running := s.running
+	s.mu.Unlock()
+	waiting := s.waiting.Load()
+	st := s.Stats()
+	return jsonReply(200, map[string]any{
+		"timestamp": now.UTC().Format(time.RFC3339Nano),
+		"version":   s.cfg.SGLangVersion,
+		"loads": []any{map[string]any{
+			"dp_rank": 0, "timestamp": float64(now.UnixNano()) / 1e9,
+			"num_running_reqs": running, "num_waiting_reqs": waiting,
+			"num_waiting_uncached_tokens": 0, "num_used_tokens": 0, "num_total_tokens": 0,
+			"max_total_num_tokens": s.cfg.Cache.Tokens, "token_usage": 0.0, "gen_throughput": 0.0,
+			"cache_hit_rate": cacheHitRate(st), "utilization": 0.0,
+			"max_running_requests": s.cfg.Latency.MaxConcurrent,
+		}},
+	})
+}
+
+// cacheHitRate is the share of prompt tokens the prefix cache served.
+func cacheHitRate(st Stats) float64 {
+	if st.PromptTokens == 0 {
+		return 0
+	}
+	return float64(st.CachedTokens) / float64(st.PromptTokens)
+}
+
 // models is GET /v1/models in vLLM's shape.
 func (s *Server) models() reply {
 	created := s.started.Unix()
