@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -113,12 +114,21 @@ def run_mode(mode: str, e: Dict[str, str], timeout: float) -> Dict[str, Any]:
     out.unlink(missing_ok=True)
     started = time.time()
     with open(log, "w") as f:
+        # Its own session: the router Slime forks (a daemon process, orphaned by the mode's
+        # os._exit) and Ray's workers are killed with the whole group when the mode ends.
+        proc = subprocess.Popen([sys.executable, str(HERE / "modes.py"), mode, str(out)], env=e, stdout=f,
+                                stderr=subprocess.STDOUT, start_new_session=True)
         try:
-            subprocess.run([sys.executable, str(HERE / "modes.py"), mode, str(out)], env=e, stdout=f,
-                           stderr=subprocess.STDOUT, timeout=timeout, start_new_session=True)
+            proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             return {"mode": mode, "status": "FAIL", "error": f"timed out after {timeout:.0f} s", "where": None,
                     "failures": [], "numbers": {"seconds": round(time.time() - started, 1)}, "notes": [], "log": str(log)}
+        finally:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            proc.wait()
     if not out.is_file():
         return {"mode": mode, "status": "FAIL", "error": "the mode's process died without a result", "where": None,
                 "failures": [], "numbers": {"seconds": round(time.time() - started, 1)}, "notes": [], "log": str(log)}
