@@ -125,10 +125,14 @@ class FakeTrainingClient:
     def optim_step(self, optim_params=None, *, adam_params=None):
         params = optim_params or adam_params
         assert isinstance(params, types.AdamParams)
-        assert self._backward is not None and self._backward.future().done(), "optim_step submitted before gradients were awaited"
+        assert self._backward is not None, "optim_step submitted before any forward_backward"
+        backward = self._backward
         self._event("optim", len(self.trained) - 1, params.learning_rate)
 
         def done():
+            # The service runs a client's requests in submission order: the step applies
+            # the gradients submitted before it.
+            backward.future().exception()
             with self._lock:
                 self.version += 1
             self._event("optim_done", self.version)
@@ -324,7 +328,7 @@ def test_async_depth_0_fresh_sampler_before_each_collection(training_client, mod
     # Problems cycle; each collection used the sampler published just before it.
     assert [(pid, v) for _, pid, v in log] == [(problems[0].id, 0), (problems[1].id, 1), (problems[0].id, 2)]
     kinds = [e[0] for e in training_client.events]
-    assert kinds == ["publish", "fb", "fb_done", "optim", "optim_done"] * 3
+    assert kinds == ["publish", "fb", "optim", "fb_done", "optim_done"] * 3
 
 
 def test_on_step_raising_cancels_and_joins_outstanding_collection(training_client, model, problems):
@@ -484,7 +488,8 @@ def test_update_actor_order_and_metrics(sim_policy):
     metrics = asyncio.run(spec_update_actor(client, [record, critic], learning_rate=3e-5))
     assert metrics == {"loss:sum": 1.0, "optim/lr": 3e-5}
     assert client.version == 1  # the optimizer result was awaited before returning
-    assert [e[0] for e in client.events] == ["fb", "fb_done", "optim", "optim_done"]
+    # Both submitted before either is awaited (one clock cycle), run in submission order.
+    assert [e[0] for e in client.events] == ["fb", "optim", "fb_done", "optim_done"]
     asyncio.run(update_actor(client, [record], learning_rate=1e-5, loss_fn="importance_sampling", loss_fn_config=None))
     assert client.events[-4][2:] == ("importance_sampling", {})
     with pytest.raises(ValueError, match="no actor records"):

@@ -119,6 +119,32 @@ def _metrics(output: Any) -> Dict[str, Any]:
     return dict(metrics) if metrics else {}
 
 
+async def _submitted(call: Any) -> Any:
+    """A Tinker call's future once the request is submitted: the SDK's methods submit when
+    called and return the future; a coroutine (an older SDK's ``*_async`` shape) submits
+    when awaited and returns the future."""
+    return await call if inspect.iscoroutine(call) else call
+
+
+async def _submit_update(training_client: Any, datums: Sequence[Any], loss_fn: str, config: Any, adam: Any) -> Any:
+    """Submit forward_backward and optim_step back to back, then await both, so they land
+    on the same clock cycle of the training service (the SDK orders a client's requests by
+    submission, so the optimizer step applies these gradients). Both results are awaited
+    even when one fails, so no request of this update is left running; the first error is
+    raised. Returns (forward-backward output, optimizer output)."""
+    backward = await _submitted(training_client.forward_backward(datums, loss_fn, config))
+    try:
+        optim = await _submitted(training_client.optim_step(adam))
+    except BaseException:
+        await asyncio.gather(_result(backward), return_exceptions=True)
+        raise
+    results = await asyncio.gather(_result(backward), _result(optim), return_exceptions=True)
+    for r in results:
+        if isinstance(r, BaseException):
+            raise r
+    return results[0], results[1]
+
+
 async def update_actor(
     training_client: Any,
     records: Sequence[Mapping[str, Any]],
@@ -130,9 +156,11 @@ async def update_actor(
     """Take one Tinker optimizer step on a batch's actor lane (records with
     ``lane == "actor"``; critic records are skipped).
 
-    The forward-backward future is awaited before the optimizer step is submitted, and the
-    optimizer result before returning, so a sampler published afterwards holds the updated
-    weights. Adam uses ``learning_rate`` with the cookbook's betas (0.9, 0.95) and eps 1e-8.
+    forward_backward and optim_step are submitted back to back and then both awaited, as
+    the SDK and the cookbook do, so they land on the same clock cycle of the training
+    service (the SDK runs a client's requests in submission order, so the optimizer step
+    applies these gradients); both results are awaited before returning, so a sampler
+    published afterwards holds the updated weights. Adam uses ``learning_rate`` with the cookbook's betas (0.9, 0.95) and eps 1e-8.
     The default loss is ``ppo`` with ratio clip 1 +- 0.2. Returns the step's metrics: the
     forward-backward metrics (e.g. ``loss:sum``) updated with the optimizer's."""
     types = _types()
@@ -142,9 +170,8 @@ async def update_actor(
     if not (isinstance(learning_rate, (int, float)) and math.isfinite(learning_rate) and learning_rate > 0):
         raise ConfigError(f"update_actor: learning_rate must be a finite number > 0, got {learning_rate!r}")
     config = None if loss_fn_config is None else {k: float(v) for k, v in loss_fn_config.items()}
-    backward = await _result(training_client.forward_backward(datums, loss_fn, config))
     adam = types.AdamParams(learning_rate=float(learning_rate), beta1=0.9, beta2=0.95, eps=1e-8)
-    optim = await _result(training_client.optim_step(adam))
+    backward, optim = await _submit_update(training_client, datums, loss_fn, config, adam)
     metrics = _metrics(backward)
     metrics.update(_metrics(optim))
     return metrics
