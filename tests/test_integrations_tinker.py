@@ -464,8 +464,10 @@ def test_to_datum_alignment():
     assert isinstance(datum, types.Datum)
     assert datum.model_input.to_ints() == [5, 6, 7, 20, 21, 90]
     inputs = datum.loss_fn_inputs
-    assert set(inputs) == {"target_tokens", "logprobs", "advantages"}
+    assert set(inputs) == {"target_tokens", "logprobs", "advantages", "mask"}
     assert inputs["target_tokens"].dtype == "int64" and inputs["logprobs"].dtype == "float32"
+    assert inputs["mask"].dtype == "float32" and inputs["mask"].tolist() == [0.0, 0.0, 1.0, 1.0, 0.0, 1.0]
+    assert datum.model_input_spans is None and datum.loss_fn_input_spans is None  # no sequence id
     assert inputs["target_tokens"].tolist() == [6, 7, 20, 21, 90, 22]
     assert inputs["logprobs"].tolist() == [0.0, 0.0, -0.5, -0.25, 0.0, -0.125]
     assert inputs["advantages"].tolist() == [0.0, 0.0, 0.75, 0.75, 0.0, 0.75]

@@ -75,6 +75,7 @@ def test_update_lands_on_one_clock_cycle(standin):
 
     async def awaited_in_turn():
         datum = to_datum(RECORD)
+        datum = types.Datum(model_input=datum.model_input, loss_fn_inputs={k: v for k, v in datum.loss_fn_inputs.items() if k != "mask"})
         await client.forward_backward([datum], "ppo", {"clip_low_threshold": 0.8, "clip_high_threshold": 1.2})
         await client.optim_step(types.AdamParams(learning_rate=1e-5))
 
@@ -118,3 +119,85 @@ def test_failed_gradients_fail_the_update_after_both_requests_finish(sim_policy,
     finally:
         standin.close()
 
+
+
+# -- cookbook interoperability ----------------------------------------------------------
+
+
+def cookbook_function(module: str, name: str, **names):
+    """A function of the installed tinker-cookbook, compiled from its own source file
+    without importing the module (its rl modules import torch and chz, which the tests do
+    not need for these helpers). Skips when tinker-cookbook is not installed."""
+    import __future__
+    import ast
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.find_spec("tinker_cookbook")
+    if spec is None or spec.origin is None:
+        pytest.skip("tinker-cookbook is not installed (pip install --no-deps tinker-cookbook)")
+    path = Path(spec.origin).parent / module
+    tree = ast.parse(path.read_text())
+    node = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name)
+    namespace = {"tinker": tinker, "LossFnType": types.LossFnType, "dataclasses": __import__("dataclasses"), **names}
+    code = compile(ast.Module(body=[node], type_ignores=[]), str(path), "exec", flags=__future__.annotations.compiler_flag, dont_inherit=True)
+    exec(code, namespace)
+    return namespace[name]
+
+
+def test_datum_mask_and_provenance_as_the_cookbook_reads_them():
+    check_provenance = cookbook_function("rl/train.py", "_check_provenance")
+    remove_mask = cookbook_function("rl/train.py", "_remove_mask")
+    plain = to_datum(RECORD)
+    # The cookbook's stable_reinforce check refuses a datum without provenance ...
+    with pytest.raises(ValueError, match="needs provenance"):
+        check_provenance([plain], "stable_reinforce")
+    datum = to_datum({**RECORD, "tinker_sequence_id": "seq-7"})
+    check_provenance([datum], "stable_reinforce")  # ... and accepts one with it.
+    # Spans tile the input (tokens 5 6 7 20 21) and the targets (6 7 20 21 22) as the
+    # cookbook's trajectory_to_data builds them: prompt positions, then sampled positions.
+    assert datum.model_input_spans == [
+        types.PromptProvenanceSpan(sequence_id="seq-7", offset=0, length=3),
+        types.SampledProvenanceSpan(sequence_id="seq-7", offset=0, length=2),
+    ]
+    assert datum.loss_fn_input_spans == [
+        types.PromptProvenanceSpan(sequence_id="seq-7", offset=1, length=2),
+        types.SampledProvenanceSpan(sequence_id="seq-7", offset=0, length=3),
+    ]
+    assert datum.loss_fn_inputs["mask"].tolist() == [0.0, 0.0, 1.0, 1.0, 1.0]
+    # The cookbook drops mask before sending, keeping the spans; so does update_actor.
+    sent = remove_mask(datum)
+    assert set(sent.loss_fn_inputs) == {"target_tokens", "logprobs", "advantages"}
+    assert sent.loss_fn_input_spans == datum.loss_fn_input_spans
+    # A record whose sampled part is not all generated tokens gets no provenance.
+    mixed = {**RECORD, "loss_mask": [False, False, False, True, False, True], "tinker_sequence_id": "seq-7"}
+    assert to_datum(mixed).loss_fn_input_spans is None
+
+
+def test_kl_metrics_of_the_cookbook_read_focus_datums():
+    torch = pytest.importorskip("torch")
+    try:
+        from tinker_cookbook.rl.metrics import compute_kl_sample_train
+    except ImportError as exc:
+        pytest.skip(f"tinker_cookbook.rl.metrics does not import here: {exc}")
+    datum = to_datum(RECORD)
+    training = [torch.tensor([0.0, 0.0, -0.6, -0.35, -0.225])]
+    metrics = compute_kl_sample_train([datum], training)
+    assert metrics["optim/kl_sample_train_v1"] == pytest.approx(0.1, abs=1e-6)
+
+
+def test_stable_reinforce_trains_on_focus_trees_with_provenance(server, standin, problems):
+    # The stand-in checks every span against the prompts and sampled tokens of the
+    # requests the SDK sent, as the service does for stable_reinforce.
+    reports = run_train(standin, server, problems, steps=2, loss_fn="stable_reinforce", loss_fn_config=None)
+    assert len(reports) == 2 and len(standin.trained) == 2
+    spans = [d.loss_fn_input_spans for datums in standin.trained for d in datums]
+    assert spans and all(spans)
+    assert {s[1] for sp in spans for s in sp} <= set(standin.sequences)
+
+
+def test_stable_reinforce_without_provenance_is_refused_before_sending(standin):
+    client = standin.training_client()
+    with pytest.raises(ValueError, match="stable_reinforce.*provenance"):
+        asyncio.run(update_actor(client, [RECORD], learning_rate=1e-5, loss_fn="stable_reinforce", loss_fn_config=None))
+    assert standin.trained == [] and "/api/v1/forward_backward" not in standin.paths

@@ -51,7 +51,10 @@ class TinkerPolicy(Policy[Any]):
     ``logprobs=k > 0`` asks for ``topk_sample_logprobs=k`` (token id → logprob maps in
     ``top_logprobs``, keyed by the id as a string) and ``prompt_logprobs`` for the prompt's
     logprobs. ``repetition_penalty`` has no Tinker equivalent and raises ConfigError.
-    Stop reasons are Tinker's own, ``"stop"`` or ``"length"``."""
+    Stop reasons are Tinker's own, ``"stop"`` or ``"length"``. ``sequence_ids`` maps each
+    sampled continuation, as ``(prompt token tuple, sampled token tuple)``, to the
+    ``SampledSequence.sequence_id`` the SDK gave it (the provenance Tinker's
+    ``stable_reinforce`` loss asks for)."""
 
     def __init__(
         self,
@@ -69,6 +72,9 @@ class TinkerPolicy(Policy[Any]):
         if not (callable(getattr(sampling_client, "sample", None)) or callable(getattr(sampling_client, "sample_async", None))):
             raise ConfigError(f"sampling_client is a {type(sampling_client).__name__}, expected a tinker.SamplingClient (with sample())")
         self.sampling_client = sampling_client
+        # Tinker's sequence_id of each sampled continuation, keyed by (prompt tokens,
+        # sampled tokens): the provenance the Tinker integration attaches to datums.
+        self.sequence_ids: Dict[tuple, str] = {}
 
     async def agenerate_tokens(
         self, prefix_tokens: Sequence[TokenId], sampling_params: Optional[SamplingParams] = None
@@ -140,6 +146,9 @@ class TinkerPolicy(Policy[Any]):
             if raw is None:
                 raise BackendError("tinker: prompt logprobs were requested but the response has none")
             prompt_lps = [None if v is None or math.isnan(v) else float(v) for v in raw]
+        sequence_id = getattr(seq, "sequence_id", None)
+        if isinstance(sequence_id, str) and sequence_id:
+            self.sequence_ids[(tuple(prefix), tuple(tokens))] = sequence_id
         return GenerateResult(
             tokens=tuple(tokens),
             prefix_tokens=tuple(prefix),

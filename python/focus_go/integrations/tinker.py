@@ -64,13 +64,28 @@ def _types() -> Any:
     return types
 
 
+SEQUENCE_ID_KEY = "tinker_sequence_id"
+"""The actor-record key ``train`` fills with the Tinker ``sequence_id`` of the sampled
+continuation a record trains on (``to_datum`` turns it into provenance spans)."""
+
+
 def to_datum(record: Mapping[str, Any]) -> Any:
     """Turn one actor record into a Tinker ``Datum``: the model input is
-    ``tokens[:-1]``, and ``target_tokens``, ``logprobs`` (behavior log probabilities) and
-    ``advantages`` are read one position later (position i predicts token i+1).
-    Conditioning tokens (prompt, observations: loss_mask false) get advantage 0 and log
-    probability 0; generated tokens get the record's advantage. Arrays are int64 / float32
-    ``TensorData``; no mask key is sent (Tinker losses take none)."""
+    ``tokens[:-1]``, and ``target_tokens``, ``logprobs`` (behavior log probabilities),
+    ``advantages`` and ``mask`` are read one position later (position i predicts token
+    i+1). Conditioning tokens (prompt, observations: loss_mask false) get advantage 0, log
+    probability 0 and mask 0; generated tokens get the record's advantage and mask 1.
+    Arrays are int64 (targets) / float32 ``TensorData``.
+
+    ``mask`` is the key tinker-cookbook's helpers read (``rl/metrics.py``'s KL metrics);
+    Tinker's losses take none, so ``update_actor`` removes it before sending, as the
+    cookbook's ``train_step`` does. When the record carries the sampled sequence's
+    ``tinker_sequence_id`` (``train`` adds it) and its tokens are that request's prompt
+    followed by exactly the tokens it sampled, the datum also carries provenance spans
+    (``Datum.with_provenance``): the prompt part is ``PromptProvenanceSpan`` positions of
+    the request's prompt, the sampled part ``SampledProvenanceSpan`` positions of its
+    sampled tokens, as the cookbook's ``trajectory_to_data`` builds them; Tinker's
+    ``stable_reinforce`` loss needs them."""
     types = _types()
     import numpy as np
 
@@ -92,14 +107,41 @@ def to_datum(record: Mapping[str, Any]) -> Any:
     targets = np.asarray(tokens[1:], dtype=np.int64)
     lps = np.asarray([float(lp) if m else 0.0 for lp, m in zip(logprobs[1:], mask[1:])], dtype=np.float32)
     advs = np.asarray([advantage if m else 0.0 for m in mask[1:]], dtype=np.float32)
-    return types.Datum(
+    weights = np.asarray([1.0 if m else 0.0 for m in mask[1:]], dtype=np.float32)
+    datum = types.Datum(
         model_input=types.ModelInput.from_ints(tokens[:-1]),
         loss_fn_inputs={
             "target_tokens": types.TensorData.from_numpy(targets),
             "logprobs": types.TensorData.from_numpy(lps),
             "advantages": types.TensorData.from_numpy(advs),
+            "mask": types.TensorData.from_numpy(weights),
         },
     )
+    sequence_id = record.get(SEQUENCE_ID_KEY)
+    if isinstance(sequence_id, str) and sequence_id:
+        prompt_len = mask.index(True) if True in mask else len(mask)
+        sampled = len(tokens) - prompt_len
+        if sampled > 0 and all(mask[prompt_len:]):
+            prompt_span, sampled_span = types.PromptProvenanceSpan, types.SampledProvenanceSpan
+            # The input drops the sequence's last token and the targets its first.
+            inputs = [prompt_span(sequence_id=sequence_id, offset=0, length=prompt_len)]
+            if sampled > 1:
+                inputs.append(sampled_span(sequence_id=sequence_id, offset=0, length=sampled - 1))
+            targets_spans = []
+            if prompt_len > 1:
+                targets_spans.append(prompt_span(sequence_id=sequence_id, offset=1, length=prompt_len - 1))
+            targets_spans.append(sampled_span(sequence_id=sequence_id, offset=0, length=sampled))
+            datum = datum.with_provenance(model_input=inputs, loss_fn_inputs=targets_spans)
+    return datum
+
+
+def _without_mask(datum: Any) -> Any:
+    """The datum as Tinker's losses take it: ``mask`` removed, provenance kept."""
+    import dataclasses
+
+    if "mask" not in datum.loss_fn_inputs:
+        return datum
+    return dataclasses.replace(datum, loss_fn_inputs={k: v for k, v in datum.loss_fn_inputs.items() if k != "mask"})
 
 
 async def _result(future: Any) -> Any:
@@ -167,11 +209,18 @@ async def update_actor(
     datums = [to_datum(r) for r in records if r.get("lane", "actor") == "actor"]
     if not datums:
         raise ConfigError("update_actor: the batch has no actor records to train on")
+    if loss_fn == "stable_reinforce":
+        missing = sum(1 for d in datums if d.loss_fn_input_spans is None)
+        if missing:
+            raise ConfigError(
+                f"update_actor: loss_fn='stable_reinforce' needs provenance on every datum; {missing} of "
+                f"{len(datums)} records have no {SEQUENCE_ID_KEY} (train adds it when the sampler reports sequence ids)"
+            )
     if not (isinstance(learning_rate, (int, float)) and math.isfinite(learning_rate) and learning_rate > 0):
         raise ConfigError(f"update_actor: learning_rate must be a finite number > 0, got {learning_rate!r}")
     config = None if loss_fn_config is None else {k: float(v) for k, v in loss_fn_config.items()}
     adam = types.AdamParams(learning_rate=float(learning_rate), beta1=0.9, beta2=0.95, eps=1e-8)
-    backward, optim = await _submit_update(training_client, datums, loss_fn, config, adam)
+    backward, optim = await _submit_update(training_client, [_without_mask(d) for d in datums], loss_fn, config, adam)
     metrics = _metrics(backward)
     metrics.update(_metrics(optim))
     return metrics
@@ -188,6 +237,20 @@ async def _publish(training_client: Any) -> Any:
         return result() if callable(result) else client
 
     return await asyncio.to_thread(save)
+
+
+def _add_sequence_ids(actor: List[Dict[str, Any]], sequence_ids: Mapping[tuple, str]) -> None:
+    """Name, in each actor record, the sampled sequence it trains on: its tokens split at
+    the first generated token are a (prompt, sampled tokens) pair the policy saw."""
+    for record in actor:
+        mask = list(record["loss_mask"])
+        if True not in mask:
+            continue
+        cut = mask.index(True)
+        tokens = tuple(int(t) for t in record["tokens"])
+        sequence_id = sequence_ids.get((tokens[:cut], tokens[cut:]))
+        if sequence_id is not None:
+            record[SEQUENCE_ID_KEY] = sequence_id
 
 
 @dataclass
@@ -267,6 +330,7 @@ async def train(
                 collector, problem, group_index=batch, workspace_for=workspace_for, allow_partial=allow_partial,
                 min_abs_advantage=min_abs_advantage,
             )
+            _add_sequence_ids(actor, policy.sequence_ids)
         finally:
             policy.close()
         return _Collected(batch, behavior_step, actor, critic)
@@ -340,4 +404,4 @@ async def train(
         fmt.codec.tokenizer.close()
 
 
-__all__ = ["PPO_CLIP", "StepReport", "to_datum", "train", "update_actor"]
+__all__ = ["PPO_CLIP", "SEQUENCE_ID_KEY", "StepReport", "to_datum", "train", "update_actor"]
