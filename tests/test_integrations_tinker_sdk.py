@@ -5,6 +5,7 @@ tinker_standin.py, so every request is built, encoded and decoded by the SDK's o
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 
@@ -201,3 +202,110 @@ def test_stable_reinforce_without_provenance_is_refused_before_sending(standin):
     with pytest.raises(ValueError, match="stable_reinforce.*provenance"):
         asyncio.run(update_actor(client, [RECORD], learning_rate=1e-5, loss_fn="stable_reinforce", loss_fn_config=None))
     assert standin.trained == [] and "/api/v1/forward_backward" not in standin.paths
+
+
+# -- many problems per update, metrics, evaluation -------------------------------------
+
+
+def root_prompt(server, problem):
+    from focus_go.backends import PolicyFormat
+
+    fmt = PolicyFormat.resolve(server.model, profile="token_chunk")
+    try:
+        msgs = [{"role": "system", "content": "Solve the problem."}, {"role": "user", "content": problem.prompt}]
+        return tuple(fmt.prepare(msgs).tokens)
+    finally:
+        fmt.codec.tokenizer.close()
+
+
+def test_problems_per_step_trains_a_batch_of_trees_from_one_sampler(server, standin, problems):
+    reports = run_train(standin, server, problems, steps=2, problems_per_step=3, async_depth=0)
+    assert [r.trees for r in reports] == [3, 3]
+    assert [r.stats["rollouts"] for r in reports] == [12.0, 12.0]  # Selective(budget=4) per tree
+    roots = {root_prompt(server, p): p.id for p in problems}
+    for b, report in enumerate(reports):
+        session = standin.sampler_order[b]
+        calls = [c for c in standin.sample_calls if c.session == session]
+        # The batch's trees are problems b*3 .. b*3+2 (cycling), all from this one sampler.
+        started = sorted(roots[c.prompt] for c in calls if c.prompt in roots)
+        expected = [problems[(b * 3 + i) % len(problems)].id for i in range(3)]
+        assert sorted(set(started)) == sorted(set(expected))
+        # Tokens sampled: every token this batch's sampler produced.
+        sampled = sum(len(standin.sequences[sid][1]) for c in calls for sid in c.sequence_ids)
+        assert report.tokens_sampled == sampled > 0
+        # Tokens trained: the generated targets of the datums the service received (their
+        # sampled provenance runs).
+        trained = sum(s[3] for d in standin.trained[b] for s in d.loss_fn_input_spans if s[0] == "sampled_tokens")
+        assert report.tokens_trained == trained > 0
+        assert report.failures == 0 and report.stats["failures"] == 0.0
+    # One update per step, each on all three trees' datums.
+    assert standin.update_cycles() == [["fb", "optim"]] * 2
+    datum_roots = [{roots[tuple(d.tokens[: len(r)])] for d in datums for r in roots if tuple(d.tokens[: len(r)]) == r} for datums in standin.trained]
+    assert datum_roots == [{problems[0].id, problems[1].id, problems[2].id}, {problems[3].id, problems[0].id, problems[1].id}]
+
+
+def test_metrics_jsonl_with_kl_from_training_logprobs(server, standin, problems, tmp_path):
+    from tinker_standin import DRIFT
+
+    log = tmp_path / "metrics.jsonl"
+    reports = run_train(standin, server, problems, steps=3, log_path=log)
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [line["step"] for line in lines] == [1, 2, 3]
+    keys = {
+        "trees", "rollouts", "failures", "reward_mean", "success_rate", "abs_advantage_mean", "tokens_sampled",
+        "tokens_trained", "policy_lag", "loss", "kl_sample_train_v1", "kl_sample_train_v2", "time_collect_s",
+        "time_update_s", "time_step_s",
+    }
+    assert all(keys <= set(line) for line in lines)
+    for line, report in zip(lines, reports):
+        assert line["policy_lag"] == report.policy_lag and line["tokens_trained"] == report.tokens_trained
+        assert line["loss"] == pytest.approx(report.metrics["loss:sum"])
+        # The stand-in's learner drifts DRIFT per update from the sampler that sampled.
+        assert line["kl_sample_train_v1"] == pytest.approx(DRIFT * report.policy_lag, abs=1e-5)
+        assert 0.0 <= line["success_rate"] <= 1.0 and line["abs_advantage_mean"] >= 0.0
+    assert [r.policy_lag for r in reports] == [0, 1, 1]
+    # Appending: a second run adds its own lines.
+    run_train(StandinTinker(standin.sim_policy), server, problems, steps=1, log_path=log)
+    assert len(log.read_text().splitlines()) == 4
+
+
+def test_wandb_asked_but_missing_is_a_clear_error(server, standin, problems):
+    try:
+        import wandb  # noqa: F401
+
+        pytest.skip("wandb is installed")
+    except ImportError:
+        pass
+    with pytest.raises(ValueError, match="wandb"):
+        run_train(standin, server, problems, steps=1, wandb_project="focus")
+    assert standin.paths == []
+
+
+def test_evaluation_every_n_steps_one_unbranched_rollout_per_problem(server, standin, problems):
+    held_out = server.problems()[4:6]
+    reports = run_train(standin, server, problems, steps=4, eval_problems=held_out, eval_every=2)
+    assert ["eval/reward_mean" in r.stats for r in reports] == [False, True, False, True]
+    roots = {root_prompt(server, p) for p in held_out}
+    eval_sessions = [s for s in standin.sampler_order if any(c.session == s and c.prompt in roots for c in standin.sample_calls)]
+    # Evaluated with the weights after updates 2 and 4.
+    assert [standin.samplers[s] for s in eval_sessions] == [2, 4]
+    for session in eval_sessions:
+        starts = [c.prompt for c in standin.sample_calls if c.session == session and c.prompt in roots]
+        assert sorted(starts) == sorted(roots)  # one rollout per held-out problem, no branching
+    for r in (reports[1], reports[3]):
+        assert r.stats["eval/problems"] == 2.0
+        assert 0.0 <= r.stats["eval/success_rate"] <= 1.0
+    # Evaluation trains nothing.
+    assert len(standin.trained) == 4
+
+
+def test_train_rejects_bad_new_arguments(server, standin, problems):
+    for kwargs, message in [
+        ({"problems_per_step": 0}, "problems_per_step"),
+        ({"eval_every": -1}, "eval_every"),
+        ({"eval_every": 2}, "eval_problems is empty"),
+        ({"eval_problems": ["text"]}, "expected a Problem"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            run_train(standin, server, problems, steps=1, **kwargs)
+    assert standin.paths == []

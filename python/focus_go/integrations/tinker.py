@@ -26,10 +26,13 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import inspect
+import json
 import math
+import os
+import time
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Callable, Dict, List, Literal, Mapping, Optional, Sequence
+from typing import Any, Callable, Dict, List, Literal, Mapping, Optional, Sequence, Union
 
 from ..errors import ConfigError
 from . import CollectorFor, CriticSink, Problem, Workspace, _check_min_abs_advantage, _collect
@@ -43,14 +46,25 @@ class StepReport:
     """What one actor update trained on: the batch index, the behavior step its sampler
     came from (the number of updates in the sampled weights), the learner step (the number
     of updates in the weights this update starts from), the policy lag between them
-    (``learner_step - behavior_step``), and Tinker's metrics (forward-backward metrics such
-    as ``loss:sum``, then the optimizer's)."""
+    (``learner_step - behavior_step``), Tinker's metrics (forward-backward metrics such
+    as ``loss:sum``, then the optimizer's), and what went in: trees, tokens, failures, and
+    the logged ``stats``."""
 
     batch: int
     behavior_step: int
     learner_step: int
     policy_lag: int
     metrics: Mapping[str, Any] = field(default_factory=dict)
+    trees: int = 0
+    """How many trees (problems) the update trained on."""
+    tokens_sampled: int = 0
+    """Tokens the policy generated while collecting them."""
+    tokens_trained: int = 0
+    """Generated tokens in the datums sent (loss mask 1)."""
+    failures: int = 0
+    """Failed rollouts left out of the trees (``allow_partial=True``)."""
+    stats: Mapping[str, float] = field(default_factory=dict)
+    """The step's metrics as ``train`` logs them (see ``train``)."""
 
 
 def _types() -> Any:
@@ -202,9 +216,28 @@ async def update_actor(
     the SDK and the cookbook do, so they land on the same clock cycle of the training
     service (the SDK runs a client's requests in submission order, so the optimizer step
     applies these gradients); both results are awaited before returning, so a sampler
-    published afterwards holds the updated weights. Adam uses ``learning_rate`` with the cookbook's betas (0.9, 0.95) and eps 1e-8.
-    The default loss is ``ppo`` with ratio clip 1 +- 0.2. Returns the step's metrics: the
-    forward-backward metrics (e.g. ``loss:sum``) updated with the optimizer's."""
+    published afterwards holds the updated weights. Adam uses ``learning_rate`` with the
+    cookbook's betas (0.9, 0.95) and eps 1e-8. The default loss is ``ppo`` with ratio clip
+    1 +- 0.2. Returns the step's metrics: the forward-backward metrics (e.g. ``loss:sum``)
+    updated with the optimizer's."""
+    return (await _update(training_client, records, learning_rate=learning_rate, loss_fn=loss_fn, loss_fn_config=loss_fn_config)).metrics
+
+
+@dataclass
+class _Update:
+    metrics: Dict[str, Any]
+    tokens_trained: int
+    kl: Dict[str, float]
+
+
+async def _update(
+    training_client: Any,
+    records: Sequence[Mapping[str, Any]],
+    *,
+    learning_rate: float,
+    loss_fn: str,
+    loss_fn_config: Optional[Mapping[str, float]],
+) -> _Update:
     types = _types()
     datums = [to_datum(r) for r in records if r.get("lane", "actor") == "actor"]
     if not datums:
@@ -223,7 +256,36 @@ async def update_actor(
     backward, optim = await _submit_update(training_client, [_without_mask(d) for d in datums], loss_fn, config, adam)
     metrics = _metrics(backward)
     metrics.update(_metrics(optim))
-    return metrics
+    trained = sum(int(sum(d.loss_fn_inputs["mask"].tolist())) for d in datums)
+    return _Update(metrics, trained, _kl_sample_train(datums, backward))
+
+
+def _kl_sample_train(datums: Sequence[Any], backward: Any) -> Dict[str, float]:
+    """Sampler-vs-learner KL estimates over the generated tokens, from the training log
+    probabilities Tinker returns (``loss_fn_outputs[i]["logprobs"]``) and the behavior log
+    probabilities the datums carry: ``kl_sample_train_v1`` = mean(sampled - trained),
+    ``kl_sample_train_v2`` = mean((sampled - trained)^2) / 2, as the cookbook reports them.
+    Empty when the output has no training logprobs."""
+    import numpy as np
+
+    outputs = list(getattr(backward, "loss_fn_outputs", None) or ())
+    if len(outputs) != len(datums):
+        return {}
+    diffs = []
+    for datum, out in zip(datums, outputs):
+        trained = out.get("logprobs") if isinstance(out, Mapping) else None
+        if trained is None:
+            return {}
+        train_lp = np.asarray(trained.tolist() if hasattr(trained, "tolist") else trained, dtype=np.float64).reshape(-1)
+        sampled = np.asarray(datum.loss_fn_inputs["logprobs"].tolist(), dtype=np.float64)
+        mask = np.asarray(datum.loss_fn_inputs["mask"].tolist()) > 0
+        if train_lp.shape != sampled.shape:
+            return {}
+        diffs.append(sampled[mask] - train_lp[mask])
+    flat = np.concatenate(diffs) if diffs else np.zeros(0)
+    if flat.size == 0:
+        return {}
+    return {"kl_sample_train_v1": float(flat.mean()), "kl_sample_train_v2": float(0.5 * (flat**2).mean())}
 
 
 async def _publish(training_client: Any) -> Any:
@@ -259,6 +321,57 @@ class _Collected:
     behavior_step: int
     actor: List[Dict[str, Any]]
     critic: List[Dict[str, Any]]
+    trees: int = 0
+    failures: int = 0
+    tokens_sampled: int = 0
+    outcomes: List[float] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+async def _gather_all(coros: Sequence[Any]) -> List[Any]:
+    """Run coroutines concurrently; if one raises, cancel and join the others, then raise."""
+    tasks = [asyncio.ensure_future(c) for c in coros]
+    try:
+        return list(await asyncio.gather(*tasks))
+    finally:
+        pending = [t for t in tasks if not t.done()]
+        for t in pending:
+            t.cancel()
+        if pending:
+            await asyncio.gather(*pending, return_exceptions=True)
+
+
+class _MetricsLog:
+    """One JSON line per step to ``path`` (always, when given) and to wandb (when asked)."""
+
+    def __init__(self, path: Optional[Union[str, "os.PathLike[str]"]], wandb_project: Optional[str]):
+        self._file = None
+        self._wandb = None
+        if wandb_project is not None:
+            try:
+                import wandb
+            except ImportError as exc:
+                raise ConfigError("train: wandb_project was given but wandb is not installed (pip install wandb)") from exc
+            self._wandb = wandb.init(project=wandb_project)
+        if path is not None:
+            self._file = open(path, "a", encoding="utf-8")
+
+    def write(self, step: int, values: Mapping[str, Any]) -> None:
+        if self._file is not None:
+            self._file.write(json.dumps({"step": step, **values}, sort_keys=True) + "\n")
+            self._file.flush()
+        if self._wandb is not None:
+            self._wandb.log(dict(values), step=step)
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+        if self._wandb is not None:
+            self._wandb.finish()
+
+
+def _mean(values: Sequence[float]) -> float:
+    return float(sum(values) / len(values)) if values else 0.0
 
 
 async def train(
@@ -278,15 +391,22 @@ async def train(
     min_abs_advantage: Optional[float] = None,
     allow_partial: bool = False,
     on_step: Optional[Callable[[StepReport], None]] = None,
+    problems_per_step: int = 1,
+    log_path: Optional[Union[str, "os.PathLike[str]"]] = None,
+    wandb_project: Optional[str] = None,
+    eval_problems: Sequence[Problem] = (),
+    eval_every: int = 0,
 ) -> List[StepReport]:
     """Run the one-step asynchronous Tinker loop: collect one problem per update from a
     frozen sampler, train on it, and publish a new sampler, overlapping the next collection
     with the current update. Returns one StepReport per update.
 
-    Problems are taken in order, cycling the list (batch b collects
-    ``problems[b % len(problems)]`` with ``group_index=b``). Each collection gets its own
-    sampler snapshot wrapped in a ``TinkerPolicy`` (format ``PolicyFormat.resolve(model,
-    profile=profile)``, loaded once and shared) and a fresh collector from
+    Each update trains on ``problems_per_step`` trees (default 1), collected concurrently
+    from the same frozen sampler, as the cookbook's ``groups_per_batch``. Problems are
+    taken in order, cycling the list: batch b collects ``problems[(b * k + i) % len]`` for
+    i < k = ``problems_per_step``, with ``group_index = b * k + i``. Each tree gets its own
+    ``TinkerPolicy`` around the batch's sampler snapshot (format ``PolicyFormat.resolve(
+    model, profile=profile)``, loaded once and shared) and a fresh collector from
     ``collector_for(policy, problem)``. With ``async_depth=1`` (the default) the collection
     of batch b+1 starts, from the newest published sampler, before update b: each batch is
     at most one update behind the learner and every batch trains exactly once.
@@ -295,23 +415,51 @@ async def train(
     collection as in ``collect_records``. After each update the batch's critic records go to ``critic_sink`` with
     ``behavior_step`` and ``learner_step`` added, and ``on_step`` receives the StepReport.
 
+    Metrics: each step's ``StepReport.stats`` holds ``trees``, ``rollouts``, ``failures``,
+    ``reward_mean`` and ``success_rate`` (outcome reward of the finished rollouts, the sum
+    of their env rewards; success is an outcome > 0), ``abs_advantage_mean`` (over the
+    actor records), ``tokens_sampled``, ``tokens_trained``, ``policy_lag``, ``loss`` (Tinker's
+    ``loss:sum``), ``kl_sample_train_v1``/``_v2`` (sampler-vs-learner KL over the trained
+    tokens, from the training logprobs Tinker returns) and ``time_collect_s``,
+    ``time_update_s``, ``time_step_s``. With ``log_path`` every step appends them as one JSON
+    line (``{"step": learner_step + 1, ...}``); with ``wandb_project`` they also go to
+    ``wandb.log`` (wandb must be installed).
+
+    Evaluation: with ``eval_problems`` and ``eval_every = N > 0``, after every N-th update
+    a sampler of the new weights runs one unbranched rollout per held-out problem
+    (``Independent(1)``, no critic, as Slime's ``make_evaluate``), concurrently, and the step's
+    stats get ``eval/reward_mean``, ``eval/success_rate`` and ``eval/problems`` (outcome
+    rewards, not advantages).
+
     If the loop stops early (the awaiting task is cancelled, or a collection, update, sink
     or ``on_step`` raises), an outstanding collection is cancelled and joined before the
     exception propagates. An update in flight when the task is cancelled is finished first
     (its gradients are never left without their optimizer step); nothing is trained twice
     or half."""
     from ..generation.format import PolicyFormat
+    from ..tree import SchedulerView
+    from ._outcomes import evaluate_outcome, outcomes
 
     if not isinstance(steps, int) or steps < 0:
         raise ConfigError(f"train: steps must be an integer >= 0, got {steps!r}")
     if async_depth not in (0, 1):
         raise ConfigError(f"train: async_depth must be 0 or 1, got {async_depth!r}")
+    if not isinstance(problems_per_step, int) or isinstance(problems_per_step, bool) or problems_per_step < 1:
+        raise ConfigError(f"train: problems_per_step must be an integer >= 1, got {problems_per_step!r}")
+    if not isinstance(eval_every, int) or isinstance(eval_every, bool) or eval_every < 0:
+        raise ConfigError(f"train: eval_every must be an integer >= 0, got {eval_every!r}")
     problems = list(problems)
     if not problems:
         raise ConfigError("train: problems is empty")
     for i, p in enumerate(problems):
         if not isinstance(p, Problem):
             raise ConfigError(f"train: problems[{i}] is a {type(p).__name__}, expected a Problem")
+    eval_problems = list(eval_problems)
+    for i, p in enumerate(eval_problems):
+        if not isinstance(p, Problem):
+            raise ConfigError(f"train: eval_problems[{i}] is a {type(p).__name__}, expected a Problem")
+    if eval_every and not eval_problems:
+        raise ConfigError("train: eval_every is set but eval_problems is empty")
     _check_min_abs_advantage(min_abs_advantage)  # validate the threshold before any work
     _types()  # fail before any collection when the SDK is missing
     if steps == 0:
@@ -320,21 +468,55 @@ async def train(
     from ..generation.tinker import TinkerPolicy
 
     fmt = PolicyFormat.resolve(model, profile=profile)
+    k = problems_per_step
 
-    async def collect(batch: int, sampler: Any, behavior_step: int) -> _Collected:
-        problem = problems[batch % len(problems)]
+    async def collect_tree(index: int, sampler: Any) -> Any:
+        problem = problems[index % len(problems)]
         policy = TinkerPolicy(sampler, model=model, format=fmt)
+        seen: List[Any] = []
         try:
             collector = collector_for(policy, problem)
-            actor, critic, _, _ = await _collect(
-                collector, problem, group_index=batch, workspace_for=workspace_for, allow_partial=allow_partial,
-                min_abs_advantage=min_abs_advantage,
+            actor, critic, failures, _ = await _collect(
+                collector, problem, group_index=index, workspace_for=workspace_for, allow_partial=allow_partial,
+                min_abs_advantage=min_abs_advantage, on_state=lambda state: seen.append(outcomes(SchedulerView(state))),
             )
             _add_sequence_ids(actor, policy.sequence_ids)
         finally:
             policy.close()
-        return _Collected(batch, behavior_step, actor, critic)
+        return actor, critic, failures, seen[0]
 
+    async def collect(batch: int, sampler: Any, behavior_step: int) -> _Collected:
+        start = time.monotonic()
+        trees = await _gather_all([collect_tree(batch * k + i, sampler) for i in range(k)])
+        out = _Collected(batch, behavior_step, [], [], trees=len(trees))
+        for actor, critic, failures, tree in trees:
+            out.actor.extend(actor)
+            out.critic.extend(critic)
+            out.failures += len(failures)
+            out.tokens_sampled += tree.tokens_sampled
+            out.outcomes.extend(tree.outcomes)
+        out.seconds = time.monotonic() - start
+        return out
+
+    async def evaluate() -> Dict[str, float]:
+        sampler = await _publish(training_client)
+
+        async def one(problem: Problem) -> float:
+            policy = TinkerPolicy(sampler, model=model, format=fmt)
+            try:
+                result = await evaluate_outcome(collector_for(policy, problem), problem, workspace_for=workspace_for)
+            finally:
+                policy.close()
+            return result.outcomes[0]
+
+        values = await _gather_all([one(p) for p in eval_problems])
+        return {
+            "eval/problems": float(len(values)),
+            "eval/reward_mean": _mean(values),
+            "eval/success_rate": _mean([1.0 if v > 0 else 0.0 for v in values]),
+        }
+
+    log = _MetricsLog(log_path, wandb_project)
     reports: List[StepReport] = []
     learner_step = 0  # updates applied so far
     pending: Optional["asyncio.Future[_Collected]"] = None
@@ -344,6 +526,7 @@ async def train(
             sampler, sampler_step = await _publish(training_client), 0
             pending = asyncio.ensure_future(collect(0, sampler, sampler_step))
         for b in range(steps):
+            step_start = time.monotonic()
             if async_depth == 0:
                 sampler, sampler_step = await _publish(training_client), learner_step
                 pending = asyncio.ensure_future(collect(b, sampler, sampler_step))
@@ -351,16 +534,18 @@ async def train(
             current, pending = pending, None
             collected = await current
             if not collected.actor:
-                problem = problems[b % len(problems)]
+                ids = [problems[(b * k + i) % len(problems)].id for i in range(k)]
+                which = f"problem {ids[0]!r}" if k == 1 else f"problems {ids!r}"
                 raise ConfigError(
-                    f"train: batch {b} (problem {problem.id!r}) has no actor records to train on"
+                    f"train: batch {b} ({which}) has no actor records to train on"
                     + ("" if min_abs_advantage is None else f" with min_abs_advantage={min_abs_advantage}")
                 )
             if async_depth == 1 and b + 1 < steps:
                 # The next collection overlaps this update, from the newest sampler.
                 pending = asyncio.ensure_future(collect(b + 1, sampler, sampler_step))
+            update_start = time.monotonic()
             update = asyncio.ensure_future(
-                update_actor(
+                _update(
                     training_client,
                     collected.actor,
                     learning_rate=learning_rate,
@@ -369,21 +554,49 @@ async def train(
                 )
             )
             try:
-                metrics = await asyncio.shield(update)
+                result = await asyncio.shield(update)
             except asyncio.CancelledError:
                 # Submitted gradients without their optimizer step would leak into the next
                 # update: finish the step, then stop.
                 await asyncio.gather(update, return_exceptions=True)
                 raise
+            update_seconds = time.monotonic() - update_start
+            metrics = dict(result.metrics or {})
+            lag = learner_step - collected.behavior_step
+            stats: Dict[str, float] = {
+                "trees": float(collected.trees),
+                "rollouts": float(len(collected.outcomes)),
+                "failures": float(collected.failures),
+                "reward_mean": _mean(collected.outcomes),
+                "success_rate": _mean([1.0 if v > 0 else 0.0 for v in collected.outcomes]),
+                "abs_advantage_mean": _mean([abs(float(r["advantage"])) for r in collected.actor]),
+                "tokens_sampled": float(collected.tokens_sampled),
+                "tokens_trained": float(result.tokens_trained),
+                "policy_lag": float(lag),
+                "time_collect_s": collected.seconds,
+                "time_update_s": update_seconds,
+            }
+            if "loss:sum" in metrics:
+                stats["loss"] = float(metrics["loss:sum"])
+            stats.update(result.kl)
+            learner_step += 1
+            if eval_every and learner_step % eval_every == 0:
+                stats.update(await evaluate())
+            stats["time_step_s"] = time.monotonic() - step_start
             report = StepReport(
                 batch=b,
                 behavior_step=collected.behavior_step,
-                learner_step=learner_step,
-                policy_lag=learner_step - collected.behavior_step,
-                metrics=MappingProxyType(dict(metrics or {})),
+                learner_step=learner_step - 1,
+                policy_lag=lag,
+                metrics=MappingProxyType(metrics),
+                trees=collected.trees,
+                tokens_sampled=collected.tokens_sampled,
+                tokens_trained=result.tokens_trained,
+                failures=collected.failures,
+                stats=MappingProxyType(stats),
             )
-            learner_step += 1
             reports.append(report)
+            log.write(learner_step, stats)
             if critic_sink is not None:
                 critic_sink(
                     [dict(r, behavior_step=report.behavior_step, learner_step=report.learner_step) for r in collected.critic]
@@ -401,6 +614,7 @@ async def train(
         if outstanding:
             # Join them, so no collection outlives the loop; their outcome no longer matters.
             await asyncio.gather(*outstanding, return_exceptions=True)
+        log.close()
         fmt.codec.tokenizer.close()
 
 
