@@ -309,3 +309,55 @@ def test_train_rejects_bad_new_arguments(server, standin, problems):
         with pytest.raises(ValueError, match=message):
             run_train(standin, server, problems, steps=1, **kwargs)
     assert standin.paths == []
+
+
+# -- checkpoints and resume ------------------------------------------------------------
+
+
+def trained_roots(server, standin, problems):
+    roots = {root_prompt(server, p): p.id for p in problems}
+    return [sorted({pid for d in datums for r, pid in roots.items() if tuple(d.tokens[: len(r)]) == r}) for datums in standin.trained]
+
+
+def test_checkpoint_and_resume_continue_where_the_loop_stopped(server, sim_policy, standin, problems, tmp_path):
+    from focus_go.integrations.tinker import TrainCheckpoint, load_checkpoint
+
+    checkpoints = tmp_path / "checkpoints.jsonl"
+
+    class Crash(Exception):
+        pass
+
+    def crash_at_batch_2(report):
+        if report.batch == 2:
+            raise Crash
+
+    with pytest.raises(Crash):
+        run_train(standin, server, problems, steps=4, checkpoint_every=2, checkpoint_path=checkpoints, on_step=crash_at_batch_2)
+    ckpt = load_checkpoint(checkpoints)
+    assert isinstance(ckpt, TrainCheckpoint)
+    assert (ckpt.learner_step, ckpt.next_batch) == (2, 2)
+    assert standin.states == {ckpt.state_path: 2}  # the state saved holds the weights after update 2
+
+    # Resume: a training client holding that state, the same problems, the same steps.
+    resumed = StandinTinker(sim_policy, start_version=standin.states[ckpt.state_path])
+    try:
+        reports = run_train(resumed, server, problems, steps=4, checkpoint_every=2, checkpoint_path=checkpoints, resume_from=checkpoints)
+        assert [(r.batch, r.learner_step) for r in reports] == [(2, 2), (3, 3)]
+        assert resumed.samplers[resumed.sampler_order[0]] == 2  # collected from the resumed weights
+        assert load_checkpoint(checkpoints).learner_step == 4 and resumed.version == 4
+        # The resumed run trains the problems the uninterrupted run would have.
+        full = StandinTinker(sim_policy)
+        try:
+            run_train(full, server, problems, steps=4)
+            assert trained_roots(server, resumed, problems) == trained_roots(server, full, problems)[2:]
+        finally:
+            full.close()
+        # Another problem list or batch size than the checkpoint's is refused.
+        with pytest.raises(ValueError, match="another problem list"):
+            run_train(resumed, server, list(reversed(problems)), steps=6, resume_from=ckpt)
+        with pytest.raises(ValueError, match="problems_per_step"):
+            run_train(resumed, server, problems, steps=6, resume_from=ckpt, problems_per_step=2)
+        with pytest.raises(ValueError, match="checkpoint_path"):
+            run_train(resumed, server, problems, steps=6, checkpoint_every=1)
+    finally:
+        resumed.close()

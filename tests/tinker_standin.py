@@ -142,12 +142,16 @@ class _StandinHolder(InternalClientHolder):
 
 
 class StandinTinker:
-    def __init__(self, sim_policy: Any, *, base_model: str = "standin/base-model", fail_on_fb: Optional[int] = None):
+    def __init__(
+        self, sim_policy: Any, *, base_model: str = "standin/base-model", fail_on_fb: Optional[int] = None, start_version: int = 0
+    ):
+        """``start_version`` is the weights version the model starts from (a training client
+        created from a saved state)."""
         self.sim_policy = sim_policy
         self.base_model = base_model
         self.model_id = "standin-model-0"
         self.fail_on_fb = fail_on_fb
-        self.version = 0
+        self.version = start_version
         self.cycles: List[List[str]] = []
         self.trained: List[List[TrainedDatum]] = []  # datums per forward_backward
         self.fb_calls: List[Tuple[str, Dict[str, float], bool]] = []  # (loss_fn, config, forward_only)

@@ -370,6 +370,77 @@ class _MetricsLog:
             self._wandb.finish()
 
 
+@dataclass(frozen=True)
+class TrainCheckpoint:
+    """One checkpoint of the loop: the Tinker training state (weights and optimizer, saved
+    with ``TrainingClient.save_state``) and the loop's cursor. ``learner_step`` updates were
+    applied; the next batch to collect is ``next_batch`` (problem position ``next_batch *
+    problems_per_step``). ``problems`` and ``problem_ids`` identify the problem list the
+    cursor points into. ``train`` draws no random numbers itself (problem order is fixed;
+    search seeds come from ``collector_for``), so the cursor is the whole loop state."""
+
+    state_path: str
+    learner_step: int
+    next_batch: int
+    problems_per_step: int
+    problems: int
+    problem_ids: str
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "state_path": self.state_path,
+                "learner_step": self.learner_step,
+                "next_batch": self.next_batch,
+                "problems_per_step": self.problems_per_step,
+                "problems": self.problems,
+                "problem_ids": self.problem_ids,
+            },
+            sort_keys=True,
+        )
+
+
+def load_checkpoint(path: Union[str, "os.PathLike[str]"]) -> TrainCheckpoint:
+    """The last checkpoint recorded in a ``checkpoint_path`` JSONL file written by
+    ``train``. Resume with a training client created from its ``state_path`` (the SDK's
+    ``ServiceClient.create_training_client_from_state_with_optimizer``) and
+    ``train(..., resume_from=checkpoint)``."""
+    try:
+        lines = [line for line in open(path, encoding="utf-8").read().splitlines() if line.strip()]
+    except OSError as exc:
+        raise ConfigError(f"load_checkpoint: cannot read {os.fspath(path)!r}: {exc}") from exc
+    if not lines:
+        raise ConfigError(f"load_checkpoint: {os.fspath(path)!r} has no checkpoint")
+    try:
+        raw = json.loads(lines[-1])
+        return TrainCheckpoint(
+            state_path=str(raw["state_path"]),
+            learner_step=int(raw["learner_step"]),
+            next_batch=int(raw["next_batch"]),
+            problems_per_step=int(raw["problems_per_step"]),
+            problems=int(raw["problems"]),
+            problem_ids=str(raw["problem_ids"]),
+        )
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ConfigError(f"load_checkpoint: the last line of {os.fspath(path)!r} is not a checkpoint: {exc}") from exc
+
+
+def _problem_ids(problems: Sequence[Problem]) -> str:
+    """A fingerprint of the problem list's ids and order."""
+    import hashlib
+
+    return hashlib.sha256(json.dumps([repr(p.id) for p in problems]).encode()).hexdigest()[:16]
+
+
+async def _save_state(training_client: Any, name: str) -> str:
+    """Save the training state (weights and optimizer) under ``name``; its tinker:// path."""
+    response = await _result(training_client.save_state(name))
+    path = getattr(response, "path", None)
+    if not isinstance(path, str) or not path:
+        raise ConfigError(f"train: save_state returned {type(response).__name__} without a path")
+    return path
+
+
 def _mean(values: Sequence[float]) -> float:
     return float(sum(values) / len(values)) if values else 0.0
 
@@ -396,6 +467,10 @@ async def train(
     wandb_project: Optional[str] = None,
     eval_problems: Sequence[Problem] = (),
     eval_every: int = 0,
+    checkpoint_every: int = 0,
+    checkpoint_path: Optional[Union[str, "os.PathLike[str]"]] = None,
+    checkpoint_name: str = "focus",
+    resume_from: Optional[Union[str, "os.PathLike[str]", TrainCheckpoint]] = None,
 ) -> List[StepReport]:
     """Run the one-step asynchronous Tinker loop: collect one problem per update from a
     frozen sampler, train on it, and publish a new sampler, overlapping the next collection
@@ -431,6 +506,17 @@ async def train(
     stats get ``eval/reward_mean``, ``eval/success_rate`` and ``eval/problems`` (outcome
     rewards, not advantages).
 
+    Checkpoints: with ``checkpoint_every = N > 0`` and ``checkpoint_path``, after every
+    N-th update the training state is saved (``save_state(f"{checkpoint_name}-{step:06d}")``)
+    and a ``TrainCheckpoint`` line (the state's path and the loop's cursor) is appended to
+    ``checkpoint_path``. ``resume_from`` (such a file, or a ``TrainCheckpoint``) continues
+    where it stopped: ``steps`` counts from the start of the run, the first batch collected
+    is the checkpoint's ``next_batch`` and learner steps go on from its ``learner_step``;
+    the problem list and ``problems_per_step`` must be the ones checkpointed. The
+    ``training_client`` must hold the checkpoint's state (create it from ``state_path``
+    with the SDK's ``create_training_client_from_state_with_optimizer``). The first batch
+    after a resume is collected from the resumed weights (lag 0).
+
     If the loop stops early (the awaiting task is cancelled, or a collection, update, sink
     or ``on_step`` raises), an outstanding collection is cancelled and joined before the
     exception propagates. An update in flight when the task is cancelled is finished first
@@ -460,9 +546,23 @@ async def train(
             raise ConfigError(f"train: eval_problems[{i}] is a {type(p).__name__}, expected a Problem")
     if eval_every and not eval_problems:
         raise ConfigError("train: eval_every is set but eval_problems is empty")
+    if not isinstance(checkpoint_every, int) or isinstance(checkpoint_every, bool) or checkpoint_every < 0:
+        raise ConfigError(f"train: checkpoint_every must be an integer >= 0, got {checkpoint_every!r}")
+    if checkpoint_every and checkpoint_path is None:
+        raise ConfigError("train: checkpoint_every is set but checkpoint_path is not")
+    first_batch, learner_step = 0, 0  # learner_step: updates applied so far
+    if resume_from is not None:
+        resume = resume_from if isinstance(resume_from, TrainCheckpoint) else load_checkpoint(resume_from)
+        if resume.problems_per_step != problems_per_step:
+            raise ConfigError(
+                f"train: resume_from was saved with problems_per_step={resume.problems_per_step}, got {problems_per_step}"
+            )
+        if resume.problems != len(problems) or resume.problem_ids != _problem_ids(problems):
+            raise ConfigError("train: resume_from was saved with another problem list (ids or order differ)")
+        first_batch, learner_step = resume.next_batch, resume.learner_step
     _check_min_abs_advantage(min_abs_advantage)  # validate the threshold before any work
     _types()  # fail before any collection when the SDK is missing
-    if steps == 0:
+    if steps <= first_batch:
         return []
 
     from ..generation.tinker import TinkerPolicy
@@ -518,14 +618,14 @@ async def train(
 
     log = _MetricsLog(log_path, wandb_project)
     reports: List[StepReport] = []
-    learner_step = 0  # updates applied so far
+    fingerprint = _problem_ids(problems)
     pending: Optional["asyncio.Future[_Collected]"] = None
     current: Optional["asyncio.Future[_Collected]"] = None
     try:
         if async_depth == 1:
-            sampler, sampler_step = await _publish(training_client), 0
-            pending = asyncio.ensure_future(collect(0, sampler, sampler_step))
-        for b in range(steps):
+            sampler, sampler_step = await _publish(training_client), learner_step
+            pending = asyncio.ensure_future(collect(first_batch, sampler, sampler_step))
+        for b in range(first_batch, steps):
             step_start = time.monotonic()
             if async_depth == 0:
                 sampler, sampler_step = await _publish(training_client), learner_step
@@ -582,6 +682,12 @@ async def train(
             learner_step += 1
             if eval_every and learner_step % eval_every == 0:
                 stats.update(await evaluate())
+            if checkpoint_every and learner_step % checkpoint_every == 0:
+                assert checkpoint_path is not None
+                state_path = await _save_state(training_client, f"{checkpoint_name}-{learner_step:06d}")
+                record = TrainCheckpoint(state_path, learner_step, b + 1, k, len(problems), fingerprint)
+                with open(checkpoint_path, "a", encoding="utf-8") as f:
+                    f.write(record.to_json() + "\n")
             stats["time_step_s"] = time.monotonic() - step_start
             report = StepReport(
                 batch=b,
@@ -618,4 +724,4 @@ async def train(
         fmt.codec.tokenizer.close()
 
 
-__all__ = ["PPO_CLIP", "SEQUENCE_ID_KEY", "StepReport", "to_datum", "train", "update_actor"]
+__all__ = ["PPO_CLIP", "SEQUENCE_ID_KEY", "StepReport", "TrainCheckpoint", "load_checkpoint", "to_datum", "train", "update_actor"]
