@@ -320,7 +320,7 @@ class _Collected:
     batch: int
     behavior_step: int
     actor: List[Dict[str, Any]]
-    critic: List[Dict[str, Any]]
+    critic: List[List[Dict[str, Any]]]  # one list per tree: the sink gets each collection's
     trees: int = 0
     failures: int = 0
     tokens_sampled: int = 0
@@ -487,8 +487,9 @@ async def train(
     at most one update behind the learner and every batch trains exactly once.
     ``async_depth=0`` publishes a fresh sampler before each collection (no lag, no
     overlap). ``workspace_for``, ``min_abs_advantage`` and ``allow_partial`` apply to each
-    collection as in ``collect_records``. After each update the batch's critic records go to ``critic_sink`` with
-    ``behavior_step`` and ``learner_step`` added, and ``on_step`` receives the StepReport.
+    collection as in ``collect_records``. After each update each of the batch's collections
+    hands its critic records to ``critic_sink`` (one call per tree) with ``behavior_step``
+    and ``learner_step`` added, and ``on_step`` receives the StepReport.
 
     Metrics: each step's ``StepReport.stats`` holds ``trees``, ``rollouts``, ``failures``,
     ``reward_mean`` and ``success_rate`` (outcome reward of the finished rollouts, the sum
@@ -591,7 +592,7 @@ async def train(
         out = _Collected(batch, behavior_step, [], [], trees=len(trees))
         for actor, critic, failures, tree in trees:
             out.actor.extend(actor)
-            out.critic.extend(critic)
+            out.critic.append(list(critic))
             out.failures += len(failures)
             out.tokens_sampled += tree.tokens_sampled
             out.outcomes.extend(tree.outcomes)
@@ -704,9 +705,10 @@ async def train(
             reports.append(report)
             log.write(learner_step, stats)
             if critic_sink is not None:
-                critic_sink(
-                    [dict(r, behavior_step=report.behavior_step, learner_step=report.learner_step) for r in collected.critic]
-                )
+                for tree_critic in collected.critic:
+                    critic_sink(
+                        [dict(r, behavior_step=report.behavior_step, learner_step=report.learner_step) for r in tree_critic]
+                    )
             if on_step is not None:
                 on_step(report)
             if async_depth == 1 and b + 2 < steps:
