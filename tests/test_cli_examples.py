@@ -154,7 +154,9 @@ def test_tinker_script_trains_through_the_loop(tmp_path, server, monkeypatch):
         assert [line["trees"] for line in lines] == [2.0, 2.0] and "eval/reward_mean" in lines[1]
         assert len((run_dir / "checkpoints.jsonl").read_text().splitlines()) == 2 and len(standin.states) == 2
         # Sampled at the cookbook's default temperature.
-        assert {c.num_samples for c in standin.sample_calls} == {1}
+        assert {c.temperature for c in standin.sample_calls} == {1.0}
+        # Each tree's two warmup rollouts went out as one request.
+        assert 2 in {c.num_samples for c in standin.sample_calls}
     finally:
         for s in created:
             s.close()

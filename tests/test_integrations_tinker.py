@@ -51,28 +51,31 @@ class FakeSamplingClient:
 
     def sample(self, prompt, num_samples, sampling_params, include_prompt_logprobs=False, topk_prompt_logprobs=0):
         assert isinstance(prompt, types.ModelInput) and isinstance(sampling_params, types.SamplingParams)
-        assert num_samples == 1 and sampling_params.max_tokens
+        assert num_samples >= 1 and sampling_params.max_tokens
         self.calls += 1
+        call = self.calls
         seed = None if sampling_params.seed is None else sampling_params.seed + 1000 * self.version
 
         def work():
-            result = self.sim_policy.generate_tokens(
-                prompt.to_ints(),
-                SamplingParams(
-                    temperature=sampling_params.temperature,
-                    max_tokens=sampling_params.max_tokens,
-                    top_p=sampling_params.top_p,
-                    seed=seed,
-                    logprobs=0,
-                ),
-            )
-            seq = types.SampledSequence(
-                stop_reason=result.stop_reason,
-                sequence_id=f"v{self.version}-{self.calls}",
-                tokens_np=np.asarray(result.tokens, dtype=np.int32),
-                logprobs_np=np.asarray(result.logprobs, dtype=np.float32) if self.logprobs else None,
-            )
-            return types.SampleResponse(sequences=[seq])
+            sequences = []
+            for i in range(num_samples):
+                result = self.sim_policy.generate_tokens(
+                    prompt.to_ints(),
+                    SamplingParams(
+                        temperature=sampling_params.temperature,
+                        max_tokens=sampling_params.max_tokens,
+                        top_p=sampling_params.top_p,
+                        seed=None if seed is None else seed + i,
+                        logprobs=0,
+                    ),
+                )
+                sequences.append(types.SampledSequence(
+                    stop_reason=result.stop_reason,
+                    sequence_id=f"v{self.version}-{call}-{i}",
+                    tokens_np=np.asarray(result.tokens, dtype=np.int32),
+                    logprobs_np=np.asarray(result.logprobs, dtype=np.float32) if self.logprobs else None,
+                ))
+            return types.SampleResponse(sequences=sequences)
 
         return AwaitableConcurrentFuture(_POOL.submit(work))
 

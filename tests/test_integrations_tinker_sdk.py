@@ -361,3 +361,56 @@ def test_checkpoint_and_resume_continue_where_the_loop_stopped(server, sim_polic
             run_train(resumed, server, problems, steps=6, checkpoint_every=1)
     finally:
         resumed.close()
+
+
+# -- one request for a tree's warmup rollouts ------------------------------------------
+
+
+def requests_per_tree(server, standin, problems):
+    roots = {root_prompt(server, p) for p in problems}
+    per_session = {}
+    for c in standin.sample_calls:
+        per_session.setdefault(c.session, []).append(c)
+    return {s: ([c for c in calls if c.prompt in roots], len(calls)) for s, calls in per_session.items()}
+
+
+def test_warmup_rollouts_share_one_sample_request(server, sim_policy, problems):
+    counts = {}
+    for share in (False, True):
+        standin = StandinTinker(sim_policy)
+        try:
+            run_train(standin, server, problems, steps=2, async_depth=0, share_warmup_prompt=share)
+            counts[share] = requests_per_tree(server, standin, problems)
+        finally:
+            standin.close()
+    for share, sessions in counts.items():
+        for root_calls, _ in sessions.values():
+            # Selective(budget=4, warmup=2): two warmup rollouts start from the root prompt.
+            if share:
+                assert [c.num_samples for c in root_calls] == [2]
+            else:
+                assert [c.num_samples for c in root_calls] == [1, 1]
+
+
+def test_shared_warmup_request_is_deterministic(server, sim_policy, problems):
+    # The grouped request hands its sequences out by seed order, not by arrival order, so
+    # the same tree seeds give the same trees.
+    trained = []
+    for _ in range(2):
+        standin = StandinTinker(sim_policy)
+        try:
+            run_train(standin, server, problems, steps=2)
+            trained.append([[d.tokens for d in datums] for datums in standin.trained])
+        finally:
+            standin.close()
+    assert trained[0] == trained[1]
+
+
+def test_share_first_prompt_rejects_a_bad_size(server, standin):
+    from focus_go.generation.tinker import TinkerPolicy
+
+    client = standin.training_client()
+    sampler = client.save_weights_and_get_sampling_client().result()
+    with TinkerPolicy(sampler, model=server.model, profile="token_chunk") as policy:
+        with pytest.raises(ValueError, match="share_first_prompt"):
+            policy.share_first_prompt(0)

@@ -102,6 +102,7 @@ class SampleCall:
     prompt: Tuple[int, ...]
     num_samples: int
     seed: Optional[int]
+    temperature: float = 1.0
     sequence_ids: List[str] = field(default_factory=list)
 
 
@@ -452,7 +453,7 @@ class StandinTinker:
         version = self.samplers[session]
         prompt = tuple(req.prompt.to_ints())
         sp = req.sampling_params
-        call = SampleCall(session, version, prompt, req.num_samples, sp.seed)
+        call = SampleCall(session, version, prompt, req.num_samples, sp.seed, sp.temperature)
         call.sequence_ids = [f"seq-{next(self._ids)}" for _ in range(req.num_samples)]
         self.sample_calls.append(call)
         request_id = f"sample-{req.seq_id}-{session}"

@@ -441,6 +441,16 @@ async def _save_state(training_client: Any, name: str) -> str:
     return path
 
 
+def _warmup(collector: Any) -> int:
+    """How many rollouts a collector's search starts from the root at once."""
+    search = getattr(collector, "search", None)
+    for name in ("warmup", "n"):
+        value = getattr(search, name, None)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    return 1
+
+
 def _mean(values: Sequence[float]) -> float:
     return float(sum(values) / len(values)) if values else 0.0
 
@@ -471,6 +481,7 @@ async def train(
     checkpoint_path: Optional[Union[str, "os.PathLike[str]"]] = None,
     checkpoint_name: str = "focus",
     resume_from: Optional[Union[str, "os.PathLike[str]", TrainCheckpoint]] = None,
+    share_warmup_prompt: bool = True,
 ) -> List[StepReport]:
     """Run the one-step asynchronous Tinker loop: collect one problem per update from a
     frozen sampler, train on it, and publish a new sampler, overlapping the next collection
@@ -506,6 +517,12 @@ async def train(
     (``Independent(1)``, no critic, as Slime's ``make_evaluate``), concurrently, and the step's
     stats get ``eval/reward_mean``, ``eval/success_rate`` and ``eval/problems`` (outcome
     rewards, not advantages).
+
+    Sampling: a tree's warmup rollouts (``Selective.warmup``, or ``Independent.n``) all
+    start from the root prompt, so their first requests go to the sampler as one
+    ``sample(num_samples=warmup)`` request (``TinkerPolicy.share_first_prompt``: the request
+    carries the smallest member seed and hands its i-th sequence to the member with the
+    i-th smallest seed); ``share_warmup_prompt=False`` sends them one by one.
 
     Checkpoints: with ``checkpoint_every = N > 0`` and ``checkpoint_path``, after every
     N-th update the training state is saved (``save_state(f"{checkpoint_name}-{step:06d}")``)
@@ -577,6 +594,9 @@ async def train(
         seen: List[Any] = []
         try:
             collector = collector_for(policy, problem)
+            warmup = _warmup(collector)
+            if warmup > 1 and share_warmup_prompt:
+                policy.share_first_prompt(warmup)
             actor, critic, failures, _ = await _collect(
                 collector, problem, group_index=index, workspace_for=workspace_for, allow_partial=allow_partial,
                 min_abs_advantage=min_abs_advantage, on_state=lambda state: seen.append(outcomes(SchedulerView(state))),
