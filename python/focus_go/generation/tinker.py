@@ -79,7 +79,6 @@ class TinkerPolicy(Policy[Any]):
         self._group_size = 1
         self._group: Optional["_Group"] = None
         self._group_done = False
-        self._group_task: Optional["asyncio.Future[None]"] = None
 
     async def agenerate_tokens(
         self, prefix_tokens: Sequence[TokenId], sampling_params: Optional[SamplingParams] = None
@@ -111,11 +110,15 @@ class TinkerPolicy(Policy[Any]):
             kwargs["include_prompt_logprobs"] = True
         if not self._group_done and self._group_size > 1:
             key = (prefix, sp.model_dump_json(exclude={"seed"}) if hasattr(sp, "model_dump_json") else repr(sp), tuple(sorted(kwargs.items())))
-            if self._group is None:
+            leader = self._group is None
+            if leader:
                 self._group = _Group(key, self._group_size)
-                self._group_task = asyncio.ensure_future(self._send_group(self._group, tinker, prefix, sp, kwargs))
-            if self._group.key == key and not self._group.sent and len(self._group.members) < self._group.size:
-                future = self._group.join(params.seed)
+            group = self._group
+            assert group is not None
+            if group.key == key and not group.sent and len(group.members) < group.size:
+                future = group.join(params.seed)
+                if leader:  # the first member sends the group's request, in its own task
+                    await self._send_group(group, tinker, prefix, sp, kwargs)
                 response, seq = await future
                 return self._result(response, prefix, max_tokens, params, seq)
         response = await self._sample(tinker.types.ModelInput.from_ints(list(prefix)), sp, kwargs)
@@ -129,7 +132,8 @@ class TinkerPolicy(Policy[Any]):
         to the member with the i-th smallest seed, so the same seeds give the same
         assignment whatever order the requests arrive in. If fewer than ``n`` such requests
         arrive within 5 seconds (a rollout failed before sampling), those that did are sent
-        together. Later requests are sent one by one."""
+        together. The first member's task sends the request; if it is cancelled, the
+        members still waiting are cancelled too. Later requests are sent one by one."""
         if not isinstance(n, int) or n < 1:
             raise ConfigError(f"TinkerPolicy.share_first_prompt: n must be an integer >= 1, got {n!r}")
         self._group_size = n
@@ -156,8 +160,12 @@ class TinkerPolicy(Policy[Any]):
             group.sent = True
             self._group_done = True
             for _, future, _ in group.members:
-                if not future.done():
-                    future.set_exception(exc if isinstance(exc, Exception) else BackendError(f"tinker: grouped sample stopped: {exc!r}"))
+                if future.done():
+                    continue
+                if isinstance(exc, Exception):
+                    future.set_exception(exc)
+                else:  # the leader was cancelled: so are the members waiting on its request
+                    future.cancel()
             if not isinstance(exc, Exception):
                 raise
 

@@ -1,11 +1,15 @@
 """Tinker: a training loop that collects FOCUS trees from Tinker samplers and trains on them.
 
 ``train`` runs one collection per optimizer step: it publishes a frozen sampler of the
-current weights (``save_weights_and_get_sampling_client``), collects one problem with the
-collector ``collector_for(policy, problem)`` built around it, turns the actor records into
-Tinker Datums (``to_datum``) and takes one PPO step (``update_actor``). With
-``async_depth=1`` the next collection runs while the current update trains, so each batch
-is at most one update behind the learner; every batch is trained exactly once.
+current weights (``save_weights_and_get_sampling_client``), collects ``problems_per_step``
+problems (default 1) concurrently with collectors ``collector_for(policy, problem)``
+built around it, turns the actor records into Tinker Datums (``to_datum``) and takes one
+PPO step (``update_actor``: forward_backward and optim_step submitted back to back, one
+clock cycle). With ``async_depth=1`` the next collection runs while the current update
+trains, so each batch is at most one update behind the learner; every batch is trained
+exactly once. Around that: per-step metrics (JSONL, wandb), held-out evaluation,
+checkpoints of the training state with the loop's cursor (``TrainCheckpoint``,
+``resume_from``), and datums tinker-cookbook's helpers read (``mask``, provenance).
 
 The ``tinker`` package (Python >= 3.11) is imported lazily, inside the functions that
 need it; importing this module does not require it.
