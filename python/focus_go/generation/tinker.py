@@ -140,10 +140,13 @@ class TinkerPolicy(Policy[Any]):
 
     async def _send_group(self, group: "_Group", tinker: Any, prefix: Sequence[TokenId], sp: Any, kwargs: Dict[str, Any]) -> None:
         try:
+            # A timer, not wait_for: a cancelled leader then stops in one step, so a
+            # cancelled collection leaves no task of it behind.
+            timer = asyncio.get_running_loop().call_later(5.0, group.full.set)
             try:
-                await asyncio.wait_for(group.full.wait(), timeout=5.0)
-            except asyncio.TimeoutError:
-                pass
+                await group.full.wait()
+            finally:
+                timer.cancel()
             group.sent = True
             self._group_done = True
             members = sorted(group.members, key=lambda m: (m[0] is None, m[0] if m[0] is not None else 0, m[2]))
