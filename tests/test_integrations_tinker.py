@@ -51,28 +51,31 @@ class FakeSamplingClient:
 
     def sample(self, prompt, num_samples, sampling_params, include_prompt_logprobs=False, topk_prompt_logprobs=0):
         assert isinstance(prompt, types.ModelInput) and isinstance(sampling_params, types.SamplingParams)
-        assert num_samples == 1 and sampling_params.max_tokens
+        assert num_samples >= 1 and sampling_params.max_tokens
         self.calls += 1
+        call = self.calls
         seed = None if sampling_params.seed is None else sampling_params.seed + 1000 * self.version
 
         def work():
-            result = self.sim_policy.generate_tokens(
-                prompt.to_ints(),
-                SamplingParams(
-                    temperature=sampling_params.temperature,
-                    max_tokens=sampling_params.max_tokens,
-                    top_p=sampling_params.top_p,
-                    seed=seed,
-                    logprobs=0,
-                ),
-            )
-            seq = types.SampledSequence(
-                stop_reason=result.stop_reason,
-                sequence_id=f"v{self.version}-{self.calls}",
-                tokens_np=np.asarray(result.tokens, dtype=np.int32),
-                logprobs_np=np.asarray(result.logprobs, dtype=np.float32) if self.logprobs else None,
-            )
-            return types.SampleResponse(sequences=[seq])
+            sequences = []
+            for i in range(num_samples):
+                result = self.sim_policy.generate_tokens(
+                    prompt.to_ints(),
+                    SamplingParams(
+                        temperature=sampling_params.temperature,
+                        max_tokens=sampling_params.max_tokens,
+                        top_p=sampling_params.top_p,
+                        seed=None if seed is None else seed + i,
+                        logprobs=0,
+                    ),
+                )
+                sequences.append(types.SampledSequence(
+                    stop_reason=result.stop_reason,
+                    sequence_id=f"v{self.version}-{call}-{i}",
+                    tokens_np=np.asarray(result.tokens, dtype=np.int32),
+                    logprobs_np=np.asarray(result.logprobs, dtype=np.float32) if self.logprobs else None,
+                ))
+            return types.SampleResponse(sequences=sequences)
 
         return AwaitableConcurrentFuture(_POOL.submit(work))
 
@@ -125,10 +128,14 @@ class FakeTrainingClient:
     def optim_step(self, optim_params=None, *, adam_params=None):
         params = optim_params or adam_params
         assert isinstance(params, types.AdamParams)
-        assert self._backward is not None and self._backward.future().done(), "optim_step submitted before gradients were awaited"
+        assert self._backward is not None, "optim_step submitted before any forward_backward"
+        backward = self._backward
         self._event("optim", len(self.trained) - 1, params.learning_rate)
 
         def done():
+            # The service runs a client's requests in submission order: the step applies
+            # the gradients submitted before it.
+            backward.future().exception()
             with self._lock:
                 self.version += 1
             self._event("optim_done", self.version)
@@ -324,7 +331,7 @@ def test_async_depth_0_fresh_sampler_before_each_collection(training_client, mod
     # Problems cycle; each collection used the sampler published just before it.
     assert [(pid, v) for _, pid, v in log] == [(problems[0].id, 0), (problems[1].id, 1), (problems[0].id, 2)]
     kinds = [e[0] for e in training_client.events]
-    assert kinds == ["publish", "fb", "fb_done", "optim", "optim_done"] * 3
+    assert kinds == ["publish", "fb", "optim", "fb_done", "optim_done"] * 3
 
 
 def test_on_step_raising_cancels_and_joins_outstanding_collection(training_client, model, problems):
@@ -460,8 +467,10 @@ def test_to_datum_alignment():
     assert isinstance(datum, types.Datum)
     assert datum.model_input.to_ints() == [5, 6, 7, 20, 21, 90]
     inputs = datum.loss_fn_inputs
-    assert set(inputs) == {"target_tokens", "logprobs", "advantages"}
+    assert set(inputs) == {"target_tokens", "logprobs", "advantages", "mask"}
     assert inputs["target_tokens"].dtype == "int64" and inputs["logprobs"].dtype == "float32"
+    assert inputs["mask"].dtype == "float32" and inputs["mask"].tolist() == [0.0, 0.0, 1.0, 1.0, 0.0, 1.0]
+    assert datum.model_input_spans is None and datum.loss_fn_input_spans is None  # no sequence id
     assert inputs["target_tokens"].tolist() == [6, 7, 20, 21, 90, 22]
     assert inputs["logprobs"].tolist() == [0.0, 0.0, -0.5, -0.25, 0.0, -0.125]
     assert inputs["advantages"].tolist() == [0.0, 0.0, 0.75, 0.75, 0.0, 0.75]
@@ -484,7 +493,8 @@ def test_update_actor_order_and_metrics(sim_policy):
     metrics = asyncio.run(spec_update_actor(client, [record, critic], learning_rate=3e-5))
     assert metrics == {"loss:sum": 1.0, "optim/lr": 3e-5}
     assert client.version == 1  # the optimizer result was awaited before returning
-    assert [e[0] for e in client.events] == ["fb", "fb_done", "optim", "optim_done"]
+    # Both submitted before either is awaited (one clock cycle), run in submission order.
+    assert [e[0] for e in client.events] == ["fb", "optim", "fb_done", "optim_done"]
     asyncio.run(update_actor(client, [record], learning_rate=1e-5, loss_fn="importance_sampling", loss_fn_config=None))
     assert client.events[-4][2:] == ("importance_sampling", {})
     with pytest.raises(ValueError, match="no actor records"):

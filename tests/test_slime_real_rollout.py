@@ -2,8 +2,7 @@
 buffer, fully-async ordering and requeueing, validate_rollout_id_annotated) over the FOCUS
 hook: runs tests/slime_real_rollout.py with a Python that has torch and Ray (Slime's
 rollout imports) and a THUDM/slime checkout. Opt-in: skipped unless FOCUS_SLIME_PYTHON
-and FOCUS_SLIME_SRC name them (defaults /work/slime-venv/bin/python, /work/slime-src when
-present)."""
+and FOCUS_SLIME_SRC name them (`make slime-check` sets both)."""
 
 from __future__ import annotations
 
@@ -17,12 +16,13 @@ import pytest
 
 from focus_go import _lib
 
-SLIME_PYTHON = os.environ.get("FOCUS_SLIME_PYTHON", "/work/slime-venv/bin/python")
-SLIME_SRC = os.environ.get("FOCUS_SLIME_SRC", "/work/slime-src")
+SLIME_PYTHON = os.environ.get("FOCUS_SLIME_PYTHON", "")
+SLIME_SRC = os.environ.get("FOCUS_SLIME_SRC", "")
 
 
 @pytest.mark.skipif(
-    not (Path(SLIME_PYTHON).exists() and (Path(SLIME_SRC) / "slime" / "rollout" / "sglang_rollout.py").exists()),
+    not (SLIME_PYTHON and SLIME_SRC and Path(SLIME_PYTHON).exists()
+         and (Path(SLIME_SRC) / "slime" / "rollout" / "sglang_rollout.py").exists()),
     reason="no Slime environment (set FOCUS_SLIME_PYTHON and FOCUS_SLIME_SRC)",
 )
 def test_slime_rollout_functions_over_the_hook():

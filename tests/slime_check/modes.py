@@ -312,7 +312,18 @@ def collect(manager: Any, rollout_id: int, res: Result) -> List[Any]:
     started = time.time()
     data, metrics = manager._get_rollout_data(rollout_id=rollout_id)
     res.numbers[f"rollout{rollout_id}_seconds"] = round(time.time() - started, 2)
+    if metrics is None:
+        metrics = {}
     log_rollout_data(rollout_id, manager.args, data, metrics, time.time() - started)
+    # What a custom rollout log hook added (focus's log_rollout: pass@k over trees), and
+    # each tree's counts once (its samples share the source's rollout_id).
+    res.numbers[f"rollout{rollout_id}_metrics"] = {k: v for k, v in metrics.items() if k.startswith(("passrate/", "rollout/focus/"))}
+    trees = {}
+    for sample in data:
+        focus = (sample.metadata or {}).get("focus") or {}
+        if "finished_rollouts" in focus:
+            trees[sample.rollout_id] = (focus["finished_rollouts"], focus["successes"])
+    res.numbers[f"rollout{rollout_id}_tree_counts"] = list(trees.values())
     return data
 
 
@@ -589,8 +600,37 @@ def mode_default(res: Result) -> None:
 
 
 def mode_n2_log_passrate(res: Result) -> None:
-    """n_samples_per_prompt 2 (two trees per prompt) with --log-passrate."""
-    _focus_rollout(res, set_flag(base_argv(n=2), "--log-passrate"))
+    """n_samples_per_prompt 2 (two trees per prompt) with --log-passrate: Slime's
+    train-side pass rate cannot see trees, so the hook must refuse it at its first call,
+    naming the log hook to use, before any request reaches the server."""
+    args = parse(set_flag(base_argv(n=2), "--log-passrate"))
+    cluster = Cluster(args)
+    manager = rollout_manager(args)
+    try:
+        manager._get_rollout_data(rollout_id=0)
+    except ValueError as exc:
+        res.numbers["refused_with"] = type(exc).__name__
+        res.expect("log_rollout" in str(exc), f"the refusal does not name the log hook: {exc}")
+    else:
+        res.expect(False, "the rollout ran with --log-passrate and 2 trees per prompt")
+    res.numbers["generate_requests"] = cluster.generate_requests()
+    res.expect(cluster.generate_requests() == 0, "requests were sent before the refusal")
+
+
+def mode_n2_pass_rates(res: Result) -> None:
+    """n_samples_per_prompt 2 with focus's rollout log hook instead of --log-passrate: the
+    rollout and the train side run, and Slime's rollout metrics carry pass@k over the
+    trees' finished rollouts (checked against the samples' tree counts)."""
+    argv = set_flag(base_argv(n=2), "--custom-rollout-log-function-path", "focus.integrations.slime.log_rollout")
+    _focus_rollout(res, argv)
+    metrics = res.numbers.get("rollout0_metrics") or {}
+    res.expect("passrate/pass@1" in metrics, f"no passrate/pass@1 in Slime's rollout metrics: {sorted(metrics)}")
+    res.expect("passrate/pass@2" in metrics, "no passrate/pass@2 in Slime's rollout metrics")
+    trees = res.numbers.get("rollout0_tree_counts") or []
+    if trees and "passrate/pass@1" in metrics:
+        expected = sum(s / f for f, s in trees if f) / sum(1 for f, _ in trees if f)
+        res.expect(abs(metrics["passrate/pass@1"] - expected) < 1e-9,
+                   f"pass@1 {metrics['passrate/pass@1']} is not the trees' mean success rate {expected}")
 
 
 def mode_over_sampling(res: Result) -> None:
@@ -788,6 +828,7 @@ MODES: Dict[str, Callable[[Result], None]] = {
     "slime-default": mode_slime_default,
     "default": mode_default,
     "n2-log-passrate": mode_n2_log_passrate,
+    "n2-pass-rates": mode_n2_pass_rates,
     "over-sampling": mode_over_sampling,
     "partial-rollout": mode_partial_rollout,
     "fully-async": mode_fully_async,

@@ -51,7 +51,10 @@ class TinkerPolicy(Policy[Any]):
     ``logprobs=k > 0`` asks for ``topk_sample_logprobs=k`` (token id → logprob maps in
     ``top_logprobs``, keyed by the id as a string) and ``prompt_logprobs`` for the prompt's
     logprobs. ``repetition_penalty`` has no Tinker equivalent and raises ConfigError.
-    Stop reasons are Tinker's own, ``"stop"`` or ``"length"``."""
+    Stop reasons are Tinker's own, ``"stop"`` or ``"length"``. ``sequence_ids`` maps each
+    sampled continuation, as ``(prompt token tuple, sampled token tuple)``, to the
+    ``SampledSequence.sequence_id`` the SDK gave it (the provenance Tinker's
+    ``stable_reinforce`` loss asks for)."""
 
     def __init__(
         self,
@@ -69,6 +72,13 @@ class TinkerPolicy(Policy[Any]):
         if not (callable(getattr(sampling_client, "sample", None)) or callable(getattr(sampling_client, "sample_async", None))):
             raise ConfigError(f"sampling_client is a {type(sampling_client).__name__}, expected a tinker.SamplingClient (with sample())")
         self.sampling_client = sampling_client
+        # Tinker's sequence_id of each sampled continuation, keyed by (prompt tokens,
+        # sampled tokens): the provenance the Tinker integration attaches to datums.
+        self.sequence_ids: Dict[tuple, str] = {}
+        self.sample_requests = 0  # sample() calls sent
+        self._group_size = 1
+        self._group: Optional["_Group"] = None
+        self._group_done = False
 
     async def agenerate_tokens(
         self, prefix_tokens: Sequence[TokenId], sampling_params: Optional[SamplingParams] = None
@@ -98,25 +108,90 @@ class TinkerPolicy(Policy[Any]):
             kwargs["topk_sample_logprobs"] = params.logprobs
         if params.prompt_logprobs is not None:
             kwargs["include_prompt_logprobs"] = True
+        if not self._group_done and self._group_size > 1:
+            key = (prefix, sp.model_dump_json(exclude={"seed"}) if hasattr(sp, "model_dump_json") else repr(sp), tuple(sorted(kwargs.items())))
+            leader = self._group is None
+            if leader:
+                self._group = _Group(key, self._group_size)
+            group = self._group
+            assert group is not None
+            if group.key == key and not group.sent and len(group.members) < group.size:
+                future = group.join(params.seed)
+                if leader:  # the first member sends the group's request, in its own task
+                    await self._send_group(group, tinker, prefix, sp, kwargs)
+                response, seq = await future
+                return self._result(response, prefix, max_tokens, params, seq)
         response = await self._sample(tinker.types.ModelInput.from_ints(list(prefix)), sp, kwargs)
         return self._result(response, prefix, max_tokens, params)
 
-    async def _sample(self, prompt: Any, sp: Any, kwargs: Dict[str, Any]) -> Any:
+    def share_first_prompt(self, n: int) -> None:
+        """Send the first ``n`` requests that have the first request's prompt and sampling
+        settings (a tree's ``n`` warmup rollouts all start from the root prompt) as one
+        ``sample(num_samples=n)`` request instead of ``n``. The request carries the
+        smallest of the members' seeds (None if none has one), and its i-th sequence goes
+        to the member with the i-th smallest seed, so the same seeds give the same
+        assignment whatever order the requests arrive in. If fewer than ``n`` such requests
+        arrive within 5 seconds (a rollout failed before sampling), those that did are sent
+        together. The first member's task sends the request; if it is cancelled, the
+        members still waiting are cancelled too. Later requests are sent one by one."""
+        if not isinstance(n, int) or n < 1:
+            raise ConfigError(f"TinkerPolicy.share_first_prompt: n must be an integer >= 1, got {n!r}")
+        self._group_size = n
+
+    async def _send_group(self, group: "_Group", tinker: Any, prefix: Sequence[TokenId], sp: Any, kwargs: Dict[str, Any]) -> None:
+        try:
+            # A timer, not wait_for: a cancelled leader then stops in one step, so a
+            # cancelled collection leaves no task of it behind.
+            timer = asyncio.get_running_loop().call_later(5.0, group.full.set)
+            try:
+                await group.full.wait()
+            finally:
+                timer.cancel()
+            group.sent = True
+            self._group_done = True
+            members = sorted(group.members, key=lambda m: (m[0] is None, m[0] if m[0] is not None else 0, m[2]))
+            seeds = [m[0] for m in members if m[0] is not None]
+            request_sp = sp.model_copy(update={"seed": min(seeds) if seeds else None}) if hasattr(sp, "model_copy") else sp
+            response = await self._sample(tinker.types.ModelInput.from_ints(list(prefix)), request_sp, kwargs, n=len(members))
+            sequences = list(getattr(response, "sequences", None) or ())
+            if len(sequences) != len(members):
+                raise BackendError(f"tinker: the sampler returned {len(sequences)} sequences for num_samples={len(members)}")
+            for (_, future, _), seq in zip(members, sequences):
+                if not future.done():
+                    future.set_result((response, seq))
+        except BaseException as exc:
+            group.sent = True
+            self._group_done = True
+            for _, future, _ in group.members:
+                if future.done():
+                    continue
+                if isinstance(exc, Exception):
+                    future.set_exception(exc)
+                else:  # the leader was cancelled: so are the members waiting on its request
+                    future.cancel()
+            if not isinstance(exc, Exception):
+                raise
+
+    async def _sample(self, prompt: Any, sp: Any, kwargs: Dict[str, Any], n: int = 1) -> Any:
         client = self.sampling_client
+        self.sample_requests += 1
         if callable(getattr(client, "sample", None)):
-            pending = client.sample(prompt=prompt, num_samples=1, sampling_params=sp, **kwargs)
+            pending = client.sample(prompt=prompt, num_samples=n, sampling_params=sp, **kwargs)
             if inspect.isawaitable(pending):
                 return await pending
             if isinstance(pending, concurrent.futures.Future):
                 return await asyncio.wrap_future(pending)
             raise ConfigError(f"sampling_client.sample returned a {type(pending).__name__}, expected an awaitable future")
-        return await client.sample_async(prompt=prompt, num_samples=1, sampling_params=sp, **kwargs)
+        return await client.sample_async(prompt=prompt, num_samples=n, sampling_params=sp, **kwargs)
 
-    def _result(self, response: Any, prefix: Sequence[TokenId], max_tokens: int, params: SamplingParams) -> GenerateResult:
-        sequences = list(getattr(response, "sequences", None) or ())
-        if len(sequences) != 1:
-            raise BackendError(f"tinker: the sampler returned {len(sequences)} sequences for num_samples=1")
-        seq = sequences[0]
+    def _result(
+        self, response: Any, prefix: Sequence[TokenId], max_tokens: int, params: SamplingParams, seq: Any = None
+    ) -> GenerateResult:
+        if seq is None:
+            sequences = list(getattr(response, "sequences", None) or ())
+            if len(sequences) != 1:
+                raise BackendError(f"tinker: the sampler returned {len(sequences)} sequences for num_samples=1")
+            seq = sequences[0]
         tokens = [int(t) for t in seq.tokens]
         if seq.logprobs is None:
             raise BackendError("tinker: the sampled sequence has no logprobs; exact training needs the sampler's logprobs")
@@ -140,6 +215,9 @@ class TinkerPolicy(Policy[Any]):
             if raw is None:
                 raise BackendError("tinker: prompt logprobs were requested but the response has none")
             prompt_lps = [None if v is None or math.isnan(v) else float(v) for v in raw]
+        sequence_id = getattr(seq, "sequence_id", None)
+        if isinstance(sequence_id, str) and sequence_id:
+            self.sequence_ids[(tuple(prefix), tuple(tokens))] = sequence_id
         return GenerateResult(
             tokens=tuple(tokens),
             prefix_tokens=tuple(prefix),
@@ -166,6 +244,25 @@ class TinkerPolicy(Policy[Any]):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class _Group:
+    """Requests waiting to go out as one ``sample(num_samples=n)`` (see
+    ``TinkerPolicy.share_first_prompt``): (seed, future, arrival) per member."""
+
+    def __init__(self, key: Any, size: int):
+        self.key = key
+        self.size = size
+        self.members: List[Any] = []
+        self.full = asyncio.Event()
+        self.sent = False
+
+    def join(self, seed: Optional[int]) -> "asyncio.Future[Any]":
+        future: "asyncio.Future[Any]" = asyncio.get_running_loop().create_future()
+        self.members.append((seed, future, len(self.members)))
+        if len(self.members) >= self.size:
+            self.full.set()
+        return future
 
 
 def _entropy(logprobs: Sequence[float]) -> float:

@@ -131,13 +131,13 @@ async def _collect(
     allow_partial: bool,
     min_abs_advantage: Optional[float] = None,
     keep_dropped: bool = False,
-    stats_out: Optional[Dict[str, Any]] = None,
+    on_state: Optional[Callable[[Any], None]] = None,
 ) -> _Collected:
     """``collect_records`` also returning the failures: collect the tree, then prepare and
     export it in one Go call (``tree_records``, which applies ``min_abs_advantage``).
     ``keep_dropped`` also returns the first actor record when the threshold dropped them
-    all (Slime keeps its group's shape with it); ``stats_out``, if given, receives the
-    tree's stats (rollouts, finished_rollouts, successes, ...)."""
+    all (Slime keeps its group's shape with it). ``on_state`` sees the collected tree
+    (its SchedulerState) before it is closed."""
     if not isinstance(problem, Problem):
         raise ConfigError(f"collect_records: problem must be a Problem, got {type(problem).__name__}")
     if not isinstance(collector, Collector):
@@ -157,8 +157,6 @@ async def _collect(
         async with collector:
             state = await collector.collect(problem, allow_partial=allow_partial)
     failures = tuple(state.failures)
-    if stats_out is not None:
-        stats_out.update(state.stats)
     dropped = None
     try:
         if failures and _all_rollouts_failed(state):
@@ -178,6 +176,8 @@ async def _collect(
             )
 
         records = export(min_abs_advantage)
+        if on_state is not None:
+            on_state(state)
         if keep_dropped and not records.actor and records.sample_weights and min_abs_advantage:
             dropped = next(iter(export(None).actor), None)
     finally:

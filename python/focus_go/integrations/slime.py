@@ -832,7 +832,7 @@ class _Generate(_SlimeHook):
                     allow_partial=self.allow_partial,
                     min_abs_advantage=self.min_abs_advantage,
                     keep_dropped=True,
-                    stats_out=stats,
+                    on_state=lambda state: stats.update(state.stats),
                 )
             )
         except CollectionError as exc:
@@ -871,30 +871,21 @@ async def _evaluate_sample(hook: _SlimeHook, args: Any, sample: Any, sampling_pa
     """One unbranched rollout of the hook's collector's agent as one Slime sample whose
     reward is the outcome (the path's summed rewards); ABORTED if Slime aborted it. The
     body of ``make_evaluate``'s hook and of ``make_generate``'s evaluation calls."""
-    import contextlib
-
-    from ..search import Independent
     from ..tree import SchedulerView
+    from ._outcomes import unbranched_rollout
 
     _check_args(args)
     settings = _call_settings(args, sampling_params, evaluation=True)
     problem = _problem_from(args, sample)
     policy = hook.policy(args)
     base = hook.collector(policy, problem, args)
-    workspace = base.workspace
-    if hook.workspace_for is not None:
-        workspace = hook.workspace_for(problem)
-        if not isinstance(workspace, Workspace):
-            raise ConfigTypeError(f"workspace_for returned {type(workspace).__name__}, expected a Workspace")
-        if base.workspace is not None and base.workspace is not workspace:
-            raise ConfigError("the collector already has its own workspace; give it none, or drop workspace_for")
-    collector = _call_collector(base, settings, search=Independent(1), critic=None, workspace=workspace)
     try:
-        async with contextlib.AsyncExitStack() as stack:
-            if hook.workspace_for is not None:
-                await stack.enter_async_context(workspace)
-            async with collector:
-                state = await collector.collect(problem)
+        state = await unbranched_rollout(
+            base,
+            problem,
+            workspace_for=hook.workspace_for,
+            build=lambda b, **parts: _call_collector(b, settings, **parts),
+        )
     except CollectionError as exc:
         if _aborted(getattr(exc, "failures", ()) or ()):
             if getattr(exc, "state", None) is not None:

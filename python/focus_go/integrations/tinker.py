@@ -1,11 +1,15 @@
 """Tinker: a training loop that collects FOCUS trees from Tinker samplers and trains on them.
 
 ``train`` runs one collection per optimizer step: it publishes a frozen sampler of the
-current weights (``save_weights_and_get_sampling_client``), collects one problem with the
-collector ``collector_for(policy, problem)`` built around it, turns the actor records into
-Tinker Datums (``to_datum``) and takes one PPO step (``update_actor``). With
-``async_depth=1`` the next collection runs while the current update trains, so each batch
-is at most one update behind the learner; every batch is trained exactly once.
+current weights (``save_weights_and_get_sampling_client``), collects ``problems_per_step``
+problems (default 1) concurrently with collectors ``collector_for(policy, problem)``
+built around it, turns the actor records into Tinker Datums (``to_datum``) and takes one
+PPO step (``update_actor``: forward_backward and optim_step submitted back to back, one
+clock cycle). With ``async_depth=1`` the next collection runs while the current update
+trains, so each batch is at most one update behind the learner; every batch is trained
+exactly once. Around that: per-step metrics (JSONL, wandb), held-out evaluation,
+checkpoints of the training state with the loop's cursor (``TrainCheckpoint``,
+``resume_from``), and datums tinker-cookbook's helpers read (``mask``, provenance).
 
 The ``tinker`` package (Python >= 3.11) is imported lazily, inside the functions that
 need it; importing this module does not require it.
@@ -26,10 +30,13 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import inspect
+import json
 import math
+import os
+import time
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Callable, Dict, List, Literal, Mapping, Optional, Sequence
+from typing import Any, Callable, Dict, List, Literal, Mapping, Optional, Sequence, Union
 
 from ..errors import ConfigError
 from . import CollectorFor, CriticSink, Problem, Workspace, _check_min_abs_advantage, _collect
@@ -43,14 +50,25 @@ class StepReport:
     """What one actor update trained on: the batch index, the behavior step its sampler
     came from (the number of updates in the sampled weights), the learner step (the number
     of updates in the weights this update starts from), the policy lag between them
-    (``learner_step - behavior_step``), and Tinker's metrics (forward-backward metrics such
-    as ``loss:sum``, then the optimizer's)."""
+    (``learner_step - behavior_step``), Tinker's metrics (forward-backward metrics such
+    as ``loss:sum``, then the optimizer's), and what went in: trees, tokens, failures, and
+    the logged ``stats``."""
 
     batch: int
     behavior_step: int
     learner_step: int
     policy_lag: int
     metrics: Mapping[str, Any] = field(default_factory=dict)
+    trees: int = 0
+    """How many trees (problems) the update trained on."""
+    tokens_sampled: int = 0
+    """Tokens the policy generated while collecting them."""
+    tokens_trained: int = 0
+    """Generated tokens in the datums sent (loss mask 1)."""
+    failures: int = 0
+    """Failed rollouts left out of the trees (``allow_partial=True``)."""
+    stats: Mapping[str, float] = field(default_factory=dict)
+    """The step's metrics as ``train`` logs them (see ``train``)."""
 
 
 def _types() -> Any:
@@ -64,13 +82,28 @@ def _types() -> Any:
     return types
 
 
+SEQUENCE_ID_KEY = "tinker_sequence_id"
+"""The actor-record key ``train`` fills with the Tinker ``sequence_id`` of the sampled
+continuation a record trains on (``to_datum`` turns it into provenance spans)."""
+
+
 def to_datum(record: Mapping[str, Any]) -> Any:
     """Turn one actor record into a Tinker ``Datum``: the model input is
-    ``tokens[:-1]``, and ``target_tokens``, ``logprobs`` (behavior log probabilities) and
-    ``advantages`` are read one position later (position i predicts token i+1).
-    Conditioning tokens (prompt, observations: loss_mask false) get advantage 0 and log
-    probability 0; generated tokens get the record's advantage. Arrays are int64 / float32
-    ``TensorData``; no mask key is sent (Tinker losses take none)."""
+    ``tokens[:-1]``, and ``target_tokens``, ``logprobs`` (behavior log probabilities),
+    ``advantages`` and ``mask`` are read one position later (position i predicts token
+    i+1). Conditioning tokens (prompt, observations: loss_mask false) get advantage 0, log
+    probability 0 and mask 0; generated tokens get the record's advantage and mask 1.
+    Arrays are int64 (targets) / float32 ``TensorData``.
+
+    ``mask`` is the key tinker-cookbook's helpers read (``rl/metrics.py``'s KL metrics);
+    Tinker's losses take none, so ``update_actor`` removes it before sending, as the
+    cookbook's ``train_step`` does. When the record carries the sampled sequence's
+    ``tinker_sequence_id`` (``train`` adds it) and its tokens are that request's prompt
+    followed by exactly the tokens it sampled, the datum also carries provenance spans
+    (``Datum.with_provenance``): the prompt part is ``PromptProvenanceSpan`` positions of
+    the request's prompt, the sampled part ``SampledProvenanceSpan`` positions of its
+    sampled tokens, as the cookbook's ``trajectory_to_data`` builds them; Tinker's
+    ``stable_reinforce`` loss needs them."""
     types = _types()
     import numpy as np
 
@@ -92,14 +125,41 @@ def to_datum(record: Mapping[str, Any]) -> Any:
     targets = np.asarray(tokens[1:], dtype=np.int64)
     lps = np.asarray([float(lp) if m else 0.0 for lp, m in zip(logprobs[1:], mask[1:])], dtype=np.float32)
     advs = np.asarray([advantage if m else 0.0 for m in mask[1:]], dtype=np.float32)
-    return types.Datum(
+    weights = np.asarray([1.0 if m else 0.0 for m in mask[1:]], dtype=np.float32)
+    datum = types.Datum(
         model_input=types.ModelInput.from_ints(tokens[:-1]),
         loss_fn_inputs={
             "target_tokens": types.TensorData.from_numpy(targets),
             "logprobs": types.TensorData.from_numpy(lps),
             "advantages": types.TensorData.from_numpy(advs),
+            "mask": types.TensorData.from_numpy(weights),
         },
     )
+    sequence_id = record.get(SEQUENCE_ID_KEY)
+    if isinstance(sequence_id, str) and sequence_id:
+        prompt_len = mask.index(True) if True in mask else len(mask)
+        sampled = len(tokens) - prompt_len
+        if sampled > 0 and all(mask[prompt_len:]):
+            prompt_span, sampled_span = types.PromptProvenanceSpan, types.SampledProvenanceSpan
+            # The input drops the sequence's last token and the targets its first.
+            inputs = [prompt_span(sequence_id=sequence_id, offset=0, length=prompt_len)]
+            if sampled > 1:
+                inputs.append(sampled_span(sequence_id=sequence_id, offset=0, length=sampled - 1))
+            targets_spans = []
+            if prompt_len > 1:
+                targets_spans.append(prompt_span(sequence_id=sequence_id, offset=1, length=prompt_len - 1))
+            targets_spans.append(sampled_span(sequence_id=sequence_id, offset=0, length=sampled))
+            datum = datum.with_provenance(model_input=inputs, loss_fn_inputs=targets_spans)
+    return datum
+
+
+def _without_mask(datum: Any) -> Any:
+    """The datum as Tinker's losses take it: ``mask`` removed, provenance kept."""
+    import dataclasses
+
+    if "mask" not in datum.loss_fn_inputs:
+        return datum
+    return dataclasses.replace(datum, loss_fn_inputs={k: v for k, v in datum.loss_fn_inputs.items() if k != "mask"})
 
 
 async def _result(future: Any) -> Any:
@@ -119,6 +179,32 @@ def _metrics(output: Any) -> Dict[str, Any]:
     return dict(metrics) if metrics else {}
 
 
+async def _submitted(call: Any) -> Any:
+    """A Tinker call's future once the request is submitted: the SDK's methods submit when
+    called and return the future; a coroutine (an older SDK's ``*_async`` shape) submits
+    when awaited and returns the future."""
+    return await call if inspect.iscoroutine(call) else call
+
+
+async def _submit_update(training_client: Any, datums: Sequence[Any], loss_fn: str, config: Any, adam: Any) -> Any:
+    """Submit forward_backward and optim_step back to back, then await both, so they land
+    on the same clock cycle of the training service (the SDK orders a client's requests by
+    submission, so the optimizer step applies these gradients). Both results are awaited
+    even when one fails, so no request of this update is left running; the first error is
+    raised. Returns (forward-backward output, optimizer output)."""
+    backward = await _submitted(training_client.forward_backward(datums, loss_fn, config))
+    try:
+        optim = await _submitted(training_client.optim_step(adam))
+    except BaseException:
+        await asyncio.gather(_result(backward), return_exceptions=True)
+        raise
+    results = await asyncio.gather(_result(backward), _result(optim), return_exceptions=True)
+    for r in results:
+        if isinstance(r, BaseException):
+            raise r
+    return results[0], results[1]
+
+
 async def update_actor(
     training_client: Any,
     records: Sequence[Mapping[str, Any]],
@@ -130,24 +216,80 @@ async def update_actor(
     """Take one Tinker optimizer step on a batch's actor lane (records with
     ``lane == "actor"``; critic records are skipped).
 
-    The forward-backward future is awaited before the optimizer step is submitted, and the
-    optimizer result before returning, so a sampler published afterwards holds the updated
-    weights. Adam uses ``learning_rate`` with the cookbook's betas (0.9, 0.95) and eps 1e-8.
-    The default loss is ``ppo`` with ratio clip 1 +- 0.2. Returns the step's metrics: the
-    forward-backward metrics (e.g. ``loss:sum``) updated with the optimizer's."""
+    forward_backward and optim_step are submitted back to back and then both awaited, as
+    the SDK and the cookbook do, so they land on the same clock cycle of the training
+    service (the SDK runs a client's requests in submission order, so the optimizer step
+    applies these gradients); both results are awaited before returning, so a sampler
+    published afterwards holds the updated weights. Adam uses ``learning_rate`` with the
+    cookbook's betas (0.9, 0.95) and eps 1e-8. The default loss is ``ppo`` with ratio clip
+    1 +- 0.2. Returns the step's metrics: the forward-backward metrics (e.g. ``loss:sum``)
+    updated with the optimizer's."""
+    return (await _update(training_client, records, learning_rate=learning_rate, loss_fn=loss_fn, loss_fn_config=loss_fn_config)).metrics
+
+
+@dataclass
+class _Update:
+    metrics: Dict[str, Any]
+    tokens_trained: int
+    kl: Dict[str, float]
+
+
+async def _update(
+    training_client: Any,
+    records: Sequence[Mapping[str, Any]],
+    *,
+    learning_rate: float,
+    loss_fn: str,
+    loss_fn_config: Optional[Mapping[str, float]],
+) -> _Update:
     types = _types()
     datums = [to_datum(r) for r in records if r.get("lane", "actor") == "actor"]
     if not datums:
         raise ConfigError("update_actor: the batch has no actor records to train on")
+    if loss_fn == "stable_reinforce":
+        missing = sum(1 for d in datums if d.loss_fn_input_spans is None)
+        if missing:
+            raise ConfigError(
+                f"update_actor: loss_fn='stable_reinforce' needs provenance on every datum; {missing} of "
+                f"{len(datums)} records have no {SEQUENCE_ID_KEY} (train adds it when the sampler reports sequence ids)"
+            )
     if not (isinstance(learning_rate, (int, float)) and math.isfinite(learning_rate) and learning_rate > 0):
         raise ConfigError(f"update_actor: learning_rate must be a finite number > 0, got {learning_rate!r}")
     config = None if loss_fn_config is None else {k: float(v) for k, v in loss_fn_config.items()}
-    backward = await _result(training_client.forward_backward(datums, loss_fn, config))
     adam = types.AdamParams(learning_rate=float(learning_rate), beta1=0.9, beta2=0.95, eps=1e-8)
-    optim = await _result(training_client.optim_step(adam))
+    backward, optim = await _submit_update(training_client, [_without_mask(d) for d in datums], loss_fn, config, adam)
     metrics = _metrics(backward)
     metrics.update(_metrics(optim))
-    return metrics
+    trained = sum(int(sum(d.loss_fn_inputs["mask"].tolist())) for d in datums)
+    return _Update(metrics, trained, _kl_sample_train(datums, backward))
+
+
+def _kl_sample_train(datums: Sequence[Any], backward: Any) -> Dict[str, float]:
+    """Sampler-vs-learner KL estimates over the generated tokens, from the training log
+    probabilities Tinker returns (``loss_fn_outputs[i]["logprobs"]``) and the behavior log
+    probabilities the datums carry: ``kl_sample_train_v1`` = mean(sampled - trained),
+    ``kl_sample_train_v2`` = mean((sampled - trained)^2) / 2, as the cookbook reports them.
+    Empty when the output has no training logprobs."""
+    import numpy as np
+
+    outputs = list(getattr(backward, "loss_fn_outputs", None) or ())
+    if len(outputs) != len(datums):
+        return {}
+    diffs = []
+    for datum, out in zip(datums, outputs):
+        trained = out.get("logprobs") if isinstance(out, Mapping) else None
+        if trained is None:
+            return {}
+        train_lp = np.asarray(trained.tolist() if hasattr(trained, "tolist") else trained, dtype=np.float64).reshape(-1)
+        sampled = np.asarray(datum.loss_fn_inputs["logprobs"].tolist(), dtype=np.float64)
+        mask = np.asarray(datum.loss_fn_inputs["mask"].tolist()) > 0
+        if train_lp.shape != sampled.shape:
+            return {}
+        diffs.append(sampled[mask] - train_lp[mask])
+    flat = np.concatenate(diffs) if diffs else np.zeros(0)
+    if flat.size == 0:
+        return {}
+    return {"kl_sample_train_v1": float(flat.mean()), "kl_sample_train_v2": float(0.5 * (flat**2).mean())}
 
 
 async def _publish(training_client: Any) -> Any:
@@ -163,12 +305,158 @@ async def _publish(training_client: Any) -> Any:
     return await asyncio.to_thread(save)
 
 
+def _add_sequence_ids(actor: List[Dict[str, Any]], sequence_ids: Mapping[tuple, str]) -> None:
+    """Name, in each actor record, the sampled sequence it trains on: its tokens split at
+    the first generated token are a (prompt, sampled tokens) pair the policy saw."""
+    for record in actor:
+        mask = list(record["loss_mask"])
+        if True not in mask:
+            continue
+        cut = mask.index(True)
+        tokens = tuple(int(t) for t in record["tokens"])
+        sequence_id = sequence_ids.get((tokens[:cut], tokens[cut:]))
+        if sequence_id is not None:
+            record[SEQUENCE_ID_KEY] = sequence_id
+
+
 @dataclass
 class _Collected:
     batch: int
     behavior_step: int
     actor: List[Dict[str, Any]]
-    critic: List[Dict[str, Any]]
+    critic: List[List[Dict[str, Any]]]  # one list per tree: the sink gets each collection's
+    trees: int = 0
+    failures: int = 0
+    tokens_sampled: int = 0
+    outcomes: List[float] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+async def _gather_all(coros: Sequence[Any]) -> List[Any]:
+    """Run coroutines concurrently; if one raises, cancel and join the others, then raise."""
+    tasks = [asyncio.ensure_future(c) for c in coros]
+    try:
+        return list(await asyncio.gather(*tasks))
+    finally:
+        pending = [t for t in tasks if not t.done()]
+        for t in pending:
+            t.cancel()
+        if pending:
+            await asyncio.gather(*pending, return_exceptions=True)
+
+
+class _MetricsLog:
+    """One JSON line per step to ``path`` (always, when given) and to wandb (when asked)."""
+
+    def __init__(self, path: Optional[Union[str, "os.PathLike[str]"]], wandb_project: Optional[str]):
+        self._file = None
+        self._wandb = None
+        if wandb_project is not None:
+            try:
+                import wandb
+            except ImportError as exc:
+                raise ConfigError("train: wandb_project was given but wandb is not installed (pip install wandb)") from exc
+            self._wandb = wandb.init(project=wandb_project)
+        if path is not None:
+            self._file = open(path, "a", encoding="utf-8")
+
+    def write(self, step: int, values: Mapping[str, Any]) -> None:
+        if self._file is not None:
+            self._file.write(json.dumps({"step": step, **values}, sort_keys=True) + "\n")
+            self._file.flush()
+        if self._wandb is not None:
+            self._wandb.log(dict(values), step=step)
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+        if self._wandb is not None:
+            self._wandb.finish()
+
+
+@dataclass(frozen=True)
+class TrainCheckpoint:
+    """One checkpoint of the loop: the Tinker training state (weights and optimizer, saved
+    with ``TrainingClient.save_state``) and the loop's cursor. ``learner_step`` updates were
+    applied; the next batch to collect is ``next_batch`` (problem position ``next_batch *
+    problems_per_step``). ``problems`` and ``problem_ids`` identify the problem list the
+    cursor points into. ``train`` draws no random numbers itself (problem order is fixed;
+    search seeds come from ``collector_for``), so the cursor is the whole loop state."""
+
+    state_path: str
+    learner_step: int
+    next_batch: int
+    problems_per_step: int
+    problems: int
+    problem_ids: str
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "state_path": self.state_path,
+                "learner_step": self.learner_step,
+                "next_batch": self.next_batch,
+                "problems_per_step": self.problems_per_step,
+                "problems": self.problems,
+                "problem_ids": self.problem_ids,
+            },
+            sort_keys=True,
+        )
+
+
+def load_checkpoint(path: Union[str, "os.PathLike[str]"]) -> TrainCheckpoint:
+    """The last checkpoint recorded in a ``checkpoint_path`` JSONL file written by
+    ``train``. Resume with a training client created from its ``state_path`` (the SDK's
+    ``ServiceClient.create_training_client_from_state_with_optimizer``) and
+    ``train(..., resume_from=checkpoint)``."""
+    try:
+        lines = [line for line in open(path, encoding="utf-8").read().splitlines() if line.strip()]
+    except OSError as exc:
+        raise ConfigError(f"load_checkpoint: cannot read {os.fspath(path)!r}: {exc}") from exc
+    if not lines:
+        raise ConfigError(f"load_checkpoint: {os.fspath(path)!r} has no checkpoint")
+    try:
+        raw = json.loads(lines[-1])
+        return TrainCheckpoint(
+            state_path=str(raw["state_path"]),
+            learner_step=int(raw["learner_step"]),
+            next_batch=int(raw["next_batch"]),
+            problems_per_step=int(raw["problems_per_step"]),
+            problems=int(raw["problems"]),
+            problem_ids=str(raw["problem_ids"]),
+        )
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ConfigError(f"load_checkpoint: the last line of {os.fspath(path)!r} is not a checkpoint: {exc}") from exc
+
+
+def _problem_ids(problems: Sequence[Problem]) -> str:
+    """A fingerprint of the problem list's ids and order."""
+    import hashlib
+
+    return hashlib.sha256(json.dumps([repr(p.id) for p in problems]).encode()).hexdigest()[:16]
+
+
+async def _save_state(training_client: Any, name: str) -> str:
+    """Save the training state (weights and optimizer) under ``name``; its tinker:// path."""
+    response = await _result(training_client.save_state(name))
+    path = getattr(response, "path", None)
+    if not isinstance(path, str) or not path:
+        raise ConfigError(f"train: save_state returned {type(response).__name__} without a path")
+    return path
+
+
+def _warmup(collector: Any) -> int:
+    """How many rollouts a collector's search starts from the root at once."""
+    search = getattr(collector, "search", None)
+    for name in ("warmup", "n"):
+        value = getattr(search, name, None)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    return 1
+
+
+def _mean(values: Sequence[float]) -> float:
+    return float(sum(values) / len(values)) if values else 0.0
 
 
 async def train(
@@ -188,22 +476,68 @@ async def train(
     min_abs_advantage: Optional[float] = None,
     allow_partial: bool = False,
     on_step: Optional[Callable[[StepReport], None]] = None,
+    problems_per_step: int = 1,
+    log_path: Optional[Union[str, "os.PathLike[str]"]] = None,
+    wandb_project: Optional[str] = None,
+    eval_problems: Sequence[Problem] = (),
+    eval_every: int = 0,
+    checkpoint_every: int = 0,
+    checkpoint_path: Optional[Union[str, "os.PathLike[str]"]] = None,
+    checkpoint_name: str = "focus",
+    resume_from: Optional[Union[str, "os.PathLike[str]", TrainCheckpoint]] = None,
+    share_warmup_prompt: bool = True,
 ) -> List[StepReport]:
     """Run the one-step asynchronous Tinker loop: collect one problem per update from a
     frozen sampler, train on it, and publish a new sampler, overlapping the next collection
     with the current update. Returns one StepReport per update.
 
-    Problems are taken in order, cycling the list (batch b collects
-    ``problems[b % len(problems)]`` with ``group_index=b``). Each collection gets its own
-    sampler snapshot wrapped in a ``TinkerPolicy`` (format ``PolicyFormat.resolve(model,
-    profile=profile)``, loaded once and shared) and a fresh collector from
+    Each update trains on ``problems_per_step`` trees (default 1), collected concurrently
+    from the same frozen sampler, as the cookbook's ``groups_per_batch``. Problems are
+    taken in order, cycling the list: batch b collects ``problems[(b * k + i) % len]`` for
+    i < k = ``problems_per_step``, with ``group_index = b * k + i``. Each tree gets its own
+    ``TinkerPolicy`` around the batch's sampler snapshot (format ``PolicyFormat.resolve(
+    model, profile=profile)``, loaded once and shared) and a fresh collector from
     ``collector_for(policy, problem)``. With ``async_depth=1`` (the default) the collection
     of batch b+1 starts, from the newest published sampler, before update b: each batch is
     at most one update behind the learner and every batch trains exactly once.
     ``async_depth=0`` publishes a fresh sampler before each collection (no lag, no
     overlap). ``workspace_for``, ``min_abs_advantage`` and ``allow_partial`` apply to each
-    collection as in ``collect_records``. After each update the batch's critic records go to ``critic_sink`` with
-    ``behavior_step`` and ``learner_step`` added, and ``on_step`` receives the StepReport.
+    collection as in ``collect_records``. After each update each of the batch's collections
+    hands its critic records to ``critic_sink`` (one call per tree) with ``behavior_step``
+    and ``learner_step`` added, and ``on_step`` receives the StepReport.
+
+    Metrics: each step's ``StepReport.stats`` holds ``trees``, ``rollouts``, ``failures``,
+    ``reward_mean`` and ``success_rate`` (outcome reward of the finished rollouts, the sum
+    of their env rewards; success is an outcome > 0), ``abs_advantage_mean`` (over the
+    actor records), ``tokens_sampled``, ``tokens_trained``, ``policy_lag``, ``loss`` (Tinker's
+    ``loss:sum``), ``kl_sample_train_v1``/``_v2`` (sampler-vs-learner KL over the trained
+    tokens, from the training logprobs Tinker returns) and ``time_collect_s``,
+    ``time_update_s``, ``time_step_s``. With ``log_path`` every step appends them as one JSON
+    line (``{"step": learner_step + 1, ...}``); with ``wandb_project`` they also go to
+    ``wandb.log`` (wandb must be installed).
+
+    Evaluation: with ``eval_problems`` and ``eval_every = N > 0``, after every N-th update
+    a sampler of the new weights runs one unbranched rollout per held-out problem
+    (``Independent(1)``, no critic, as Slime's ``make_evaluate``), concurrently, and the step's
+    stats get ``eval/reward_mean``, ``eval/success_rate`` and ``eval/problems`` (outcome
+    rewards, not advantages).
+
+    Sampling: a tree's warmup rollouts (``Selective.warmup``, or ``Independent.n``) all
+    start from the root prompt, so their first requests go to the sampler as one
+    ``sample(num_samples=warmup)`` request (``TinkerPolicy.share_first_prompt``: the request
+    carries the smallest member seed and hands its i-th sequence to the member with the
+    i-th smallest seed); ``share_warmup_prompt=False`` sends them one by one.
+
+    Checkpoints: with ``checkpoint_every = N > 0`` and ``checkpoint_path``, after every
+    N-th update the training state is saved (``save_state(f"{checkpoint_name}-{step:06d}")``)
+    and a ``TrainCheckpoint`` line (the state's path and the loop's cursor) is appended to
+    ``checkpoint_path``. ``resume_from`` (such a file, or a ``TrainCheckpoint``) continues
+    where it stopped: ``steps`` counts from the start of the run, the first batch collected
+    is the checkpoint's ``next_batch`` and learner steps go on from its ``learner_step``;
+    the problem list and ``problems_per_step`` must be the ones checkpointed. The
+    ``training_client`` must hold the checkpoint's state (create it from ``state_path``
+    with the SDK's ``create_training_client_from_state_with_optimizer``). The first batch
+    after a resume is collected from the resumed weights (lag 0).
 
     If the loop stops early (the awaiting task is cancelled, or a collection, update, sink
     or ``on_step`` raises), an outstanding collection is cancelled and joined before the
@@ -211,48 +545,113 @@ async def train(
     (its gradients are never left without their optimizer step); nothing is trained twice
     or half."""
     from ..generation.format import PolicyFormat
+    from ..tree import SchedulerView
+    from ._outcomes import evaluate_outcome, outcomes
 
     if not isinstance(steps, int) or steps < 0:
         raise ConfigError(f"train: steps must be an integer >= 0, got {steps!r}")
     if async_depth not in (0, 1):
         raise ConfigError(f"train: async_depth must be 0 or 1, got {async_depth!r}")
+    if not isinstance(problems_per_step, int) or isinstance(problems_per_step, bool) or problems_per_step < 1:
+        raise ConfigError(f"train: problems_per_step must be an integer >= 1, got {problems_per_step!r}")
+    if not isinstance(eval_every, int) or isinstance(eval_every, bool) or eval_every < 0:
+        raise ConfigError(f"train: eval_every must be an integer >= 0, got {eval_every!r}")
     problems = list(problems)
     if not problems:
         raise ConfigError("train: problems is empty")
     for i, p in enumerate(problems):
         if not isinstance(p, Problem):
             raise ConfigError(f"train: problems[{i}] is a {type(p).__name__}, expected a Problem")
+    eval_problems = list(eval_problems)
+    for i, p in enumerate(eval_problems):
+        if not isinstance(p, Problem):
+            raise ConfigError(f"train: eval_problems[{i}] is a {type(p).__name__}, expected a Problem")
+    if eval_every and not eval_problems:
+        raise ConfigError("train: eval_every is set but eval_problems is empty")
+    if not isinstance(checkpoint_every, int) or isinstance(checkpoint_every, bool) or checkpoint_every < 0:
+        raise ConfigError(f"train: checkpoint_every must be an integer >= 0, got {checkpoint_every!r}")
+    if checkpoint_every and checkpoint_path is None:
+        raise ConfigError("train: checkpoint_every is set but checkpoint_path is not")
+    first_batch, learner_step = 0, 0  # learner_step: updates applied so far
+    if resume_from is not None:
+        resume = resume_from if isinstance(resume_from, TrainCheckpoint) else load_checkpoint(resume_from)
+        if resume.problems_per_step != problems_per_step:
+            raise ConfigError(
+                f"train: resume_from was saved with problems_per_step={resume.problems_per_step}, got {problems_per_step}"
+            )
+        if resume.problems != len(problems) or resume.problem_ids != _problem_ids(problems):
+            raise ConfigError("train: resume_from was saved with another problem list (ids or order differ)")
+        first_batch, learner_step = resume.next_batch, resume.learner_step
     _check_min_abs_advantage(min_abs_advantage)  # validate the threshold before any work
     _types()  # fail before any collection when the SDK is missing
-    if steps == 0:
+    if steps <= first_batch:
         return []
 
     from ..generation.tinker import TinkerPolicy
 
     fmt = PolicyFormat.resolve(model, profile=profile)
+    k = problems_per_step
 
-    async def collect(batch: int, sampler: Any, behavior_step: int) -> _Collected:
-        problem = problems[batch % len(problems)]
+    async def collect_tree(index: int, sampler: Any) -> Any:
+        problem = problems[index % len(problems)]
         policy = TinkerPolicy(sampler, model=model, format=fmt)
+        seen: List[Any] = []
         try:
             collector = collector_for(policy, problem)
-            actor, critic, _, _ = await _collect(
-                collector, problem, group_index=batch, workspace_for=workspace_for, allow_partial=allow_partial,
-                min_abs_advantage=min_abs_advantage,
+            warmup = _warmup(collector)
+            if warmup > 1 and share_warmup_prompt:
+                policy.share_first_prompt(warmup)
+            actor, critic, failures, _ = await _collect(
+                collector, problem, group_index=index, workspace_for=workspace_for, allow_partial=allow_partial,
+                min_abs_advantage=min_abs_advantage, on_state=lambda state: seen.append(outcomes(SchedulerView(state))),
             )
+            _add_sequence_ids(actor, policy.sequence_ids)
         finally:
             policy.close()
-        return _Collected(batch, behavior_step, actor, critic)
+        return actor, critic, failures, seen[0]
 
+    async def collect(batch: int, sampler: Any, behavior_step: int) -> _Collected:
+        start = time.monotonic()
+        trees = await _gather_all([collect_tree(batch * k + i, sampler) for i in range(k)])
+        out = _Collected(batch, behavior_step, [], [], trees=len(trees))
+        for actor, critic, failures, tree in trees:
+            out.actor.extend(actor)
+            out.critic.append(list(critic))
+            out.failures += len(failures)
+            out.tokens_sampled += tree.tokens_sampled
+            out.outcomes.extend(tree.outcomes)
+        out.seconds = time.monotonic() - start
+        return out
+
+    async def evaluate() -> Dict[str, float]:
+        sampler = await _publish(training_client)
+
+        async def one(problem: Problem) -> float:
+            policy = TinkerPolicy(sampler, model=model, format=fmt)
+            try:
+                result = await evaluate_outcome(collector_for(policy, problem), problem, workspace_for=workspace_for)
+            finally:
+                policy.close()
+            return result.outcomes[0]
+
+        values = await _gather_all([one(p) for p in eval_problems])
+        return {
+            "eval/problems": float(len(values)),
+            "eval/reward_mean": _mean(values),
+            "eval/success_rate": _mean([1.0 if v > 0 else 0.0 for v in values]),
+        }
+
+    log = _MetricsLog(log_path, wandb_project)
     reports: List[StepReport] = []
-    learner_step = 0  # updates applied so far
+    fingerprint = _problem_ids(problems)
     pending: Optional["asyncio.Future[_Collected]"] = None
     current: Optional["asyncio.Future[_Collected]"] = None
     try:
         if async_depth == 1:
-            sampler, sampler_step = await _publish(training_client), 0
-            pending = asyncio.ensure_future(collect(0, sampler, sampler_step))
-        for b in range(steps):
+            sampler, sampler_step = await _publish(training_client), learner_step
+            pending = asyncio.ensure_future(collect(first_batch, sampler, sampler_step))
+        for b in range(first_batch, steps):
+            step_start = time.monotonic()
             if async_depth == 0:
                 sampler, sampler_step = await _publish(training_client), learner_step
                 pending = asyncio.ensure_future(collect(b, sampler, sampler_step))
@@ -260,16 +659,18 @@ async def train(
             current, pending = pending, None
             collected = await current
             if not collected.actor:
-                problem = problems[b % len(problems)]
+                ids = [problems[(b * k + i) % len(problems)].id for i in range(k)]
+                which = f"problem {ids[0]!r}" if k == 1 else f"problems {ids!r}"
                 raise ConfigError(
-                    f"train: batch {b} (problem {problem.id!r}) has no actor records to train on"
+                    f"train: batch {b} ({which}) has no actor records to train on"
                     + ("" if min_abs_advantage is None else f" with min_abs_advantage={min_abs_advantage}")
                 )
             if async_depth == 1 and b + 1 < steps:
                 # The next collection overlaps this update, from the newest sampler.
                 pending = asyncio.ensure_future(collect(b + 1, sampler, sampler_step))
+            update_start = time.monotonic()
             update = asyncio.ensure_future(
-                update_actor(
+                _update(
                     training_client,
                     collected.actor,
                     learning_rate=learning_rate,
@@ -278,25 +679,60 @@ async def train(
                 )
             )
             try:
-                metrics = await asyncio.shield(update)
+                result = await asyncio.shield(update)
             except asyncio.CancelledError:
                 # Submitted gradients without their optimizer step would leak into the next
                 # update: finish the step, then stop.
                 await asyncio.gather(update, return_exceptions=True)
                 raise
+            update_seconds = time.monotonic() - update_start
+            metrics = dict(result.metrics or {})
+            lag = learner_step - collected.behavior_step
+            stats: Dict[str, float] = {
+                "trees": float(collected.trees),
+                "rollouts": float(len(collected.outcomes)),
+                "failures": float(collected.failures),
+                "reward_mean": _mean(collected.outcomes),
+                "success_rate": _mean([1.0 if v > 0 else 0.0 for v in collected.outcomes]),
+                "abs_advantage_mean": _mean([abs(float(r["advantage"])) for r in collected.actor]),
+                "tokens_sampled": float(collected.tokens_sampled),
+                "tokens_trained": float(result.tokens_trained),
+                "policy_lag": float(lag),
+                "time_collect_s": collected.seconds,
+                "time_update_s": update_seconds,
+            }
+            if "loss:sum" in metrics:
+                stats["loss"] = float(metrics["loss:sum"])
+            stats.update(result.kl)
+            learner_step += 1
+            if eval_every and learner_step % eval_every == 0:
+                stats.update(await evaluate())
+            if checkpoint_every and learner_step % checkpoint_every == 0:
+                assert checkpoint_path is not None
+                state_path = await _save_state(training_client, f"{checkpoint_name}-{learner_step:06d}")
+                record = TrainCheckpoint(state_path, learner_step, b + 1, k, len(problems), fingerprint)
+                with open(checkpoint_path, "a", encoding="utf-8") as f:
+                    f.write(record.to_json() + "\n")
+            stats["time_step_s"] = time.monotonic() - step_start
             report = StepReport(
                 batch=b,
                 behavior_step=collected.behavior_step,
-                learner_step=learner_step,
-                policy_lag=learner_step - collected.behavior_step,
-                metrics=MappingProxyType(dict(metrics or {})),
+                learner_step=learner_step - 1,
+                policy_lag=lag,
+                metrics=MappingProxyType(metrics),
+                trees=collected.trees,
+                tokens_sampled=collected.tokens_sampled,
+                tokens_trained=result.tokens_trained,
+                failures=collected.failures,
+                stats=MappingProxyType(stats),
             )
-            learner_step += 1
             reports.append(report)
+            log.write(learner_step, stats)
             if critic_sink is not None:
-                critic_sink(
-                    [dict(r, behavior_step=report.behavior_step, learner_step=report.learner_step) for r in collected.critic]
-                )
+                for tree_critic in collected.critic:
+                    critic_sink(
+                        [dict(r, behavior_step=report.behavior_step, learner_step=report.learner_step) for r in tree_critic]
+                    )
             if on_step is not None:
                 on_step(report)
             if async_depth == 1 and b + 2 < steps:
@@ -310,7 +746,8 @@ async def train(
         if outstanding:
             # Join them, so no collection outlives the loop; their outcome no longer matters.
             await asyncio.gather(*outstanding, return_exceptions=True)
+        log.close()
         fmt.codec.tokenizer.close()
 
 
-__all__ = ["PPO_CLIP", "StepReport", "to_datum", "train", "update_actor"]
+__all__ = ["PPO_CLIP", "SEQUENCE_ID_KEY", "StepReport", "TrainCheckpoint", "load_checkpoint", "to_datum", "train", "update_actor"]
