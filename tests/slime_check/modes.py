@@ -764,7 +764,7 @@ def mode_eval_sampling_params(res: Result) -> None:
 
     config = _eval_config(True, {"max_response_len": 40, "temperature": 0.0})
     args = parse(set_flag(base_argv(), "--eval-config", str(config)))
-    Cluster(args)
+    cluster = Cluster(args)  # kept: its simulated server closes when the Cluster is collected
     manager = rollout_manager(args)
     runs = []
     try:
