@@ -14,7 +14,6 @@ import json
 import math
 import threading
 import urllib.request
-from urllib.parse import urlparse
 
 import pytest
 

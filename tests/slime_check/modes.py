@@ -764,7 +764,7 @@ def mode_eval_sampling_params(res: Result) -> None:
 
     config = _eval_config(True, {"max_response_len": 40, "temperature": 0.0})
     args = parse(set_flag(base_argv(), "--eval-config", str(config)))
-    cluster = Cluster(args)  # kept: its simulated server closes when the Cluster is collected
+    cluster = Cluster(args)  # held to the end: its simulated server closes when the Cluster is collected
     manager = rollout_manager(args)
     runs = []
     try:
@@ -780,6 +780,7 @@ def mode_eval_sampling_params(res: Result) -> None:
     res.expect(longest <= 40, f"a response has {longest} tokens; the eval dataset's max_response_len is 40")
     differ = sum(1 for a, b in zip(runs[0], runs[1]) if list(a.tokens) != list(b.tokens))
     res.numbers["greedy_samples_that_differ"] = differ
+    res.numbers["generate_requests"] = cluster.generate_requests()
     res.expect(differ == 0, f"{differ} of {len(runs[0])} eval samples differ between two temperature-0 runs (temperature 0 not applied)")
 
 
