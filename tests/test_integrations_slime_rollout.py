@@ -20,19 +20,9 @@ from focus_go.sim import SimServer
 
 from slime_contract import Sample, check_fanout, make_args
 from slime_contract import rollout as slime
+from test_integrations_slime import small_collector_for
 
 generate_hook = None  # the hook Slime loads by dotted path (set per test)
-
-
-def small_collector_for(policy, problem):
-    agent = Agent(
-        policy=policy,
-        env=MathEnv(problem.label, policy.decode),
-        system_prompt="Solve the problem.",
-        context=Segments(32),
-        sampling=SamplingParams(temperature=1.0),
-    )
-    return Collector(agent, critic=Critic.constant(0.5), search=Selective(budget=4, warmup=2))
 
 
 def wide_collector_for(policy, problem):
