@@ -22,25 +22,17 @@ from urllib.parse import urlparse
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from focus_go import Agent, Collector, Critic, MathEnv, Segments, Selective  # noqa: E402
-from focus_go.backends import SamplingParams  # noqa: E402
 from focus_go.sim import SimServer  # noqa: E402
 
 from slime_contract import Sample, make_args  # noqa: E402
 from slime_contract import rollout as standin  # noqa: E402
+from collectors import math_collector  # noqa: E402
 
 generate = None
 
 
 def collector_for(policy, problem):
-    agent = Agent(
-        policy=policy,
-        env=MathEnv(problem.label, policy.decode),
-        system_prompt="Solve the problem.",
-        context=Segments(16),
-        sampling=SamplingParams(temperature=1.0),
-    )
-    return Collector(agent, critic=Critic.constant(0.5), search=Selective(budget=16, warmup=8))
+    return math_collector(policy, problem, segment=16, budget=16, warmup=8)
 
 
 def requests(server):

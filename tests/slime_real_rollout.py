@@ -90,8 +90,7 @@ def main() -> None:
     from slime.rollout import sglang_rollout as sr
     from slime.utils.types import Sample
 
-    from focus_go import Agent, Collector, Critic, MathEnv, Segments, Selective
-    from focus_go.backends import SamplingParams
+    from collectors import math_collector
     from focus_go.sim import SimServer
     from focus.integrations.slime import TreeSamples, make_generate
 
@@ -99,9 +98,7 @@ def main() -> None:
     from slime_contract.rollout import post_abort_all
 
     def collector_for(policy, problem):
-        agent = Agent(policy=policy, env=MathEnv(problem.label, policy.decode), system_prompt="Solve the problem.",
-                      context=Segments(16), sampling=SamplingParams(temperature=1.0))
-        return Collector(agent, critic=Critic.constant(0.5), search=Selective(budget=16, warmup=8))
+        return math_collector(policy, problem, segment=16, budget=16, warmup=8)
 
     hook = make_generate(collector_for, profile="token_chunk")
     module = types.ModuleType("focus_slime_real_hook")

@@ -12,8 +12,10 @@ import typing
 
 import pytest
 
-from focus_go import Agent, Collector, Critic, Independent, MathEnv, Segments, Selective, Workspace
+from focus_go import Collector, Independent, Workspace
 from focus_go.backends import SamplingParams, SGLangPolicy
+
+from collectors import math_collector
 from focus_go.errors import CollectionError, ConfigError
 from focus_go.integrations import JsonlDirectory, collect_records
 
@@ -26,8 +28,7 @@ def policy(server):
 
 
 def collector_for(policy, problem):
-    agent = Agent(policy=policy, env=MathEnv(problem.label, policy.decode), system_prompt="Solve.", context=Segments(32))
-    return Collector(agent, critic=Critic.constant(0.5), search=Selective(budget=4, warmup=2))
+    return math_collector(policy, problem, sampling=None, system_prompt="Solve.")
 
 
 def test_spec_examples_aliases_and_problem():

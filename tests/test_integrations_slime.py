@@ -15,12 +15,12 @@ from urllib.parse import urlparse
 
 import pytest
 
-from focus_go import Agent, Collector, Critic, MathEnv, Segments, Selective
-from focus_go.backends import SamplingParams
+from focus_go import MathEnv
 from focus_go.errors import CollectionError
 from focus_go.integrations import JsonlDirectory
 
 from slime_contract import Sample, check_fanout, generate_and_rm, load_function, make_args
+from collectors import math_collector
 
 # The generate hook Slime loads by dotted path (set per test).
 generate_hook = None
@@ -34,14 +34,7 @@ def args(server):
 
 def small_collector_for(policy, problem):
     """A CollectorFor with a small search (fast tests)."""
-    agent = Agent(
-        policy=policy,
-        env=MathEnv(problem.label, policy.decode),
-        system_prompt="Solve the problem.",
-        context=Segments(32),
-        sampling=SamplingParams(temperature=1.0),
-    )
-    return Collector(agent, critic=Critic.constant(0.5), search=Selective(budget=4, warmup=2))
+    return math_collector(policy, problem)
 
 
 def slime_group(server, prompt_index=0, n=2, group_index=7):

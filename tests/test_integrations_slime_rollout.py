@@ -20,6 +20,7 @@ from focus_go.sim import SimServer
 
 from slime_contract import Sample, check_fanout, make_args
 from slime_contract import rollout as slime
+from collectors import math_collector
 from test_integrations_slime import small_collector_for
 
 generate_hook = None  # the hook Slime loads by dotted path (set per test)
@@ -27,14 +28,7 @@ generate_hook = None  # the hook Slime loads by dotted path (set per test)
 
 def wide_collector_for(policy, problem):
     """Eight warmup rollouts in flight at once, a budget of 16."""
-    agent = Agent(
-        policy=policy,
-        env=MathEnv(problem.label, policy.decode),
-        system_prompt="Solve the problem.",
-        context=Segments(16),
-        sampling=SamplingParams(temperature=1.0),
-    )
-    return Collector(agent, critic=Critic.constant(0.5), search=Selective(budget=16, warmup=8))
+    return math_collector(policy, problem, segment=16, budget=16, warmup=8)
 
 
 def slime_args(server, **overrides):

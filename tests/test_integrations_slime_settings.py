@@ -17,10 +17,10 @@ import urllib.request
 
 import pytest
 
-from focus_go import Agent, Collector, Critic, MathEnv, Segments, Selective
 from focus_go.backends import SamplingParams
 
 from slime_contract import Sample, check_fanout, compute_pass_rate, generate_and_rm, make_args
+from collectors import math_collector
 
 # The hook Slime loads by dotted path (set per test).
 generate_hook = None
@@ -96,8 +96,7 @@ def args(server, router):
 
 def collector_for(policy, problem):
     """The example's collector (no sampling of its own: Slime's settings decide)."""
-    agent = Agent(policy=policy, env=MathEnv(problem.label, policy.decode), system_prompt="Solve the problem.", context=Segments(32))
-    return Collector(agent, critic=Critic.constant(0.5), search=Selective(budget=4, warmup=2))
+    return math_collector(policy, problem, sampling=None)
 
 
 def a_sample(server, index=70, group_index=7, prompt_index=0, **fields):
@@ -433,7 +432,7 @@ def test_example_sets_up_evaluation_pass_rates_and_the_reducer(server, args, mon
     (dataset,) = config["datasets"]
     assert dataset["custom_generate_function_path"] == "focus_math.evaluate"
     assert config["defaults"]["n_samples_per_eval_prompt"] >= 2
-    # `bash -x` with a stub python shows the arguments launch.sh passes.
+    # A stub `python` first on PATH prints the arguments launch.sh passes it.
     fake = tmp_path / "train.py"
     fake.write_text("")
     env = {"PATH": f"{tmp_path}:/usr/bin:/bin", "PROMPT_DATA": "p.jsonl", "HF_CHECKPOINT": "m", "SLIME_DIR": str(tmp_path),

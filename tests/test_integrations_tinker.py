@@ -20,8 +20,9 @@ np = pytest.importorskip("numpy")
 from tinker import types  # noqa: E402
 from tinker.lib.public_interfaces.api_future import AwaitableConcurrentFuture  # noqa: E402
 
-from focus_go import Agent, Collector, Critic, MathEnv, Segments, Selective  # noqa: E402
+from focus_go import MathEnv  # noqa: E402
 from focus_go.backends import PolicyFormat, SamplingParams, SGLangPolicy  # noqa: E402
+from collectors import math_collector  # noqa: E402
 from focus_go.errors import CollectionError  # noqa: E402
 from focus_go.integrations import JsonlDirectory  # noqa: E402
 from focus_go.integrations.tinker import PPO_CLIP, StepReport, to_datum, train, update_actor  # noqa: E402
@@ -185,14 +186,7 @@ def problems(server):
 def make_collector_for(log):
     def collector_for(policy, problem):
         log.append(("collect", problem.id, policy.sampling_client.version))
-        agent = Agent(
-            policy=policy,
-            env=MathEnv(problem.label, policy.decode),
-            system_prompt="Solve the problem.",
-            context=Segments(32),
-            sampling=SamplingParams(temperature=1.0),
-        )
-        return Collector(agent, critic=Critic.constant(0.5), search=Selective(budget=4, warmup=2))
+        return math_collector(policy, problem)
 
     return collector_for
 

@@ -15,8 +15,8 @@ np = pytest.importorskip("numpy")
 from tinker import types  # noqa: E402
 from tinker_standin import StandinTinker  # noqa: E402
 
-from focus_go import Agent, Collector, Critic, MathEnv, Segments, Selective  # noqa: E402
-from focus_go.backends import SamplingParams, SGLangPolicy  # noqa: E402
+from focus_go.backends import SGLangPolicy  # noqa: E402
+from collectors import math_collector  # noqa: E402
 from focus_go.integrations.tinker import to_datum, train, update_actor  # noqa: E402
 
 
@@ -40,14 +40,7 @@ def problems(server):
 
 
 def collector_for(policy, problem):
-    agent = Agent(
-        policy=policy,
-        env=MathEnv(problem.label, policy.decode),
-        system_prompt="Solve the problem.",
-        context=Segments(32),
-        sampling=SamplingParams(temperature=1.0),
-    )
-    return Collector(agent, critic=Critic.constant(0.5), search=Selective(budget=4, warmup=2))
+    return math_collector(policy, problem)
 
 
 def run_train(standin, server, problems, **kwargs):

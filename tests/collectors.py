@@ -1,0 +1,33 @@
+"""The small MathEnv collectors the integration tests and scripts build for each problem."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from focus_go import Agent, Collector, Critic, MathEnv, Segments, Selective
+from focus_go.backends import SamplingParams
+
+TEMPERATURE_1 = SamplingParams(temperature=1.0)
+
+
+def math_collector(
+    policy,
+    problem,
+    *,
+    segment: int = 32,
+    budget: int = 4,
+    warmup: int = 2,
+    sampling: Optional[SamplingParams] = TEMPERATURE_1,
+    system_prompt: str = "Solve the problem.",
+) -> Collector:
+    """A Selective(budget, warmup) collector of a MathEnv agent with Segments(segment) and
+    a constant 0.5 critic; ``sampling=None`` leaves the sampling to the policy (or, under
+    Slime, to Slime's settings)."""
+    agent = Agent(
+        policy=policy,
+        env=MathEnv(problem.label, policy.decode),
+        system_prompt=system_prompt,
+        context=Segments(segment),
+        sampling=sampling,
+    )
+    return Collector(agent, critic=Critic.constant(0.5), search=Selective(budget=budget, warmup=warmup))
