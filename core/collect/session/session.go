@@ -118,7 +118,7 @@ type Session struct {
 
 	mu     sync.Mutex
 	phase  phase
-	cancel context.CancelFunc // set while running
+	cancel context.CancelFunc // set by Start
 	taken  bool
 	closed bool
 	done   chan struct{}
@@ -242,12 +242,12 @@ func (s *Session) Start(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
+	case s.cancel != nil: // set by the first Start, running or ended since
+		return status.Errorf(status.InvalidArgument, "collection: already started")
 	case s.closed:
 		return status.Errorf(status.Cancelled, "collection: closed before it started")
 	case s.phase == ended:
 		return status.Errorf(status.Cancelled, "collection: cancelled before it started")
-	case s.phase == running:
-		return status.Errorf(status.InvalidArgument, "collection: already started")
 	}
 	ctx, s.cancel = context.WithCancel(ctx)
 	s.phase = running

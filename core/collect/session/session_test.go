@@ -231,6 +231,15 @@ func TestSessionStartsOnce(t *testing.T) {
 	err = s.Start(context.Background())
 	assert.Equal(t, status.InvalidArgument, status.CodeOf(err))
 	assert.ErrorContains(t, err, "already started")
+
+	// Once it has ended (this policy stops at once) it is still a session that started,
+	// not one cancelled before it started.
+	done, err := s.Wait(context.Background(), -1)
+	require.NoError(t, err)
+	require.True(t, done)
+	err = s.Start(context.Background())
+	assert.Equal(t, status.InvalidArgument, status.CodeOf(err))
+	assert.ErrorContains(t, err, "already started")
 }
 
 func TestSessionCloseUnstarted(t *testing.T) {
