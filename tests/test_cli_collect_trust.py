@@ -581,16 +581,21 @@ def test_the_progress_line_shows_the_running_trees():
     from focus_go.cli.progress import Progress, Totals
     from focus_go.collector import CollectionProgress
 
-    def snap(finished, tokens, rate, eta, failed=0):
+    def snap(finished, tokens, rate, eta, failed=0, done=False):
         return CollectionProgress(budget=8, rollouts_launched=finished + 2, rollouts_finished=finished, rollouts_failed=failed,
                                   segments=finished, generated_tokens=tokens, elapsed_seconds=3.0,
-                                  tokens_per_second=rate, eta_seconds=eta, done=False)
+                                  tokens_per_second=rate, eta_seconds=eta, done=done)
 
     live = [snap(3, 300, 100.0, 5.0), snap(1, 90, 30.0, 70.0, failed=1)]
     line = Progress(2, io.StringIO(), Totals(problems=2), live=lambda: live).line()
     assert line.endswith("| running 2 trees: 4/16 rollouts (1 failed), 390 tokens, 130 tokens/s, tree ETA 1m10s"), line
     line = Progress(2, io.StringIO(), Totals(problems=2), live=lambda: [snap(0, 10, 5.0, None)]).line()
     assert "running 1 tree: 0/8 rollouts, 10 tokens, 5 tokens/s, tree ETA -" in line
+    # A tree that has just ended (its snapshot has no ETA, being done) has no time left.
+    line = Progress(2, io.StringIO(), Totals(problems=2), live=lambda: [snap(8, 800, 100.0, None, done=True)]).line()
+    assert "running 1 tree: 8/8 rollouts, 800 tokens, 100 tokens/s, tree ETA 0s" in line, line
+    line = Progress(2, io.StringIO(), Totals(problems=2), live=lambda: [snap(8, 800, 100.0, None, done=True), snap(3, 300, 100.0, 5.0)]).line()
+    assert line.endswith("tree ETA 5s"), line
     assert "running" not in Progress(2, io.StringIO(), Totals(problems=2), live=list).line()
 
     class Terminal(io.StringIO):

@@ -82,14 +82,15 @@ class Totals:
 def running_part(live: Sequence[CollectionProgress]) -> str:
     """The engine's numbers of the trees running now (``Collector.progress()``), summed:
     rollouts finished of their budgets, tokens generated, tokens/s and the time left of the
-    slowest tree at its pace (``-`` before a rollout finished); empty when none runs."""
+    slowest tree at its pace (``-`` before a rollout finished, 0 for one that has just ended);
+    empty when none runs."""
     if not live:
         return ""
     done = sum(p.rollouts_finished for p in live)
     budget = sum(p.budget for p in live)
     tokens = sum(p.generated_tokens for p in live)
     rate = sum(p.tokens_per_second for p in live)
-    etas = [p.eta_seconds for p in live]
+    etas = [0.0 if p.done else p.eta_seconds for p in live]  # one that has just ended has no time left
     eta = "-" if any(e is None for e in etas) else _duration(max(etas))  # type: ignore[type-var,arg-type]
     failed = sum(p.rollouts_failed for p in live)
     fail = f" ({failed} failed)" if failed else ""
