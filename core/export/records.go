@@ -85,11 +85,11 @@ type ActorColumns struct {
 	// mask is true, 0.0 elsewhere.
 	SpanAdvantages []float64
 	Advantage      []float64
-	NodeID       []int64
-	SearchPass   []int64 // prepare.NoSearchPass (-1) for Python None
-	Estimator    []int32 // index into Flat.Estimators
-	Sample       []int64 // index of the ActorSample in Batch.Actor
-	Span         []int64 // index of the generated span within that sample
+	NodeID         []int64
+	SearchPass     []int64 // prepare.NoSearchPass (-1) for Python None
+	Estimator      []int32 // index into Flat.Estimators
+	Sample         []int64 // index of the ActorSample in Batch.Actor
+	Span           []int64 // index of the generated span within that sample
 }
 
 // CriticColumns holds every critic record column-wise. Record i's context is
@@ -108,7 +108,7 @@ type CriticColumns struct {
 type Flat struct {
 	ProblemID  string
 	GroupIndex int
-	Layout     Layout // how the actor records were cut
+	Layout     Layout   // how the actor records were cut
 	Estimators []string // distinct estimator names, first-seen order
 	Actor      ActorColumns
 	Critic     CriticColumns
