@@ -171,8 +171,10 @@ def _prepare_bytes(state) -> int:
 
 def _boundary_bytes(batch) -> int:
     """Bytes of the buffer and layout focus_batch_export hands to Python for this batch."""
+    from focus_go import _lib
+
     with batch._go_batch() as go:
-        return _take_blob_size("focus_batch_export", go.handle, 0, 0.0)
+        return _take_blob_size("focus_batch_export", go.handle, 0, 0.0, *_lib.text_arg(""))
 
 
 LOADGEN = Path(os.environ.get("FOCUS_BENCH_LOADGEN", ROOT / "build" / "loadgen"))
