@@ -111,6 +111,12 @@ def _check_min_abs_advantage(min_abs_advantage: Optional[float]) -> None:
         _rules.check("min_abs_advantage", {"value": float(min_abs_advantage)})
 
 
+def _check_layout(layout: str) -> None:
+    """Refuse a bad record ``layout`` before any collection (the Go rule, core/export)."""
+    _layout_arg(layout)
+    _rules.check("record_layout", {"value": layout})
+
+
 class _Collected(NamedTuple):
     """What ``_collect`` returns: the kept actor records, the critic records, the
     collection's failures, and (only when asked for) the first actor record
@@ -140,7 +146,7 @@ async def _collect(
     all (Slime keeps its group's shape with it). ``on_state`` sees the collected tree
     (its SchedulerState) before it is closed. ``layout`` is the actor record layout
     (``Batch.to_records``)."""
-    _layout_arg(layout)  # a bad layout type fails before any collection
+    _check_layout(layout)  # a bad layout fails before any collection
     if not isinstance(problem, Problem):
         raise ConfigError(f"collect_records: problem must be a Problem, got {type(problem).__name__}")
     if not isinstance(collector, Collector):
