@@ -65,7 +65,8 @@ func (o Options) layout() Layout {
 	return o.Layout
 }
 
-// ActorColumns holds every actor record column-wise. Record i's tokens are
+// ActorColumns holds every actor record column-wise (either layout; in the path
+// layout the "own span" is the record's owned suffix, see paths.go). Record i's tokens are
 // Tokens[Offsets[i]:Offsets[i+1]]. Its first SpanStart[i] tokens are context
 // (loss mask false, log-probability 0.0); the rest are the record's own span,
 // whose mask and log-probabilities are SpanMask and SpanLogprobs
@@ -89,7 +90,7 @@ type ActorColumns struct {
 	SearchPass     []int64 // prepare.NoSearchPass (-1) for Python None
 	Estimator      []int32 // index into Flat.Estimators
 	Sample         []int64 // index of the ActorSample in Batch.Actor
-	Span           []int64 // index of the generated span within that sample
+	Span           []int64 // index of the generated span within that sample; -1 for a path record
 }
 
 // CriticColumns holds every critic record column-wise. Record i's context is

@@ -25,8 +25,8 @@ const (
 	KindConstantCritic  = "Critic.constant"
 	KindMinAbsAdvantage = "min_abs_advantage"
 	KindRecordLayout    = "record_layout" // export.Layout of to_records / make_generate
-	KindSampling        = "sampling" // SamplingParams
-	KindReward          = "reward"   // RewardConfig
+	KindSampling        = "sampling"      // SamplingParams
+	KindReward          = "reward"        // RewardConfig
 )
 
 // Kinds lists every kind Check accepts.
