@@ -353,9 +353,17 @@ def train(manager: Any, data: List[Any], res: Result, *, rollout_id: int = 0) ->
 
     compute_advantages_and_returns(args, rollout_data)
     rewards = [float(r) for r in rollout_data["rewards"]]
+    partition = rollout_data.get("partition") or list(range(len(rewards)))
     for i, (adv, reward, n) in enumerate(zip(rollout_data["advantages"], rewards, rollout_data["response_lengths"])):
         if not res.expect(adv.numel() == n, f"sample {i}: {adv.numel()} advantages for {n} response tokens"):
             break
+        # A path sample (layout "paths") trains each token on its own advantage.
+        per_token = (getattr(data[partition[i]], "train_metadata", None) or {}).get("focus_advantages")
+        if per_token is not None:
+            if not res.expect(adv.tolist() == torch.tensor(per_token, dtype=torch.float32).tolist(),
+                              f"sample {i}: advantages are not its per-token advantages"):
+                break
+            continue
         if not res.expect(bool(torch.allclose(adv, torch.full_like(adv, reward))), f"sample {i}: advantages are not its reward {reward}"):
             break
     train_metric_utils.log_rollout_data(rollout_id, args, rollout_data)
@@ -596,6 +604,14 @@ def watch_abort(cluster: Cluster, res: Result) -> None:
 
 def mode_default(res: Result) -> None:
     """launch.sh's flags as they are: n_samples_per_prompt 1, no over-sampling."""
+    _focus_rollout(res, base_argv())
+
+
+def mode_default_paths(res: Result) -> None:
+    """launch.sh's flags with examples/slime's FOCUS_RECORD_LAYOUT=paths: the generate hook
+    returns one sample per root-to-leaf path through Slime's real rollout and router, and
+    the train side gives each token its own advantage."""
+    os.environ["FOCUS_RECORD_LAYOUT"] = "paths"
     _focus_rollout(res, base_argv())
 
 
@@ -1016,6 +1032,7 @@ def mode_paths_gradient(res: Result) -> None:
 MODES: Dict[str, Callable[[Result], None]] = {
     "slime-default": mode_slime_default,
     "default": mode_default,
+    "default-paths": mode_default_paths,
     "n2-log-passrate": mode_n2_log_passrate,
     "n2-pass-rates": mode_n2_pass_rates,
     "over-sampling": mode_over_sampling,
