@@ -53,8 +53,17 @@ func encodePaths(b *prepare.Batch, groupIndex int, opts Options, st *SharedToken
 		sampleOf[id] = -1
 	}
 	for i := range b.Actor {
+		a := &b.Actor[i]
+		// Prepare makes one sample per edge; a batch assembled by hand could do otherwise.
+		if a.NodeID <= 0 || a.NodeID >= n {
+			return nil, status.Errorf(status.InvalidArgument, "export: actor sample %d is for node %d, not an edge of the tree (nodes 1..%d)", i, a.NodeID, n-1)
+		}
+		if j := sampleOf[a.NodeID]; j >= 0 {
+			return nil, status.Errorf(status.InvalidArgument,
+				"export: layout %q needs one actor sample per edge; samples %d and %d are both for node %d", string(LayoutPaths), j, i, a.NodeID)
+		}
 		// An edge without generated tokens trains nothing: no record needs it.
-		if a := &b.Actor[i]; keep(a, opts) && a.NumSpans() > 0 {
+		if keep(a, opts) && a.NumSpans() > 0 {
 			sampleOf[a.NodeID] = int32(i)
 		}
 	}

@@ -200,6 +200,19 @@ func TestPathLayoutRefusals(t *testing.T) {
 	assert.Equal(t, status.InvalidArgument, status.CodeOf(err))
 	assert.Contains(t, err.Error(), "layout \"paths\"")
 
+	tr := treetest.Figure61()
+	twice := &prepare.Batch{Actor: []prepare.ActorSample{
+		prepare.EdgeSample(tr, 3, "DirectBranchTd", 0.5, prepare.Diagnostics{}), prepare.EdgeSample(tr, 3, "DirectBranchTd", 0.25, prepare.Diagnostics{}),
+	}}
+	_, err = export.Encode(twice, 0, export.Options{Layout: export.LayoutPaths})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "samples 0 and 1 are both for node 3")
+	outside := &prepare.Batch{Actor: []prepare.ActorSample{prepare.EdgeSample(tr, 3, "DirectBranchTd", 0.5, prepare.Diagnostics{})}}
+	outside.Actor[0].NodeID = 99
+	_, err = export.Encode(outside, 0, export.Options{Layout: export.LayoutPaths})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "node 99, not an edge of the tree")
+
 	_, err = export.Encode(mustPrepare(t, treetest.Figure61(), prepare.DirectBranchTd{}), 0, export.Options{Layout: "leaves"})
 	require.Error(t, err)
 	assert.Equal(t, status.InvalidArgument, status.CodeOf(err))
