@@ -206,18 +206,28 @@ func appendEdge(ac *ActorColumns, t *tree.Tree, id int, b *prepare.Batch, i int3
 		adv = edgeAdvantage(&b.Actor[i])
 	}
 	for _, s := range t.Nodes[id].Spans {
-		for j := range s.Tokens {
-			if limit == 0 {
-				return
+		k := len(s.Tokens)
+		if limit >= 0 {
+			k = min(k, limit)
+			limit -= k
+		}
+		if i < 0 {
+			for range k {
+				ac.SpanMask = append(ac.SpanMask, false)
+				ac.SpanLogprobs = append(ac.SpanLogprobs, 0)
+				ac.SpanAdvantages = append(ac.SpanAdvantages, 0)
 			}
-			limit--
-			trained := i >= 0 && s.Trainable[j]
-			ac.SpanMask = append(ac.SpanMask, trained)
+			continue
+		}
+		// One copy of the mask and log-probabilities, then zero the conditioning positions.
+		lp := len(ac.SpanLogprobs)
+		ac.SpanMask = append(ac.SpanMask, s.Trainable[:k]...)
+		ac.SpanLogprobs = append(ac.SpanLogprobs, s.Logprobs[:k]...)
+		for j, trained := range s.Trainable[:k] {
 			if trained {
-				ac.SpanLogprobs = append(ac.SpanLogprobs, s.Logprobs[j])
 				ac.SpanAdvantages = append(ac.SpanAdvantages, adv)
 			} else {
-				ac.SpanLogprobs = append(ac.SpanLogprobs, 0)
+				ac.SpanLogprobs[lp+j] = 0
 				ac.SpanAdvantages = append(ac.SpanAdvantages, 0)
 			}
 		}
