@@ -164,7 +164,7 @@ def _build_records(view, layout, group_index, sample_factory, critic_sample_fact
     paths = layout.get("layout") == "paths"
     actor_keys = layout["actor_keys"]
     k_tokens, k_mask, k_logprobs, k_advantage, k_lane, k_group, k_estimator, k_node, k_pass, k_problem = actor_keys[:10]
-    k_advantages = actor_keys[10] if paths else None
+    k_advantages = actor_keys[-1] if paths else None  # Go's PathKeys: ActorKeys, then "advantages"
     c_context, c_target, c_lane, c_group, c_node, c_problem = layout["critic_keys"]
     estimators = layout["estimators"] or []
     out: List[Any] = []
