@@ -22,6 +22,11 @@ Sections (--sections throughput,latency,prepare,memory):
   (prepare_samples + Batch.to_records) against the reference's Python implementation of the
   same formulas producing identical records; records/s and bytes crossing the C boundary.
 5. memory: RSS over 1,000 trees collected, prepared and exported one after another.
+6. record layouts: the demo's trees (the four hardest bundled problems, Selective(32, 16))
+  with Segments(256) and Segments(32), exported as per-segment records (the default) and
+  as path records (layout="paths"): tokens sent to the trainer per trained token, the
+  floor (the sum of the leaf paths' lengths over the trained tokens), and Batch.to_records
+  time for each layout.
 """
 
 from __future__ import annotations
@@ -171,8 +176,10 @@ def _prepare_bytes(state) -> int:
 
 def _boundary_bytes(batch) -> int:
     """Bytes of the buffer and layout focus_batch_export hands to Python for this batch."""
+    from focus_go import _lib
+
     with batch._go_batch() as go:
-        return _take_blob_size("focus_batch_export", go.handle, 0, 0.0)
+        return _take_blob_size("focus_batch_export", go.handle, 0, 0.0, *_lib.text_arg(""))
 
 
 LOADGEN = Path(os.environ.get("FOCUS_BENCH_LOADGEN", ROOT / "build" / "loadgen"))
@@ -525,7 +532,64 @@ def memory_section(trees: int) -> list[str]:
     return rows
 
 
-SECTIONS = ("throughput", "latency", "prepare", "memory")
+def layouts_section(problems: int = 4) -> list[str]:
+    """Section 6: tokens a sequence trainer is sent per trained token, per record layout,
+    on the demo's trees (collected in process from the simulator as `focus-go demo` does)."""
+    from focus_go import Agent, Collector, Critic, MathEnv, Segments, Selective
+    from focus_go.backends import SamplingParams, SGLangPolicy
+    from focus_go.extend import SchedulerView
+    from focus_go.sim import SimServer
+
+    rows = [
+        "| segments | trees | trained tokens | per-segment: tokens sent | per trained | paths: tokens sent | per trained | floor per trained | "
+        "per-segment / paths | to_records per-segment ms | to_records paths ms |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    with SimServer(seed=0, verbosity=3) as server:
+        chosen = sorted(server.problems(), key=lambda p: -p.metadata["difficulty"])[:problems]
+        for seg in (256, 32):
+            policy = SGLangPolicy(model=server.model, base_url=server.url, profile="token_chunk",
+                                  default_params=SamplingParams(temperature=1.0))
+
+            async def one(problem):
+                agent = Agent(policy=policy, env=MathEnv(problem.label, policy.decode), system_prompt="Solve the problem.",
+                              context=Segments(seg))
+                async with Collector(agent, critic=Critic.constant(0.5), search=Selective(32, 16)) as collector:
+                    state = await collector.collect(problem, allow_partial=True)
+                    return state, collector.prepare(state)
+
+            async def all_trees():
+                return await asyncio.gather(*(one(p) for p in chosen))
+
+            try:
+                collected = asyncio.run(all_trees())
+            finally:
+                policy.close()
+            trained, sent, ms, floor = {"spans": 0, "paths": 0}, {"spans": 0, "paths": 0}, {"spans": 0.0, "paths": 0.0}, 0
+            for i, (state, batch) in enumerate(collected):
+                floor += sum(len(n.context_tokens) for n in SchedulerView(state).nodes if not n.children)
+                for layout in ("spans", "paths"):
+                    seconds, records = _best(lambda: batch.to_records(i, layout=layout))
+                    actor = [r for r in records if r["lane"] == "actor"]
+                    sent[layout] += sum(len(r["tokens"]) for r in actor)
+                    trained[layout] += sum(sum(r["loss_mask"]) for r in actor)
+                    ms[layout] += seconds * 1e3
+                state.close()
+            assert trained["spans"] == trained["paths"], "the layouts train different tokens"
+            t = trained["spans"]
+            rows.append(
+                f"| {seg} | {len(collected)} | {t:,} | {sent['spans']:,} | {sent['spans'] / t:.2f} | {sent['paths']:,} | "
+                f"{sent['paths'] / t:.2f} | {floor / t:.2f} | {sent['spans'] / sent['paths']:.2f}x | {ms['spans']:.1f} | {ms['paths']:.1f} |"
+            )
+    return [
+        "Tokens a sequence trainer is sent (every actor record's tokens) per trained token (loss_mask 1); the floor is the "
+        "sum of the trees' leaf path lengths, what a trainer without tree attention must read at least. to_records: best "
+        "of 3, all trees, dicts built in Python.",
+        "",
+    ] + rows
+
+
+SECTIONS = ("throughput", "latency", "prepare", "memory", "layouts")
 
 
 def main() -> int:
@@ -566,6 +630,9 @@ def main() -> int:
                 capture_output=True, text=True, check=True,
             )
             lines += child.stdout.splitlines()
+    if "layouts" in chosen:
+        lines += ["", "## 6. record layouts: per-segment vs path records", ""]
+        lines += layouts_section()
     text = "\n".join(lines) + "\n"
     print(text)
     RESULTS.mkdir(parents=True, exist_ok=True)

@@ -34,7 +34,7 @@ extern "C" {
 #endif
 
 /* Bumped on every incompatible change; the Python loader refuses a mismatch. */
-#define FOCUS_ABI_VERSION 5
+#define FOCUS_ABI_VERSION 6
 
 typedef int32_t focus_status;
 typedef uint64_t focus_handle;
@@ -255,8 +255,12 @@ focus_status focus_tree_html(focus_handle tree, char *reward, size_t len, focus_
  * span_start, span_offsets (i64), span_mask (u8), span_logprobs, advantage (f64), node_id,
  * search_pass (i64, -1 = none), estimator (i32 index into estimators), critic_offsets (i64),
  * critic_context (UTF-8 bytes), critic_target (f64), critic_node_id (i64). min_abs_advantage
- * 0 keeps every record. */
+ * 0 keeps every record. record_layout (UTF-8, len 0 = "spans"): "spans" (one actor record per
+ * generated span) or "paths" (one per root-to-leaf path, export.LayoutPaths); the layout JSON
+ * names it ("layout"), and "paths" adds span_advantages (f64, aligned with span_mask) and the
+ * key "advantages" to actor_keys. */
 focus_status focus_batch_export(focus_handle batch, int64_t group_index, double min_abs_advantage,
+                                char *record_layout, size_t record_layout_len,
                                 focus_bytes *layout, void **blob, size_t *size, focus_bytes *err);
 
 /* A collected tree's trainer records in one call: focus_prepare with the reward config and
@@ -265,6 +269,7 @@ focus_status focus_batch_export(focus_handle batch, int64_t group_index, double 
  * records under min_abs_advantage included). */
 focus_status focus_tree_export(focus_handle tree, char *reward, size_t len, char *estimator,
                                size_t estimator_len, int64_t group_index, double min_abs_advantage,
+                               char *record_layout, size_t record_layout_len,
                                focus_bytes *layout, void **blob, size_t *size, focus_bytes *err);
 
 /* --- the simulated inference server (sim/) -------------------------------------- */

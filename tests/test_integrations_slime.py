@@ -389,3 +389,104 @@ def test_workspace_for_gives_each_prompt_its_workspace(server, args, tmp_path):
         evaluate.close()
     assert len(made) == 2 and not any(w.is_open for w in made)
     assert all((tmp_path / n).is_dir() for n in ("g7-i70", "g7-i71"))  # each prompt's own root
+
+
+def test_to_sample_path_record_carries_token_advantages():
+    from focus.integrations.slime import to_sample
+
+    record = {
+        "tokens": [1, 2, 3, 10, 11, 50, 12],
+        "loss_mask": [False, False, False, True, True, False, True],
+        "behavior_logprobs": [0.0, 0.0, 0.0, -0.1, -0.2, 0.0, -0.3],
+        "advantage": 0.75,
+        "advantages": [0.0, 0.0, 0.0, -0.5, -0.5, 0.0, 0.75],
+        "lane": "actor", "group_index": 4, "estimator": "DirectBranchTd", "node_id": 9, "search_pass": 1, "problem_id": "p",
+    }
+    source = Sample(group_index=4, index=41, prompt="q", label="a", train_metadata={"user": 1})
+    out = to_sample(record, source, None, Sample)
+    assert out.response_length == 4 and out.loss_mask == [1, 1, 0, 1]
+    assert out.train_metadata == {"user": 1, "focus_advantages": [-0.5, -0.5, 0.0, 0.75]}
+    assert source.train_metadata == {"user": 1}, "the source's train_metadata is not changed"
+    assert out.reward == 0.75
+    with pytest.raises(ValueError, match="7 tokens but 1 advantages"):
+        to_sample({**record, "advantages": [0.0]}, source, None, Sample)
+
+
+def _slime_terms(samples, advantages_per_sample):
+    """(full prefix, token, behaviour log-prob, advantage) of every trained response token."""
+    from collections import Counter
+
+    out = Counter()
+    for s, advs in zip(samples, advantages_per_sample):
+        start = len(s.tokens) - s.response_length
+        for j, (m, lp, a) in enumerate(zip(s.loss_mask, s.rollout_log_probs, advs)):
+            if m:
+                out[(tuple(s.tokens[: start + j]), s.tokens[start + j], lp, a)] += 1
+    return out
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_path_samples_same_gradient_through_the_hooks(seed):
+    """Both layouts of one tree through to_sample, preserve_advantages, advantages and
+    sum_policy_tokens (plain lists): the same trained token terms, and the same summed
+    loss for a loss that depends on each token's prefix, token, log-prob and advantage."""
+    import random
+
+    from focus.integrations.slime import advantages, preserve_advantages, sum_policy_tokens, to_sample
+
+    from focus_go import DirectBranchTd, RewardConfig
+    from focus_go.extend import SchedulerState
+    from focus_go.preparation import prepare_samples
+    from trees import random_tree
+
+    with SchedulerState.from_json(random_tree(random.Random(seed))) as state:
+        batch = prepare_samples(state, reward_config=RewardConfig(), estimator=DirectBranchTd())
+        layouts = {name: [r for r in batch.to_records(0, layout=name) if r["lane"] == "actor"] for name in ("spans", "paths")}
+    source = Sample(group_index=0, index=3, prompt="q", label="a")
+    results = {}
+    for name, records in layouts.items():
+        samples = [to_sample(r, source, None, Sample) for r in records]
+        raw, rewards = preserve_advantages(make_args(), samples)
+        assert raw == [s.reward for s in samples]
+        data = {"rewards": rewards, "response_lengths": [s.response_length for s in samples],
+                "loss_masks": [s.loss_mask for s in samples]}
+        advantages(make_args(), data)
+        assert all(isinstance(r, float) for r in data["rewards"]), "one float per sample for Slime's train-side log"
+        terms = _slime_terms(samples, data["advantages"])
+
+        def token_loss(prefix, token, lp, adv):
+            h = hash((prefix, token)) % 1000 / 1000.0
+            return -adv * math.exp(min(h - 0.5 - lp, 0.2))
+
+        flat = []
+        for s, advs in zip(samples, data["advantages"]):
+            start = len(s.tokens) - s.response_length
+            flat += [token_loss(tuple(s.tokens[: start + j]), s.tokens[start + j], lp, a)
+                     for j, (lp, a) in enumerate(zip(s.rollout_log_probs, advs))]
+        reducer = sum_policy_tokens([len(s.tokens) for s in samples], data["response_lengths"], data["loss_masks"])
+        results[name] = (terms, reducer(flat), sum(len(s.tokens) for s in samples))
+    assert results["paths"][0] == results["spans"][0]
+    assert math.isclose(results["paths"][1], results["spans"][1], rel_tol=1e-12, abs_tol=1e-12)
+    assert results["paths"][2] <= results["spans"][2]
+
+
+def test_make_generate_paths(server, args):
+    global generate_hook
+    from focus.integrations.slime import make_generate
+
+    with pytest.raises(ValueError, match='layout is "leaves"'):
+        make_generate(small_collector_for, profile="token_chunk", layout="leaves")
+    generate_hook = make_generate(small_collector_for, profile="token_chunk", layout="paths")
+    args.custom_generate_function_path = f"{__name__}.generate_hook"
+    source = slime_group(server, n=1)[0]
+    try:
+        samples = asyncio.run(generate_and_rm(args, source, {"temperature": 1.0}))
+    finally:
+        generate_hook.close()
+    assert isinstance(samples, list) and samples
+    check_fanout(samples)
+    for s in samples:
+        advs = s.train_metadata["focus_advantages"]
+        assert len(advs) == s.response_length == len(s.loss_mask)
+        assert all(a == 0.0 for a, m in zip(advs, s.loss_mask) if not m)
+        assert s.loss_mask[0] == 1

@@ -528,3 +528,58 @@ def test_batch_without_actor_records_is_a_clear_error(training_client, model, pr
 
     asyncio.run(main())
     assert training_client.trained == []
+
+
+def test_to_datum_path_record():
+    """A path record's per-token advantages reach loss_fn_inputs one position later;
+    context tokens get advantage 0 whatever the record's scalar advantage."""
+    record = {
+        "tokens": [5, 6, 7, 20, 21, 90, 22],
+        "loss_mask": [False, False, False, False, True, False, True],
+        "behavior_logprobs": [0.0, 0.0, 0.0, 0.0, -0.25, 0.0, -0.125],
+        "advantage": 0.75,
+        "advantages": [0.0, 0.0, 0.0, 0.0, -0.5, 0.0, 0.75],
+        "lane": "actor",
+    }
+    inputs = to_datum(record).loss_fn_inputs
+    assert inputs["advantages"].tolist() == [0.0, 0.0, 0.0, -0.5, 0.0, 0.75]
+    assert inputs["mask"].tolist() == [0.0, 0.0, 0.0, 1.0, 0.0, 1.0]
+    with pytest.raises(ValueError, match="7 tokens but 2 advantages"):
+        to_datum({**record, "advantages": [0.0, 1.0]})
+    with pytest.raises(ValueError, match="not finite"):
+        to_datum({**record, "advantages": [0.0] * 4 + [float("nan"), 0.0, 0.0]})
+
+
+def _datum_terms(datums):
+    """(input prefix, target, behaviour log-prob, advantage) of every masked datum position."""
+    from collections import Counter
+
+    out = Counter()
+    for d in datums:
+        inputs, x = d.loss_fn_inputs, d.model_input.to_ints()
+        for i, (m, t, lp, a) in enumerate(zip(inputs["mask"].tolist(), inputs["target_tokens"].tolist(),
+                                               inputs["logprobs"].tolist(), inputs["advantages"].tolist())):
+            if m:
+                out[(tuple(x[: i + 1]), t, lp, a)] += 1
+    return out
+
+
+def test_to_datum_paths_same_terms_fewer_tokens():
+    """The datums of both layouts of one tree train the same (prefix, target, log-prob,
+    advantage) terms; Tinker's losses sum over them, so the gradient is the same, and the
+    path datums hold fewer tokens."""
+    import random
+
+    from trees import random_tree
+
+    from focus_go import DirectBranchTd, RewardConfig
+    from focus_go.extend import SchedulerState
+    from focus_go.preparation import prepare_samples
+
+    for seed in range(10):
+        with SchedulerState.from_json(random_tree(random.Random(seed))) as state:
+            batch = prepare_samples(state, reward_config=RewardConfig(), estimator=DirectBranchTd())
+            spans = [to_datum(r) for r in batch.to_records(0) if r["lane"] == "actor"]
+            paths = [to_datum(r) for r in batch.to_records(0, layout="paths") if r["lane"] == "actor"]
+        assert _datum_terms(paths) == _datum_terms(spans)
+        assert sum(d.model_input.length for d in paths) <= sum(d.model_input.length for d in spans)

@@ -47,3 +47,37 @@ def figure61() -> str:
             (2, 0.0, True, None, (22,)),
         ]
     )
+
+
+def random_tree(rng: "random.Random") -> str:
+    """A random searched tree in the core's JSON format: rollouts from the root or from a
+    random open checkpoint, 1-4 segments each, edges of glue + generated tokens."""
+    def spans(n_glue: int, n_gen: int):
+        out = []
+        if n_glue:
+            out.append({"tokens": [rng.randrange(1000) for _ in range(n_glue)], "trainable": [False] * n_glue, "logprobs": [0.0] * n_glue})
+        out.append({"tokens": [rng.randrange(1000) for _ in range(n_gen)], "trainable": [True] * n_gen,
+                    "logprobs": [-rng.expovariate(1.0) for _ in range(n_gen)]})
+        return out
+
+    prompt = [rng.randrange(1000) for _ in range(rng.randint(1, 6))]
+    nodes = [{"id": 0, "parent": -1, "children": [], "depth": 0,
+              "spans": [{"tokens": prompt, "trainable": [False] * len(prompt), "logprobs": [0.0] * len(prompt)}],
+              "reward": 0.0, "text": "p", "done": False, "truncated": False, "failed": "", "critic": rng.random(), "search_pass": 0}]
+    open_nodes = []
+    for rollout in range(rng.randint(1, 12)):
+        at = rng.choice(open_nodes) if open_nodes and rng.random() < 0.7 else 0
+        for seg in range(rng.randint(1, 4)):
+            done = seg == 3 or rng.random() < 0.3
+            nid = len(nodes)
+            nodes[at]["children"].append(nid)
+            nodes.append({"id": nid, "parent": at, "children": [], "depth": nodes[at]["depth"] + 1,
+                          "spans": spans(rng.randint(0, 3), rng.randint(1, 6)),
+                          "reward": float(rng.randint(0, 1)) if done else 0.0, "text": "e", "done": done, "truncated": False,
+                          "failed": "", "critic": None if done else rng.random(), "search_pass": 0 if at == 0 else 1})
+            at = nid
+            if done:
+                break
+            open_nodes.append(nid)
+    # Open leaves (cancelled rollouts) keep their critic so the tree prepares.
+    return json.dumps({"problem_id": "rand", "nodes": nodes, "stats": {}})

@@ -59,6 +59,19 @@ func BenchmarkPrepareExportShared(b *testing.B) {
 	})
 }
 
+// BenchmarkPrepareExportPaths is BenchmarkPrepareExportShared in the path
+// layout (what crosses the C boundary for to_records(layout="paths")); ns/token
+// is per token of the path records.
+func BenchmarkPrepareExportPaths(b *testing.B) {
+	benchPrepareExport(b, func(batch *prepare.Batch) (int, error) {
+		_, st, err := export.EncodeShared(batch, 0, export.Options{Layout: export.LayoutPaths})
+		if err != nil {
+			return 0, err
+		}
+		return len(st.Tokens), nil
+	})
+}
+
 // benchPrepareExport prepares each benchmark tree and encodes it with encode, which
 // returns the tokens of the records' full contexts (for ns/token).
 func benchPrepareExport(b *testing.B, encode func(*prepare.Batch) (int, error)) {

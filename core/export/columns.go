@@ -147,12 +147,14 @@ func SampleSpans(b *prepare.Batch, i int) (*Blob, error) {
 // "estimators") — ActorColumns. Critic sections: critic_offsets (n_critic+1),
 // critic_context (bytes), critic_target (float64), critic_node_id. Integers
 // are int64 unless noted. Meta: problem_id, group_index, estimators, n_actor,
-// n_critic, and actor_keys / critic_keys (ActorKeys, CriticKeys: the record
-// keys, in order).
+// n_critic, layout ("spans" or "paths"), and actor_keys / critic_keys
+// (ActorKeys or, in the path layout, PathKeys; CriticKeys: the record keys, in
+// order). The path layout adds span_advantages (float64, aligned with
+// span_mask: ActorColumns.SpanAdvantages).
 func RecordsBlob(f *Flat, st *SharedTokens) *Blob {
 	w := newBlob(map[string]any{"problem_id": f.ProblemID, "group_index": f.GroupIndex,
 		"estimators": nonNil(f.Estimators), "n_actor": f.NumActor(), "n_critic": f.NumCritic(),
-		"actor_keys": ActorKeys, "critic_keys": CriticKeys})
+		"layout": string(f.Layout), "actor_keys": f.actorKeys(), "critic_keys": CriticKeys})
 	a, c := &f.Actor, &f.Critic
 	w.Int64s("base", st.Base)
 	w.Int64s("delta_offsets", st.Offsets)
@@ -161,6 +163,9 @@ func RecordsBlob(f *Flat, st *SharedTokens) *Blob {
 	w.Int64s("span_offsets", a.SpanOffsets)
 	w.Bools("span_mask", a.SpanMask)
 	w.Float64s("span_logprobs", a.SpanLogprobs)
+	if f.Layout == LayoutPaths {
+		w.Float64s("span_advantages", a.SpanAdvantages)
+	}
 	w.Float64s("advantage", a.Advantage)
 	w.Int64s("node_id", a.NodeID)
 	w.Int64s("search_pass", a.SearchPass)

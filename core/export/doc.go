@@ -2,7 +2,9 @@
 // renders trees and batches for people. It owns the binding record layout and
 // the one definition of its keys (ActorRecord and CriticRecord, whose JSON
 // tags give ActorKeys and CriticKeys: one actor record per generated span,
-// one critic record per target), the flat columnar encoding (Encode;
+// one critic record per target; Options.Layout = LayoutPaths cuts the actor
+// records per root-to-leaf path instead, with per-token advantages, PathRecord
+// and PathKeys: paths.go), the flat columnar encoding (Encode;
 // EncodeShared stores each shared context once), the one binary format
 // batches cross the C boundary in (Blob: BatchColumns, CriticContexts,
 // SampleSpans, RecordsBlob), the tree -> records pipeline (FromTree: prepare

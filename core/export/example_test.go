@@ -46,3 +46,25 @@ func Example() {
 	// {"context":"sa","target":1,"lane":"critic","group_index":0,"node_id":1,"problem_id":"fig61"}
 	// {"context":"sb","target":0,"lane":"critic","group_index":0,"node_id":2,"problem_id":"fig61"}
 }
+
+// The path layout: one record per leaf path, each trained token masked once with
+// its own edge's advantage in Advantages.
+func ExampleOptions_paths() {
+	batch, err := prepare.Prepare(treetest.Figure61(), prepare.DefaultRewardConfig(), prepare.DirectBranchTd{})
+	if err != nil {
+		panic(err)
+	}
+	flat, err := export.Encode(batch, 0, export.Options{Layout: export.LayoutPaths})
+	if err != nil {
+		panic(err)
+	}
+	for i := range flat.NumActor() {
+		r := flat.PathRecord(i)
+		fmt.Println(r.NodeID, r.Tokens, r.LossMask, r.Advantages)
+	}
+	// Output:
+	// 3 [1 2 3 10 11 30] [false false false true true true] [0 0 0 0.33333333333333337 0.33333333333333337 0.125]
+	// 4 [1 2 3 10 11 30] [false false false false false true] [0 0 0 0 0 0.125]
+	// 5 [1 2 3 10 11 30] [false false false false false true] [0 0 0 0 0 0.125]
+	// 6 [1 2 3 20 40] [false false false true true] [0 0 0 -0.29166666666666663 -0.25]
+}

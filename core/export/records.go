@@ -20,23 +20,53 @@ const (
 	LaneCritic   = "critic"
 )
 
+// Layout is how actor records cut a tree (Python's to_records(layout=...)).
+type Layout string
+
+const (
+	// LayoutSpans (the default, the spec's records): one record per generated
+	// span, carrying the span's whole prefix; its scalar advantage applies to
+	// every masked token.
+	LayoutSpans Layout = "spans"
+	// LayoutPaths: one record per root-to-leaf path (paths.go): every trained
+	// token is masked in exactly one record, with its own edge's advantage in
+	// the record's per-token advantages; a sequence trainer with a sum reducer
+	// gets the same gradient from fewer tokens.
+	LayoutPaths Layout = "paths"
+)
+
 // Options tune Encode.
 type Options struct {
 	// MinAbsAdvantage drops actor records whose |advantage| is below it.
-	// 0 (Python None) keeps every record.
+	// 0 (Python None) keeps every record. In the path layout it drops edges:
+	// their tokens stay in a path as context.
 	MinAbsAdvantage float64
+	// Layout of the actor records; "" is LayoutSpans.
+	Layout Layout
 }
 
-// Validate checks MinAbsAdvantage >= 0 (NaN is refused). Encode applies it, and the
+// Validate checks MinAbsAdvantage >= 0 (NaN is refused) and the layout. Encode applies it, and the
 // binding checks a threshold with it before collecting anything (core/rules).
 func (o Options) Validate() error {
 	if math.IsNaN(o.MinAbsAdvantage) || o.MinAbsAdvantage < 0 {
 		return status.Errorf(status.InvalidArgument, "min_abs_advantage is %g, must be >= 0", o.MinAbsAdvantage)
 	}
+	if o.Layout != "" && o.Layout != LayoutSpans && o.Layout != LayoutPaths {
+		return status.Errorf(status.InvalidArgument, "layout is %q, must be %q or %q", string(o.Layout), string(LayoutSpans), string(LayoutPaths))
+	}
 	return nil
 }
 
-// ActorColumns holds every actor record column-wise. Record i's tokens are
+// layout is o.Layout with "" read as LayoutSpans.
+func (o Options) layout() Layout {
+	if o.Layout == "" {
+		return LayoutSpans
+	}
+	return o.Layout
+}
+
+// ActorColumns holds every actor record column-wise (either layout; in the path
+// layout the "own span" is the record's owned suffix, see paths.go). Record i's tokens are
 // Tokens[Offsets[i]:Offsets[i+1]]. Its first SpanStart[i] tokens are context
 // (loss mask false, log-probability 0.0); the rest are the record's own span,
 // whose mask and log-probabilities are SpanMask and SpanLogprobs
@@ -51,12 +81,16 @@ type ActorColumns struct {
 	SpanOffsets  []int64 // NumActor+1 entries
 	SpanMask     []bool
 	SpanLogprobs []float64
-	Advantage    []float64
-	NodeID       []int64
-	SearchPass   []int64 // prepare.NoSearchPass (-1) for Python None
-	Estimator    []int32 // index into Flat.Estimators
-	Sample       []int64 // index of the ActorSample in Batch.Actor
-	Span         []int64 // index of the generated span within that sample
+	// SpanAdvantages (path layout only, nil otherwise) is each own-part
+	// token's advantage, aligned with SpanMask: its edge's advantage where the
+	// mask is true, 0.0 elsewhere.
+	SpanAdvantages []float64
+	Advantage      []float64
+	NodeID         []int64
+	SearchPass     []int64 // prepare.NoSearchPass (-1) for Python None
+	Estimator      []int32 // index into Flat.Estimators
+	Sample         []int64 // index of the ActorSample in Batch.Actor
+	Span           []int64 // index of the generated span within that sample; -1 for a path record
 }
 
 // CriticColumns holds every critic record column-wise. Record i's context is
@@ -75,6 +109,7 @@ type CriticColumns struct {
 type Flat struct {
 	ProblemID  string
 	GroupIndex int
+	Layout     Layout   // how the actor records were cut
 	Estimators []string // distinct estimator names, first-seen order
 	Actor      ActorColumns
 	Critic     CriticColumns
@@ -127,15 +162,17 @@ func encode(b *prepare.Batch, groupIndex int, opts Options, st *SharedTokens) (*
 	if err := opts.Validate(); err != nil {
 		return nil, status.Wrap(status.InvalidArgument, err, "export")
 	}
+	for i := range b.Actor {
+		if err := checkSample(b, i); err != nil {
+			return nil, err
+		}
+	}
+	if opts.layout() == LayoutPaths {
+		return encodePaths(b, groupIndex, opts, st)
+	}
 	records, tokens, own := 0, 0, 0
 	for i := range b.Actor {
 		a := &b.Actor[i]
-		// Prepare never makes these; a batch assembled by hand could.
-		if t := a.Tree(); t != nil && a.NodeID > 0 && a.NodeID < len(t.Nodes) && t.Nodes[a.NodeID].Inexact != "" {
-			return nil, status.Errorf(status.InvalidArgument,
-				"export: actor sample %d is for node %d, an inexact edge (%s); inexact edges train no actor (use its critic target only)",
-				i, a.NodeID, t.Nodes[a.NodeID].Inexact)
-		}
 		if !keep(a, opts) {
 			continue
 		}
@@ -146,7 +183,7 @@ func encode(b *prepare.Batch, groupIndex int, opts Options, st *SharedTokens) (*
 			own += sp.Own.Len()
 		}
 	}
-	f := &Flat{ProblemID: b.ProblemID, GroupIndex: groupIndex}
+	f := &Flat{ProblemID: b.ProblemID, GroupIndex: groupIndex, Layout: LayoutSpans}
 	ac := &f.Actor
 	var sh *sharer
 	if st == nil {
@@ -197,7 +234,7 @@ func encode(b *prepare.Batch, groupIndex int, opts Options, st *SharedTokens) (*
 				}
 			}
 			ac.SpanOffsets = append(ac.SpanOffsets, int64(len(ac.SpanMask)))
-			ac.Advantage = append(ac.Advantage, a.Weight)
+			ac.Advantage = append(ac.Advantage, edgeAdvantage(a))
 			ac.NodeID = append(ac.NodeID, int64(a.NodeID))
 			ac.SearchPass = append(ac.SearchPass, int64(a.SearchPass))
 			ac.Estimator = append(ac.Estimator, est)
@@ -206,6 +243,28 @@ func encode(b *prepare.Batch, groupIndex int, opts Options, st *SharedTokens) (*
 		}
 	}
 
+	encodeCritic(f, b)
+	return f, nil
+}
+
+// checkSample refuses actor sample i of b if no record may be made of it.
+func checkSample(b *prepare.Batch, i int) error {
+	a := &b.Actor[i]
+	// Prepare never makes these; a batch assembled by hand could.
+	if t := a.Tree(); t != nil && a.NodeID > 0 && a.NodeID < len(t.Nodes) && t.Nodes[a.NodeID].Inexact != "" {
+		return status.Errorf(status.InvalidArgument,
+			"export: actor sample %d is for node %d, an inexact edge (%s); inexact edges train no actor (use its critic target only)",
+			i, a.NodeID, t.Nodes[a.NodeID].Inexact)
+	}
+	return nil
+}
+
+// edgeAdvantage is the advantage every trained token of sample a's edge
+// carries, in either layout: the one place a per-sample factor would apply.
+func edgeAdvantage(a *prepare.ActorSample) float64 { return a.Weight }
+
+// encodeCritic appends b's critic records to f.
+func encodeCritic(f *Flat, b *prepare.Batch) {
 	cc := &f.Critic
 	n, bytes := len(b.Critic), 0
 	for i := range b.Critic {
@@ -222,7 +281,6 @@ func encode(b *prepare.Batch, groupIndex int, opts Options, st *SharedTokens) (*
 		cc.Target = append(cc.Target, c.Target)
 		cc.NodeID = append(cc.NodeID, int64(c.NodeID))
 	}
-	return f, nil
 }
 
 // sharer appends records to a SharedTokens, choosing each record's base.
@@ -384,6 +442,18 @@ type ActorRecord struct {
 	ProblemID        string    `json:"problem_id"`
 }
 
+// PathRecord is an actor record of the path layout: one root-to-leaf path,
+// the ActorRecord keys plus Advantages, the per-token advantages (aligned to
+// Tokens: the owning edge's advantage on masked tokens, 0.0 on context). Its
+// Advantage, NodeID and SearchPass are those of the path's last edge.
+type PathRecord struct {
+	ActorRecord
+	Advantages []float64 `json:"advantages"`
+}
+
+// AdvantagesKey is the key of a path record's per-token advantages.
+const AdvantagesKey = "advantages"
+
 // CriticRecord is the default critic record: the one definition of its keys,
 // as ActorRecord is of the actor record's.
 type CriticRecord struct {
@@ -402,7 +472,18 @@ type CriticRecord struct {
 var (
 	ActorKeys  = jsonKeys[ActorRecord]()
 	CriticKeys = jsonKeys[CriticRecord]()
+	// PathKeys are the keys of a path-layout actor record: ActorKeys, then
+	// AdvantagesKey.
+	PathKeys = append(slices.Clone(ActorKeys), AdvantagesKey)
 )
+
+// actorKeys are the keys of f's actor records.
+func (f *Flat) actorKeys() []string {
+	if f.Layout == LayoutPaths {
+		return PathKeys
+	}
+	return ActorKeys
+}
 
 // jsonKeys lists the JSON keys of struct T's fields in declaration order.
 func jsonKeys[T any]() []string {
@@ -440,6 +521,25 @@ func (f *Flat) ActorRecord(i int) ActorRecord {
 	return r
 }
 
+// PathRecord returns actor record i with its per-token advantages: for the
+// path layout as stored, for the per-span layout the record's advantage on its
+// masked tokens (so both layouts can be compared token by token).
+func (f *Flat) PathRecord(i int) PathRecord {
+	r := PathRecord{ActorRecord: f.ActorRecord(i)}
+	r.Advantages = make([]float64, len(r.Tokens))
+	ac := &f.Actor
+	if ac.SpanAdvantages != nil {
+		copy(r.Advantages[ac.SpanStart[i]:], ac.SpanAdvantages[ac.SpanOffsets[i]:ac.SpanOffsets[i+1]])
+		return r
+	}
+	for j, m := range r.LossMask {
+		if m {
+			r.Advantages[j] = r.Advantage
+		}
+	}
+	return r
+}
+
 // CriticRecord returns critic record i.
 func (f *Flat) CriticRecord(i int) CriticRecord {
 	cc := &f.Critic
@@ -453,12 +553,16 @@ func (f *Flat) CriticRecord(i int) CriticRecord {
 	}
 }
 
-// Records returns every record in order: ActorRecord values, then
-// CriticRecord values.
+// Records returns every record in order: ActorRecord values (PathRecord
+// values in the path layout), then CriticRecord values.
 func (f *Flat) Records() []any {
 	out := make([]any, 0, f.Len())
 	for i := range f.NumActor() {
-		out = append(out, f.ActorRecord(i))
+		if f.Layout == LayoutPaths {
+			out = append(out, f.PathRecord(i))
+		} else {
+			out = append(out, f.ActorRecord(i))
+		}
 	}
 	for i := range f.NumCritic() {
 		out = append(out, f.CriticRecord(i))

@@ -24,12 +24,13 @@ const (
 	KindAgent           = "Agent"
 	KindConstantCritic  = "Critic.constant"
 	KindMinAbsAdvantage = "min_abs_advantage"
-	KindSampling        = "sampling" // SamplingParams
-	KindReward          = "reward"   // RewardConfig
+	KindRecordLayout    = "record_layout" // export.Layout of to_records / make_generate
+	KindSampling        = "sampling"      // SamplingParams
+	KindReward          = "reward"        // RewardConfig
 )
 
 // Kinds lists every kind Check accepts.
-var Kinds = []string{KindSelective, KindIndependent, KindSegments, KindAgent, KindConstantCritic, KindMinAbsAdvantage, KindSampling, KindReward}
+var Kinds = []string{KindSelective, KindIndependent, KindSegments, KindAgent, KindConstantCritic, KindMinAbsAdvantage, KindRecordLayout, KindSampling, KindReward}
 
 // SelectiveDefaults are Selective(budget=32, warmup=16, *, per_pass=4,
 // max_children=4, min_remaining=None, score="value_refinement", seed=0).
@@ -191,6 +192,20 @@ func Check(kind string, config []byte) (any, error) {
 			if err := (export.Options{MinAbsAdvantage: x}).Validate(); err != nil {
 				return nil, err
 			}
+		}
+		return v, nil
+	case KindRecordLayout:
+		var v struct {
+			Value string `json:"value"`
+		}
+		if err := fields.text("value", &v.Value); err != nil {
+			return nil, err
+		}
+		if err := fields.unknown(); err != nil {
+			return nil, err
+		}
+		if err := (export.Options{Layout: export.Layout(v.Value)}).Validate(); err != nil {
+			return nil, err
 		}
 		return v, nil
 	case KindSampling:

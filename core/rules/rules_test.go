@@ -56,6 +56,8 @@ func TestCheck(t *testing.T) {
 		{rules.KindMinAbsAdvantage, `{"value": 0.25}`, nil, ""},
 		{rules.KindMinAbsAdvantage, `{"value": -1}`, nil, "min_abs_advantage is -1, must be >= 0"},
 		{rules.KindMinAbsAdvantage, `{"value": "NaN"}`, nil, "min_abs_advantage is NaN, must be >= 0"},
+		{rules.KindRecordLayout, `{"value": "paths"}`, nil, ""},
+		{rules.KindRecordLayout, `{"value": "leaves"}`, nil, `layout is "leaves", must be "spans" or "paths"`},
 		{rules.KindSampling, `{}`, nil, ""},
 		{rules.KindSampling, `{"temperature": null, "max_tokens": null, "top_p": null, "top_k": null, "stop": null, "logprobs": null, "prompt_logprobs": null, "repetition_penalty": null, "seed": null}`, nil, ""},
 		{rules.KindSampling, `{"temperature": 0, "max_tokens": 16, "top_p": 0.9, "top_k": 5, "stop": ["</answer>"], "logprobs": 2, "prompt_logprobs": 0, "repetition_penalty": 1.1, "seed": -3}`, nil, ""},

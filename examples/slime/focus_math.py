@@ -51,11 +51,14 @@ def collector_for(policy, problem):
 
 
 # --custom-generate-function-path focus_math.generate
+# FOCUS_RECORD_LAYOUT=paths: one sample per root-to-leaf path (per-token advantages; the same
+# gradient with launch.sh's hooks from fewer tokens) instead of one per segment.
 generate = make_generate(
     collector_for,
     profile="token_chunk",
     critic_sink=JsonlDirectory(os.environ.get("FOCUS_CRITIC_DIR", "focus-critic-targets")),
     allow_partial=True,  # a failed branch costs that branch, not the prompt
+    layout=os.environ.get("FOCUS_RECORD_LAYOUT", "spans"),
 )
 
 # An eval dataset's custom_generate_function_path (eval.yaml): focus_math.evaluate

@@ -20,7 +20,19 @@ from typing import Any, ContextManager, Dict, Iterable, List, Mapping, Optional,
 
 from . import _lib
 from ._handle import GoObject
+from .errors import ConfigTypeError
 from .tree import PackedSequence
+
+# Actor record layouts (Go's export.Layout): "spans", the default, one record per generated
+# span; "paths", one record per root-to-leaf path with per-token ``advantages``.
+LAYOUTS = ("spans", "paths")
+
+
+def _layout_arg(layout: Any) -> Tuple[bytes, int]:
+    """``layout`` as the C string argument; its value is checked in Go."""
+    if not isinstance(layout, str):
+        raise ConfigTypeError(f"layout must be a str ({' or '.join(map(repr, LAYOUTS))}), got {type(layout).__name__}")
+    return _lib.text_arg(layout)
 
 
 def batch_records(
@@ -30,10 +42,12 @@ def batch_records(
     sample_factory: Any = None,
     critic_sample_factory: Any = None,
     min_abs_advantage: Optional[float] = None,
+    layout: str = "spans",
 ) -> List[Any]:
     """The records of the Go batch ``go_batch`` gives in its ``with`` block (left before
-    the records are built): actor records first (one per generated span), then critic
-    records."""
+    the records are built): actor records first (one per generated span, or one per
+    root-to-leaf path with ``layout="paths"``), then critic records."""
+    record_layout = _layout_arg(layout)
     layout_ptr = _lib.Bytes()
     blob = ctypes.c_void_p()
     size = ctypes.c_size_t()
@@ -43,6 +57,7 @@ def batch_records(
             _lib.c_handle(go.handle),
             int(group_index),
             float(min_abs_advantage or 0.0),
+            *record_layout,
             ctypes.byref(layout_ptr),
             ctypes.byref(blob),
             ctypes.byref(size),
@@ -74,14 +89,22 @@ class TreeRecords:
 
 
 def tree_records(
-    state: GoObject, *, reward_config: Any, estimator: Any, group_index: int, min_abs_advantage: Optional[float] = None
+    state: GoObject,
+    *,
+    reward_config: Any,
+    estimator: Any,
+    group_index: int,
+    min_abs_advantage: Optional[float] = None,
+    layout: str = "spans",
 ) -> TreeRecords:
     """Prepare the collected tree ``state`` with ``reward_config`` and ``estimator`` (None:
     critic targets only) and export its records for prompt group ``group_index`` in one Go
     call (``focus_tree_export``): the pipeline ``collect_records``, the Slime and Tinker
     integrations and the command line use. ``min_abs_advantage`` drops actor records whose
-    advantage is smaller in magnitude (checked in Go). No Batch is built; use
+    advantage is smaller in magnitude (checked in Go); ``layout`` is the actor record
+    layout (``"spans"`` or ``"paths"``, see ``Batch.to_records``). No Batch is built; use
     ``Collector.prepare`` for the samples themselves."""
+    record_layout = _layout_arg(layout)
     cfg = reward_config._json()
     name = "" if estimator is None else estimator.name
     layout_ptr, blob, size = _lib.Bytes(), ctypes.c_void_p(), ctypes.c_size_t()
@@ -93,6 +116,7 @@ def tree_records(
         *_lib.text_arg(name),
         int(group_index),
         float(min_abs_advantage or 0.0),
+        *record_layout,
         ctypes.byref(layout_ptr),
         ctypes.byref(blob),
         ctypes.byref(size),
@@ -136,7 +160,11 @@ def _build_records(view, layout, group_index, sample_factory, critic_sample_fact
     n_actor, n_critic = layout["n_actor"], layout["n_critic"]
     problem_id = layout["problem_id"] or None
     # The keys and their order are the library's (Go's export.ActorKeys / CriticKeys).
-    k_tokens, k_mask, k_logprobs, k_advantage, k_lane, k_group, k_estimator, k_node, k_pass, k_problem = layout["actor_keys"]
+    # Path records (layout "paths") have one more key: their per-token advantages.
+    paths = layout.get("layout") == "paths"
+    actor_keys = layout["actor_keys"]
+    k_tokens, k_mask, k_logprobs, k_advantage, k_lane, k_group, k_estimator, k_node, k_pass, k_problem = actor_keys[:10]
+    k_advantages = actor_keys[-1] if paths else None  # Go's PathKeys: ActorKeys, then "advantages"
     c_context, c_target, c_lane, c_group, c_node, c_problem = layout["critic_keys"]
     estimators = layout["estimators"] or []
     out: List[Any] = []
@@ -150,6 +178,7 @@ def _build_records(view, layout, group_index, sample_factory, critic_sample_fact
         span_offsets = _lib.section(view, layout, "span_offsets", "q").tolist()
         span_mask = _lib.section(view, layout, "span_mask", "?")
         span_logprobs = _lib.section(view, layout, "span_logprobs", "d")
+        span_advantages = _lib.section(view, layout, "span_advantages", "d") if paths else None
         advantage = _lib.section(view, layout, "advantage", "d").tolist()
         node_id = _lib.section(view, layout, "node_id", "q").tolist()
         search_pass = _lib.section(view, layout, "search_pass", "q").tolist()
@@ -180,6 +209,10 @@ def _build_records(view, layout, group_index, sample_factory, critic_sample_fact
                 k_pass: None if search_pass[i] < 0 else search_pass[i],
                 k_problem: problem_id,
             }
+            if span_advantages is not None:
+                advantages = [0.0] * len(tokens)
+                advantages[k:] = span_advantages[m0:m1].tolist()
+                record[k_advantages] = advantages
             if sample_factory is None:
                 out.append(record)
                 continue

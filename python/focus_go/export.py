@@ -7,6 +7,13 @@ generated), ``advantage``, ``lane`` ("actor"), ``group_index``, ``estimator``,
 ``node_id``, ``search_pass`` and ``problem_id``. A critic record (one per target) has
 ``context``, ``target``, ``lane`` ("critic"), ``group_index``, ``node_id`` and
 ``problem_id``. Factories receive the same values as keywords.
+
+With ``layout="paths"`` (``Batch.to_records``, ``to_samples``) an actor record is one
+root-to-leaf path instead of one span: the same keys plus ``advantages``, the per-token
+advantages aligned to ``tokens`` (each generated token's own edge's advantage where
+``loss_mask`` is true, 0.0 elsewhere); ``advantage``, ``node_id`` and ``search_pass`` are
+the path's last edge's. Every generated token is masked in exactly one record, so a
+trainer that sums token losses gets the per-span layout's gradient from fewer tokens.
 """
 
 from __future__ import annotations
@@ -26,7 +33,9 @@ class SampleFactory(Protocol[T]):
     (full context, trainable only on its generated tokens), its behaviour log
     probabilities, the prepared advantage as ``reward``, the lane and the group index, and
     as ``**extra`` the default record's other keys (tokens, loss_mask, behavior_logprobs,
-    advantage, estimator, node_id, search_pass, problem_id)."""
+    advantage, estimator, node_id, search_pass, problem_id, and with ``layout="paths"``
+    advantages: the per-token advantages, which a path record's factory must use instead
+    of ``reward``, the last edge's advantage)."""
 
     def __call__(self, *, span: PackedSequence, logprobs: tuple, reward: float, lane: Lane, group_index: int, **extra: Any) -> T: ...
 
@@ -45,16 +54,20 @@ def to_samples(
     sample_factory: Optional[SampleFactory[Any]] = None,
     critic_sample_factory: Optional[CriticSampleFactory[Any]] = None,
     min_abs_advantage: Optional[float] = None,
+    layout: str = "spans",
 ) -> List[Any]:
     """Convert a prepared batch into actor and critic records for a trainer: actor
-    records first (one per generated span), then critic records. The same as
+    records first (one per generated span, or one per root-to-leaf path with
+    ``layout="paths"``), then critic records. The same as
     ``result.to_records(group_index, actor_factory=sample_factory,
-    critic_factory=critic_sample_factory, min_abs_advantage=min_abs_advantage)``."""
+    critic_factory=critic_sample_factory, min_abs_advantage=min_abs_advantage,
+    layout=layout)``."""
     return result.to_records(
         group_index,
         actor_factory=sample_factory,
         critic_factory=critic_sample_factory,
         min_abs_advantage=min_abs_advantage,
+        layout=layout,
     )
 
 

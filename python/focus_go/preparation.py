@@ -298,17 +298,31 @@ class Batch:
         actor_factory: Any = None,
         critic_factory: Any = None,
         min_abs_advantage: Optional[float] = None,
+        layout: str = "spans",
     ) -> List[Any]:
         """Flatten the batch into trainer records: one per generated actor span and one per
         critic target, as dicts unless factories are given (see ``focus_go.export``).
         ``group_index`` identifies the prompt group; ``min_abs_advantage`` drops actor
-        records whose advantage is too small to matter."""
+        records whose advantage is too small to matter.
+
+        ``layout="paths"`` (opt-in; the batch must come from ``prepare_samples``) cuts the
+        actor records differently: one per root-to-leaf path, ending at the last generated
+        token of its lowest trained edge. Every generated token is masked (``loss_mask``
+        true) in exactly one record, and the record's per-token ``advantages`` (an extra
+        key, aligned to ``tokens``) carry each token's own edge's advantage, 0.0 on the
+        context; ``advantage``, ``node_id`` and ``search_pass`` are those of the path's
+        last edge. A trainer that scores sequences sees each shared prefix once per leaf
+        instead of once per segment below it, for the same gradient, provided it sums
+        token losses (``sum_policy_tokens`` in Slime) and reads the per-token advantages
+        (Tinker's ``to_datum`` and the Slime hooks do). ``min_abs_advantage`` then drops
+        edges: their tokens stay in a path as context."""
         return batch_records(
             self._go_batch(),
             group_index,
             sample_factory=actor_factory,
             critic_sample_factory=critic_factory,
             min_abs_advantage=min_abs_advantage,
+            layout=layout,
         )
 
     def describe(self) -> str:

@@ -353,9 +353,17 @@ def train(manager: Any, data: List[Any], res: Result, *, rollout_id: int = 0) ->
 
     compute_advantages_and_returns(args, rollout_data)
     rewards = [float(r) for r in rollout_data["rewards"]]
+    partition = rollout_data.get("partition") or list(range(len(rewards)))
     for i, (adv, reward, n) in enumerate(zip(rollout_data["advantages"], rewards, rollout_data["response_lengths"])):
         if not res.expect(adv.numel() == n, f"sample {i}: {adv.numel()} advantages for {n} response tokens"):
             break
+        # A path sample (layout "paths") trains each token on its own advantage.
+        per_token = (getattr(data[partition[i]], "train_metadata", None) or {}).get("focus_advantages")
+        if per_token is not None:
+            if not res.expect(adv.tolist() == torch.tensor(per_token, dtype=torch.float32).tolist(),
+                              f"sample {i}: advantages are not its per-token advantages"):
+                break
+            continue
         if not res.expect(bool(torch.allclose(adv, torch.full_like(adv, reward))), f"sample {i}: advantages are not its reward {reward}"):
             break
     train_metric_utils.log_rollout_data(rollout_id, args, rollout_data)
@@ -599,6 +607,14 @@ def mode_default(res: Result) -> None:
     _focus_rollout(res, base_argv())
 
 
+def mode_default_paths(res: Result) -> None:
+    """launch.sh's flags with examples/slime's FOCUS_RECORD_LAYOUT=paths: the generate hook
+    returns one sample per root-to-leaf path through Slime's real rollout and router, and
+    the train side gives each token its own advantage."""
+    os.environ["FOCUS_RECORD_LAYOUT"] = "paths"
+    _focus_rollout(res, base_argv())
+
+
 def mode_n2_log_passrate(res: Result) -> None:
     """n_samples_per_prompt 2 (two trees per prompt) with --log-passrate: Slime's
     train-side pass rate cannot see trees, so the hook must refuse it at its first call,
@@ -825,9 +841,198 @@ def mode_eval_without_hook(res: Result) -> None:
         raise
 
 
+# ---------------------------------------------------------------- the path record layout
+
+
+def _prefix_model(vocab: int, dim: int = 16, table: int = 1 << 16) -> Any:
+    """A random-logits model that is a function of each position's whole prefix: position
+    t's logits are feature(hash(tokens[:t+1])) @ W, W the one parameter, so the same
+    context gives the same logits in any record, however the records cut the tree."""
+    import torch
+
+    gen = torch.Generator().manual_seed(20)
+    features = torch.randn(table, dim, generator=gen, dtype=torch.float64)
+    weight = (0.5 * torch.randn(dim, vocab, generator=gen, dtype=torch.float64)).requires_grad_(True)
+
+    def logits(tokens: Any) -> Any:
+        idx, h = [], 1469598103934665603
+        for tok in tokens.reshape(-1).tolist():
+            h = (h * 1099511628211 + int(tok) + 1) % (1 << 61)
+            idx.append(h % table)
+        # Slime takes float32 logits; W and the features stay float64.
+        return (features[torch.tensor(idx)] @ weight).float().unsqueeze(0)
+
+    return weight, logits
+
+
+def _slime_train_side(args: Any, samples: List[Any], res: Result, name: str) -> Dict[str, Any]:
+    """Slime's train side for one layout's samples: the rollout manager's
+    _convert_samples_to_train_data (focus's preserve_advantages) and
+    _split_train_data_by_dp, process_rollout_data, compute_advantages_and_returns (focus's
+    advantages hook) and the train-side log_rollout_data. Returns the rollout data."""
+    import torch
+
+    from slime.backends.megatron_utils.loss import compute_advantages_and_returns
+    from slime.observability import train_metric_utils
+    from slime.utils.data import process_rollout_data
+
+    manager = rollout_manager(args)
+    train_data = manager._convert_samples_to_train_data(samples)
+    refs = manager._split_train_data_by_dp(train_data)
+    rd = process_rollout_data(args, refs, 0, 1)
+    rd["tokens"] = [t.to(dtype=torch.long) for t in rd["tokens"]]
+    rd["loss_masks"] = [t.to(dtype=torch.int) for t in rd["loss_masks"]]
+    if "rollout_mask_sums" in rd:
+        rd["rollout_mask_sums"] = rd["rollout_mask_sums"].to(dtype=torch.float32)
+    compute_advantages_and_returns(args, rd)
+    res.expect(all(isinstance(r, float) for r in rd["rewards"]), f"{name}: rollout_data rewards are not floats after the advantages hook")
+    train_metric_utils.log_rollout_data(0, args, rd)
+    return rd
+
+
+def _token_terms(rd: Dict[str, Any]) -> Dict[Any, int]:
+    """(full prefix ids, token id, behaviour log-prob, advantage) of every trained token in
+    Slime's rollout data, with multiplicity."""
+    out: Dict[Any, int] = {}
+    for tokens, n, mask, lps, advs in zip(rd["tokens"], rd["response_lengths"], rd["loss_masks"], rd["rollout_log_probs"],
+                                          rd["advantages"]):
+        ids = tokens.tolist()
+        start = len(ids) - int(n)
+        for j, (m, lp, a) in enumerate(zip(mask.tolist(), lps.tolist(), advs.tolist())):
+            if m:
+                key = (tuple(ids[: start + j]), ids[start + j], lp, a)
+                out[key] = out.get(key, 0) + 1
+    return out
+
+
+def _slime_loss(args: Any, rd: Dict[str, Any], logits_of: Any, weight: Any, reducer: Optional[str]) -> Dict[str, Any]:
+    """Slime's loss_function over every micro-batch of rd with the prefix model, each
+    micro-batch's loss divided by the step's micro-batch count as Megatron's schedule does
+    before backward: the objective and d objective / dW the optimiser would see."""
+    import torch
+
+    from slime.backends.megatron_utils.data import get_batch, get_data_iterator
+    from slime.backends.megatron_utils.loss import loss_function
+
+    keys = ["tokens", "multimodal_train_inputs", "packed_seq_params", "total_lengths", "response_lengths", "loss_masks",
+            "log_probs", "ref_log_probs", "values", "advantages", "returns", "rollout_log_probs", "teacher_log_probs",
+            "rollout_mask_sums"]
+    saved = args.custom_pg_loss_reducer_function_path
+    args.custom_pg_loss_reducer_function_path = reducer
+    weight.grad = None
+    total, microbatches = 0.0, 0
+    try:
+        iterator = get_data_iterator(rd)[0]
+        for mbs, gbs in zip(rd["num_microbatches"], rd["global_batch_sizes"]):
+            for _ in range(mbs):
+                batch = get_batch(iterator, keys, args.data_pad_size_multiplier, args.allgather_cp)
+                loss, _normalizer, _log = loss_function(args, batch, mbs, gbs, logits_of(batch["tokens"]))
+                (loss / mbs).backward()
+                total += float(loss.detach()) / mbs
+                microbatches += 1
+    finally:
+        args.custom_pg_loss_reducer_function_path = saved
+    return {"loss": total, "grad": weight.grad.detach().clone(), "microbatches": microbatches}
+
+
+def mode_paths_gradient(res: Result) -> None:
+    """The path record layout (make_generate(..., layout="paths")) against the per-span
+    layout on the same trees, through Slime's own train-side code: the generate hook
+    collects each tree once from the simulated SGLang server (the router is not needed:
+    the hook posts to it directly) and returns path samples; the per-span records of the
+    same tree (exported from the same collection) become samples through to_sample. Both
+    go through the rollout manager's conversion with preserve_advantages, the advantages
+    hook and Slime's loss_function (PPO with --use-rollout-logprobs, so the ratio reads the
+    behaviour log-probs) on a random-logits model that is a function of each position's
+    prefix. With sum_policy_tokens the trained token terms must be identical and the
+    objective and its gradient equal to 1e-6 (relative). Slime's default reducer is
+    measured too: this Slime divides each rollout's masked token sum by the rollout's
+    trained tokens (rollout_mask_sums), which both layouts share, so it agrees as well."""
+    import asyncio
+
+    import torch
+
+    import focus_go.integrations as integrations
+    from focus_go.integrations.slime import make_generate, to_sample
+    from focus_go.sim import SimServer
+    from slime.utils.types import Sample
+
+    import focus_math
+
+    trees = 3
+    argv = set_flag(base_argv(batch=trees), "--use-rollout-logprobs")
+    args = parse(argv)
+    init_parallel_state()
+    init_ray()
+    sim = SimServer(seed=0, tokenizer_dir=str(CKPT))
+    args.sglang_router_ip, args.sglang_router_port = "127.0.0.1", int(sim.url.rsplit(":", 1)[1])
+
+    # The same collection's per-span records, kept beside the path records the hook uses.
+    real_tree_records = integrations.tree_records
+    spans_of: Dict[int, Any] = {}
+
+    def both_layouts(state: Any, *, group_index: int, layout: str = "spans", **kw: Any) -> Any:
+        spans_of[group_index] = real_tree_records(state, group_index=group_index, layout="spans", **kw)
+        return real_tree_records(state, group_index=group_index, layout=layout, **kw)
+
+    integrations.tree_records = both_layouts
+    hook = make_generate(focus_math.collector_for, profile="token_chunk", allow_partial=True, layout="paths")
+    sources = [Sample(index=i, group_index=i, rollout_id=i, prompt=p.prompt, label=p.label, metadata={})
+               for i, p in enumerate(sim.problems()[:trees])]
+    try:
+        trees_out = [asyncio.run(hook(args, s, None)) for s in sources]
+    finally:
+        integrations.tree_records = real_tree_records
+        hook.close()
+    samples = {
+        "paths": [x for t in trees_out for x in flat(list(t))],
+        "spans": [to_sample(r, src, None, Sample) for src in sources for r in spans_of[src.group_index].actor],
+    }
+    res.expect(all(s.train_metadata and "focus_advantages" in s.train_metadata for s in samples["paths"]),
+               "a path sample has no per-token advantages in train_metadata")
+
+    data = {name: _slime_train_side(args, ss, res, name) for name, ss in samples.items()}
+    for name, rd in data.items():
+        res.numbers[f"{name}_samples"] = len(rd["tokens"])
+        res.numbers[f"{name}_tokens_sent"] = int(sum(int(t.numel()) for t in rd["tokens"]))
+        res.numbers[f"{name}_tokens_trained"] = int(sum(int(m.sum()) for m in rd["loss_masks"]))
+    res.numbers["tokens_ratio_spans_to_paths"] = round(res.numbers["spans_tokens_sent"] / max(1, res.numbers["paths_tokens_sent"]), 3)
+    res.expect(res.numbers["paths_tokens_trained"] == res.numbers["spans_tokens_trained"], "the layouts train different numbers of tokens")
+    terms = {name: _token_terms(rd) for name, rd in data.items()}
+    res.numbers["trained_terms_equal"] = terms["paths"] == terms["spans"]
+    res.expect(terms["paths"] == terms["spans"], "the trained token terms (prefix, token, log-prob, advantage) differ between layouts")
+
+    # One vocabulary for both layouts: the token ids that occur, renumbered densely.
+    ids = sorted({int(t) for rd in data.values() for seq in rd["tokens"] for t in seq.tolist()})
+    index = torch.full((max(ids) + 1,), -1, dtype=torch.long)
+    index[torch.tensor(ids)] = torch.arange(len(ids))
+    for rd in data.values():
+        rd["tokens"] = [index[t] for t in rd["tokens"]]
+    weight, logits_of = _prefix_model(len(ids))
+    for reducer, tag in ((args.custom_pg_loss_reducer_function_path, "sum"), (None, "slime_default")):
+        out = {name: _slime_loss(args, rd, logits_of, weight, reducer) for name, rd in data.items()}
+        a, b = out["paths"], out["spans"]
+        dloss = abs(a["loss"] - b["loss"])
+        dgrad = float((a["grad"] - b["grad"]).abs().max())
+        scale = float(b["grad"].abs().max())
+        res.numbers[f"{tag}_loss_paths"] = a["loss"]
+        res.numbers[f"{tag}_loss_spans"] = b["loss"]
+        res.numbers[f"{tag}_loss_abs_diff"] = dloss
+        res.numbers[f"{tag}_grad_max_abs_diff"] = dgrad
+        res.numbers[f"{tag}_grad_max_abs"] = float(b["grad"].abs().max())
+        res.numbers[f"{tag}_microbatches"] = {"paths": a["microbatches"], "spans": b["microbatches"]}
+        if tag == "sum":
+            res.expect(reducer == "focus.integrations.slime.sum_policy_tokens", f"launch.sh's reducer is {reducer}")
+            res.expect(b["grad"].abs().max() > 0, "the gradient is zero (the check measured nothing)")
+            res.expect(dloss <= 1e-6 * max(1.0, abs(b["loss"])), f"sum reducer: the objectives differ by {dloss}")
+            res.expect(dgrad <= 1e-6 * scale, f"sum reducer: the gradients differ by up to {dgrad}")
+    sim.close()
+
+
 MODES: Dict[str, Callable[[Result], None]] = {
     "slime-default": mode_slime_default,
     "default": mode_default,
+    "default-paths": mode_default_paths,
     "n2-log-passrate": mode_n2_log_passrate,
     "n2-pass-rates": mode_n2_pass_rates,
     "over-sampling": mode_over_sampling,
@@ -838,6 +1043,7 @@ MODES: Dict[str, Callable[[Result], None]] = {
     "eval-with-hook": mode_eval_with_hook,
     "eval-without-hook": mode_eval_without_hook,
     "eval-sampling-params": mode_eval_sampling_params,
+    "paths-gradient": mode_paths_gradient,
 }
 
 

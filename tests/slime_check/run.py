@@ -63,9 +63,10 @@ def env() -> Dict[str, str]:
         sys.exit(f"slime-check: {library} is missing: run `make lib`")
     e = dict(os.environ)
     e["SLIME_DIR"] = str(Path(slime).resolve())
+    # A PYTHONPATH already set (extra packages for the venv) comes last.
     e["PYTHONPATH"] = os.pathsep.join(
         [str(ROOT / "python"), str(ROOT / "examples" / "slime"), str(Path(slime).resolve()), str(Path(megatron).resolve()),
-         str(ROOT / "tests")]
+         str(ROOT / "tests")] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])
     )
     e["FOCUS_GO_LIBRARY"] = str(library)
     e["SLIME_CHECK_WORK"] = str(WORK)

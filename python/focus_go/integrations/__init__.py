@@ -21,7 +21,7 @@ import uuid
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
-from .._records import jsonl, tree_records
+from .._records import _layout_arg, jsonl, tree_records
 from .. import _rules
 from ..collector import Collector
 from ..errors import CollectionError, ConfigError
@@ -111,6 +111,12 @@ def _check_min_abs_advantage(min_abs_advantage: Optional[float]) -> None:
         _rules.check("min_abs_advantage", {"value": float(min_abs_advantage)})
 
 
+def _check_layout(layout: str) -> None:
+    """Refuse a bad record ``layout`` before any collection (the Go rule, core/export)."""
+    _layout_arg(layout)
+    _rules.check("record_layout", {"value": layout})
+
+
 class _Collected(NamedTuple):
     """What ``_collect`` returns: the kept actor records, the critic records, the
     collection's failures, and (only when asked for) the first actor record
@@ -132,12 +138,15 @@ async def _collect(
     min_abs_advantage: Optional[float] = None,
     keep_dropped: bool = False,
     on_state: Optional[Callable[[Any], None]] = None,
+    layout: str = "spans",
 ) -> _Collected:
     """``collect_records`` also returning the failures: collect the tree, then prepare and
     export it in one Go call (``tree_records``, which applies ``min_abs_advantage``).
     ``keep_dropped`` also returns the first actor record when the threshold dropped them
     all (Slime keeps its group's shape with it). ``on_state`` sees the collected tree
-    (its SchedulerState) before it is closed."""
+    (its SchedulerState) before it is closed. ``layout`` is the actor record layout
+    (``Batch.to_records``)."""
+    _check_layout(layout)  # a bad layout fails before any collection
     if not isinstance(problem, Problem):
         raise ConfigError(f"collect_records: problem must be a Problem, got {type(problem).__name__}")
     if not isinstance(collector, Collector):
@@ -172,7 +181,7 @@ async def _collect(
         def export(threshold: Optional[float]) -> Any:
             return tree_records(
                 state, reward_config=collector.reward, estimator=collector.estimator, group_index=group_index,
-                min_abs_advantage=threshold,
+                min_abs_advantage=threshold, layout=layout,
             )
 
         records = export(min_abs_advantage)
@@ -194,6 +203,7 @@ async def collect_records(
     workspace_for: Optional[Callable[[Problem], Workspace]] = None,
     min_abs_advantage: Optional[float] = None,
     allow_partial: bool = False,
+    layout: str = "spans",
 ) -> Tuple[List[Dict[str, Any]], List[Dict[str, Any]]]:
     """Collect one problem with one collector and return its ``(actor, critic)`` records
     (the documented record dicts, ``group_index`` on every record).
@@ -205,6 +215,8 @@ async def collect_records(
     one is refused) and is entered before the collector and left after it, so the
     collection's tools run in it.
     ``min_abs_advantage`` drops actor records whose advantage is smaller in magnitude.
+    ``layout="paths"`` returns path records instead of per-span ones (one per
+    root-to-leaf path, per-token ``advantages``; see ``Batch.to_records``).
 
     A collection with failed rollouts or critic calls raises CollectionError (its
     ``state`` and ``failures`` keep what was collected; close ``state`` when done) unless
@@ -213,7 +225,7 @@ async def collect_records(
     _check_min_abs_advantage(min_abs_advantage)  # a bad threshold fails before any collection
     actor, critic, _, _ = await _collect(
         collector, problem, group_index=group_index, workspace_for=workspace_for, allow_partial=allow_partial,
-        min_abs_advantage=min_abs_advantage,
+        min_abs_advantage=min_abs_advantage, layout=layout,
     )
     return actor, critic
 

@@ -46,7 +46,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Protocol, Seque
 from ..collector import Collector
 from ..errors import CollectionError, ConfigError, ConfigTypeError, InternalError
 from ..generation.types import SamplingParams
-from . import CollectorFor, CriticSink, Problem, Workspace, _check_min_abs_advantage, _collect
+from . import CollectorFor, CriticSink, Problem, Workspace, _check_layout, _check_min_abs_advantage, _collect
 
 
 # Sample fields a segment fills itself; every other field is copied from the source sample.
@@ -415,6 +415,18 @@ def _build_sample(
     )
 
 
+# The train_metadata key holding a path sample's per-token response advantages.
+TOKEN_ADVANTAGES_KEY = "focus_advantages"
+
+
+def _token_advantages(sample: Any) -> Optional[List[float]]:
+    """A path sample's per-token response advantages (to_sample of a path record), else None."""
+    meta = getattr(sample, "train_metadata", None)
+    if isinstance(meta, Mapping):
+        return meta.get(TOKEN_ADVANTAGES_KEY)
+    return None
+
+
 def to_sample(record: Mapping[str, Any], source: Any, tokenizer: Any, sample_type: Any) -> Any:
     """Turn one actor record into a response-aligned Slime sample.
 
@@ -428,7 +440,13 @@ def to_sample(record: Mapping[str, Any], source: Any, tokenizer: Any, sample_typ
     ``source``; ``metadata`` gains a ``"focus"`` entry with the record's node_id,
     search_pass, estimator and problem_id. ``tokenizer`` decodes the response text (any
     object with ``decode(ids, skip_special_tokens=False)``, a callable, or None for no
-    text); ``sample_type`` is Slime's ``Sample`` class (``type(source)``)."""
+    text); ``sample_type`` is Slime's ``Sample`` class (``type(source)``).
+
+    A path record (``layout="paths"``: it has per-token ``advantages``) becomes one sample
+    whose response starts at its first trained token and whose ``train_metadata`` gains
+    ``"focus_advantages"``, one advantage per response token (0.0 where the loss mask is
+    0); ``reward`` is the path's last edge's advantage. ``preserve_advantages`` and
+    ``advantages`` then train every token on its own advantage."""
     tokens = list(record["tokens"])
     mask = list(record["loss_mask"])
     logprobs = list(record["behavior_logprobs"])
@@ -441,7 +459,7 @@ def to_sample(record: Mapping[str, Any], source: Any, tokenizer: Any, sample_typ
     if start is None:
         raise ConfigError(f"to_sample: record for node {record.get('node_id')} has no generated (loss_mask) token")
     focus = {k: record.get(k) for k in ("node_id", "search_pass", "estimator", "problem_id", "group_index")}
-    return _build_sample(
+    sample = _build_sample(
         source,
         sample_type,
         tokens=tokens,
@@ -453,6 +471,16 @@ def to_sample(record: Mapping[str, Any], source: Any, tokenizer: Any, sample_typ
         tokenizer=tokenizer,
         focus=focus,
     )
+    per_token = record.get("advantages")
+    if per_token is not None:
+        if len(per_token) != len(tokens):
+            raise ConfigError(f"to_sample: record has {len(tokens)} tokens but {len(per_token)} advantages; they must be equal")
+        # A path record: each response token's own advantage rides in train_metadata
+        # (0.0 where the loss mask is 0); preserve_advantages hands it to the advantages hook.
+        meta = dict(getattr(sample, "train_metadata", None) or {})
+        meta[TOKEN_ADVANTAGES_KEY] = [float(a) if m else 0.0 for a, m in zip(per_token[start:], sample.loss_mask)]
+        sample.train_metadata = meta
+    return sample
 
 
 def _aborted(failures: Sequence[Tuple[int, str]]) -> bool:
@@ -789,12 +817,15 @@ class _Generate(_SlimeHook):
         workspace_for: Any,
         min_abs_advantage: Optional[float],
         allow_partial: bool,
+        layout: str = "spans",
     ) -> None:
         super().__init__(collector_for, profile, workspace_for)
         _check_min_abs_advantage(min_abs_advantage)  # validate the threshold now, not per sample
+        _check_layout(layout)
         self.critic_sink = critic_sink
         self.min_abs_advantage = min_abs_advantage
         self.allow_partial = allow_partial
+        self.layout = layout
 
     async def __call__(self, args: Any, sample: Any, sampling_params: Any = None, evaluation: bool = False) -> Any:
         """Collect one tree for ``sample`` and return its actor segments as a TreeSamples
@@ -831,6 +862,7 @@ class _Generate(_SlimeHook):
                     workspace_for=self.workspace_for,
                     allow_partial=self.allow_partial,
                     min_abs_advantage=self.min_abs_advantage,
+                    layout=self.layout,
                     keep_dropped=True,
                     on_state=lambda state: stats.update(state.stats),
                 )
@@ -948,6 +980,7 @@ def make_generate(
     workspace_for: Optional[Callable[[Problem], Workspace]] = None,
     min_abs_advantage: Optional[float] = None,
     allow_partial: bool = False,
+    layout: str = "spans",
 ) -> GenerateHook:
     """Build Slime's custom generate function from your CollectorFor.
 
@@ -996,7 +1029,15 @@ def make_generate(
     hooks rebuild the list without the tree's status and index), and sampling_params a
     tree cannot honour (``min_new_tokens`` > 0, ``no_stop_trim`` false,
     ``spaces_between_special_tokens`` true, ``custom_params``, unknown keys). The returned
-    hook has ``close()`` for the router policies it opened."""
+    hook has ``close()`` for the router policies it opened.
+
+    ``layout="paths"`` (opt-in) returns one sample per root-to-leaf path of the tree
+    instead of one per segment (``Batch.to_records``): the same gradient from about half
+    the tokens Megatron recomputes, with each trained token's own advantage carried in
+    ``train_metadata`` (``to_sample``). It needs the three FOCUS training hooks of
+    launch.sh: ``preserve_advantages`` and ``advantages`` (per-token advantages) and
+    ``sum_policy_tokens`` (a sum over tokens; a per-sample mean would weigh a token by
+    its path's length)."""
     return _Generate(
         collector_for,
         profile=profile,
@@ -1004,6 +1045,7 @@ def make_generate(
         workspace_for=workspace_for,
         min_abs_advantage=min_abs_advantage,
         allow_partial=allow_partial,
+        layout=layout,
     )
 
 
@@ -1048,9 +1090,18 @@ def preserve_advantages(args: Any, samples: List[Any]) -> Tuple[List[float], ...
     centering does not alter them. Slime calls it with the flat list of the rollout's
     samples and expects ``(raw_rewards, rewards)``, both one float per sample; here both
     are the samples' rewards (the advantages ``to_sample`` stored). Name it with
-    ``--custom-reward-post-process-path focus.integrations.slime.preserve_advantages``."""
-    rewards = [_reward_value(args, s, i) for i, s in enumerate(samples)]
-    return rewards, list(rewards)
+    ``--custom-reward-post-process-path focus.integrations.slime.preserve_advantages``.
+
+    For a path sample (``make_generate(..., layout="paths")``) the second list holds its
+    per-token response advantages instead of a float: of the sample's fields, Slime sends
+    only ``rewards`` per sample to the train actor's ``rollout_data`` (``train_metadata``
+    stops in the rollout manager's train data), and ``advantages`` reads them there."""
+    raw = [_reward_value(args, s, i) for i, s in enumerate(samples)]
+    rewards: List[Any] = []
+    for r, s in zip(raw, samples):
+        per_token = _token_advantages(s)
+        rewards.append(r if per_token is None else list(per_token))
+    return raw, rewards
 
 
 def _is_tensor(x: Any) -> bool:
@@ -1067,7 +1118,15 @@ def advantages(args: Any, rollout_data: Dict[str, Any]) -> None:
     ``response_lengths[i]`` entries. Tensors when Slime passes tensors (torch is imported
     only then), plain lists otherwise. Refuses ``--normalize-advantages``, which would
     whiten the advantages. Name it with
-    ``--custom-advantage-function-path focus.integrations.slime.advantages``."""
+    ``--custom-advantage-function-path focus.integrations.slime.advantages``.
+
+    Path samples (``layout="paths"``): a sample whose reward entry is a list (put there by
+    ``preserve_advantages``), or whose ``rollout_data["metadata"][i]`` (a Slime that
+    forwards ``train_metadata``) holds ``"focus_advantages"``, gets those per-token
+    advantages instead of a broadcast; they need context parallel size 1, like
+    ``sum_policy_tokens``. Its ``rollout_data["rewards"]`` entry is then replaced by the
+    mean advantage of its trained tokens, so Slime's train-side logging sees one float per
+    sample."""
     if getattr(args, "normalize_advantages", False):
         raise ConfigError(
             "--normalize-advantages whitens advantages after this hook and would change FOCUS's "
@@ -1082,9 +1141,21 @@ def advantages(args: Any, rollout_data: Dict[str, Any]) -> None:
     shapes = list(shapes)
     if len(shapes) != len(rewards):
         raise ConfigError(f"rollout_data has {len(rewards)} rewards but {len(shapes)} samples")
+    metadata = rollout_data.get("metadata")
+    masks = rollout_data.get("loss_masks")
     advs: List[Any] = []
     rets: List[Any] = []
-    for reward, like in zip(rewards, shapes):
+    for i, (reward, like) in enumerate(zip(rewards, shapes)):
+        per_token = None
+        if metadata is not None and isinstance(metadata[i], Mapping):
+            per_token = metadata[i].get(TOKEN_ADVANTAGES_KEY)
+        if per_token is None and (isinstance(reward, (list, tuple)) or (_is_tensor(reward) and reward.dim() > 0)):
+            per_token = reward
+        if per_token is not None:
+            adv, ret, rewards[i] = _per_token_advantages(i, per_token, like, None if masks is None else masks[i])
+            advs.append(adv)
+            rets.append(ret)
+            continue
         value = float(reward)
         if _is_tensor(like):
             import torch
@@ -1097,6 +1168,28 @@ def advantages(args: Any, rollout_data: Dict[str, Any]) -> None:
             rets.append([0.0] * n)
     rollout_data["advantages"] = advs
     rollout_data["returns"] = rets
+    rollout_data["rewards"] = rewards
+
+
+def _per_token_advantages(i: int, per_token: Any, like: Any, mask: Any) -> Tuple[Any, Any, float]:
+    """Sample i's advantages and returns from its per-token response advantages, shaped
+    like ``like``, and the mean advantage over its trained tokens."""
+    values = [float(a) for a in (per_token.tolist() if _is_tensor(per_token) else per_token)]
+    n = int(like.numel()) if _is_tensor(like) else (like if isinstance(like, int) else len(like))
+    if len(values) != n:
+        raise ConfigError(
+            f"sample {i}: {len(values)} per-token advantages for {n} response tokens on this rank "
+            "(path records need context parallel size 1)"
+        )
+    flags = [float(m) for m in (mask.tolist() if _is_tensor(mask) else mask)] if mask is not None else [1.0] * n
+    trained = [v for v, m in zip(values, flags) if m]
+    mean = sum(trained) / len(trained) if trained else 0.0
+    if _is_tensor(like):
+        import torch
+
+        adv = torch.tensor(values, dtype=torch.float32, device=like.device).reshape(like.shape)
+        return adv, torch.zeros_like(like, dtype=torch.float32), mean
+    return values, [0.0] * n, mean
 
 
 def _context_parallel_size() -> int:

@@ -92,8 +92,11 @@ def to_datum(record: Mapping[str, Any]) -> Any:
     ``tokens[:-1]``, and ``target_tokens``, ``logprobs`` (behavior log probabilities),
     ``advantages`` and ``mask`` are read one position later (position i predicts token
     i+1). Conditioning tokens (prompt, observations: loss_mask false) get advantage 0, log
-    probability 0 and mask 0; generated tokens get the record's advantage and mask 1.
-    Arrays are int64 (targets) / float32 ``TensorData``.
+    probability 0 and mask 0; generated tokens get the record's advantage and mask 1, or,
+    for a path record (``layout="paths"``, which carries per-token ``advantages``), each
+    token's own advantage from it. Tinker's losses sum over tokens, so path records give
+    the per-span records' gradient from fewer tokens. Arrays are int64 (targets) / float32
+    ``TensorData``.
 
     ``mask`` is the key tinker-cookbook's helpers read (``rl/metrics.py``'s KL metrics);
     Tinker's losses take none, so ``update_actor`` removes it before sending, as the
@@ -119,12 +122,22 @@ def to_datum(record: Mapping[str, Any]) -> Any:
         raise ConfigError(f"to_datum: record has {len(tokens)} tokens; a datum needs at least 2")
     if mask[0]:
         raise ConfigError("to_datum: the first token is marked generated; a datum needs a prompt token to predict it")
-    advantage = float(record["advantage"])
-    if not math.isfinite(advantage):
-        raise ConfigError(f"to_datum: advantage {advantage} is not finite")
+    per_token = record.get("advantages")
+    if per_token is None:
+        advantage = float(record["advantage"])
+        if not math.isfinite(advantage):
+            raise ConfigError(f"to_datum: advantage {advantage} is not finite")
+        per_token = [advantage] * len(tokens)
+    else:
+        per_token = [float(a) for a in per_token]
+        if len(per_token) != len(tokens):
+            raise ConfigError(f"to_datum: record has {len(tokens)} tokens but {len(per_token)} advantages; they must be equal")
+        bad = next((a for a, m in zip(per_token, mask) if m and not math.isfinite(a)), None)
+        if bad is not None:
+            raise ConfigError(f"to_datum: advantage {bad} is not finite")
     targets = np.asarray(tokens[1:], dtype=np.int64)
     lps = np.asarray([float(lp) if m else 0.0 for lp, m in zip(logprobs[1:], mask[1:])], dtype=np.float32)
-    advs = np.asarray([advantage if m else 0.0 for m in mask[1:]], dtype=np.float32)
+    advs = np.asarray([a if m else 0.0 for a, m in zip(per_token[1:], mask[1:])], dtype=np.float32)
     weights = np.asarray([1.0 if m else 0.0 for m in mask[1:]], dtype=np.float32)
     datum = types.Datum(
         model_input=types.ModelInput.from_ints(tokens[:-1]),
@@ -486,6 +499,7 @@ async def train(
     checkpoint_name: str = "focus",
     resume_from: Optional[Union[str, "os.PathLike[str]", TrainCheckpoint]] = None,
     share_warmup_prompt: bool = True,
+    layout: str = "spans",
 ) -> List[StepReport]:
     """Run the one-step asynchronous Tinker loop: collect one problem per update from a
     frozen sampler, train on it, and publish a new sampler, overlapping the next collection
@@ -501,8 +515,10 @@ async def train(
     of batch b+1 starts, from the newest published sampler, before update b: each batch is
     at most one update behind the learner and every batch trains exactly once.
     ``async_depth=0`` publishes a fresh sampler before each collection (no lag, no
-    overlap). ``workspace_for``, ``min_abs_advantage`` and ``allow_partial`` apply to each
-    collection as in ``collect_records``. After each update each of the batch's collections
+    overlap). ``workspace_for``, ``min_abs_advantage``, ``allow_partial`` and ``layout``
+    apply to each collection as in ``collect_records`` (``layout="paths"``: one datum per
+    root-to-leaf path with per-token advantages, the same gradient from fewer tokens,
+    since Tinker's losses sum over tokens). After each update each of the batch's collections
     hands its critic records to ``critic_sink`` (one call per tree) with ``behavior_step``
     and ``learner_step`` added, and ``on_step`` receives the StepReport.
 
@@ -604,6 +620,7 @@ async def train(
             actor, critic, failures, _ = await _collect(
                 collector, problem, group_index=index, workspace_for=workspace_for, allow_partial=allow_partial,
                 min_abs_advantage=min_abs_advantage, on_state=lambda state: seen.append(outcomes(SchedulerView(state))),
+                layout=layout,
             )
             _add_sequence_ids(actor, policy.sequence_ids)
         finally:
