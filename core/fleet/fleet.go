@@ -449,14 +449,14 @@ type ReplicaLoad struct {
 
 // Load is a snapshot of the fleet's scheduling state.
 type Load struct {
-	Capacity    int           `json:"capacity"`
-	InFlight    int           `json:"in_flight"`
-	Queued      int           `json:"queued"`
-	Reserved    int           `json:"reserved"`
-	PeakInFlight int          `json:"peak_in_flight"`
-	Admitted    int64         `json:"admitted"`
-	Routing     Routing       `json:"routing"`
-	Replicas    []ReplicaLoad `json:"replicas"`
+	Capacity     int           `json:"capacity"`
+	InFlight     int           `json:"in_flight"`
+	Queued       int           `json:"queued"`
+	Reserved     int           `json:"reserved"`
+	PeakInFlight int           `json:"peak_in_flight"`
+	Admitted     int64         `json:"admitted"`
+	Routing      Routing       `json:"routing"`
+	Replicas     []ReplicaLoad `json:"replicas"`
 }
 
 // Load reports the capacity, the requests in flight, waiting and reserved, and each
