@@ -43,9 +43,21 @@ type Replica struct {
 	// Name identifies it in Load (its base URL).
 	Name   string
 	Policy Policy
-	// Capacity is the requests it serves at once; 0: DefaultCapacity until SetCapacity.
+	// Capacity is the requests it serves at once; 0: DefaultCapacity until the server
+	// reports its own (StartupCheck) or SetCapacity.
 	Capacity int
+	// Check, when set, is the replica's startup check (see StartupCheck).
+	Check Check
 }
+
+// Check is a replica's startup check: what the server said about itself and the requests
+// it batches at once (0 when it does not say).
+type Check func(ctx context.Context) (info any, capacity int, err error)
+
+// ClientSlots is the per-client request cap to give each replica's HTTP client when the
+// caller set no limit of its own: high enough that the fleet, not the transport, decides
+// how many requests are in flight.
+const ClientSlots = 1 << 12
 
 // Config describes a Fleet.
 type Config struct {
@@ -142,6 +154,28 @@ func (f *Fleet) SetCapacity(i, n int) {
 	f.grant()
 	f.signal()
 	f.mu.Unlock()
+}
+
+// StartupCheck runs every replica's Check in order and returns what each server said. A
+// capacity a server reports replaces the replica's configured one (the caller's figure is
+// for servers that do not say). The first replica that fails ends the check with its error.
+func (f *Fleet) StartupCheck(ctx context.Context) ([]any, error) {
+	infos := make([]any, len(f.reps))
+	for i, r := range f.reps {
+		if r.Check == nil {
+			continue
+		}
+		info, capacity, err := r.Check(ctx)
+		if err != nil {
+			if len(f.reps) > 1 {
+				return nil, status.Wrap(status.CodeOf(err), err, "fleet: replica %d of %d (%s)", i+1, len(f.reps), r.Name)
+			}
+			return nil, err
+		}
+		infos[i] = info
+		f.SetCapacity(i, capacity)
+	}
+	return infos, nil
 }
 
 // Capacity is the requests in flight the fleet allows at once: Config.Limit when set, else
