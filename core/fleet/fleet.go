@@ -36,6 +36,9 @@ const (
 	DefaultCooldown = 5 * time.Second
 	// maxAffinity bounds the tree-to-replica map; past it the oldest trees are forgotten.
 	maxAffinity = 1 << 16
+	// rebalanceBelow is the load (in flight and queued per slot) under which another
+	// replica takes a tree whose own replica has a whole batch of requests queued.
+	rebalanceBelow = 0.5
 )
 
 // Replica is one server of the fleet.
@@ -74,7 +77,9 @@ type Config struct {
 
 type replica struct {
 	Replica
-	inFlight  int
+	slots     int       // the requests it may have in flight: Capacity, or its share of Limit
+	inFlight  int       // requests holding one of its slots
+	queue     []*waiter // requests waiting for one, oldest first
 	downUntil time.Time
 	served    int64
 	failed    int64
@@ -91,19 +96,18 @@ type Fleet struct {
 	routing  Routing
 	cooldown time.Duration
 
-	mu       sync.Mutex
-	limit    int
-	reps     []*replica
-	inFlight int       // requests holding a slot
-	queue    []*waiter // requests waiting for one, oldest first
-	reserved int       // units admitted tickets still hold
-	unbound  []*Ticket // admitted, no request seen yet (oldest first)
-	byTree   map[uint64]*Ticket
-	affinity map[uint64]int // tree -> replica index
-	next     int            // round-robin cursor and tie breaker
-	changed  chan struct{}  // closed (and replaced) when demand falls or capacity changes
-	peak     int
-	admitted int64
+	mu        sync.Mutex
+	limit     int
+	reps      []*replica
+	reserved  int       // units admitted tickets still hold
+	unbound   []*Ticket // admitted, no request seen yet (oldest first)
+	admitting []*Ticket // Admit calls waiting, oldest first
+	byTree    map[uint64]*Ticket
+	affinity  map[uint64]int // tree -> the replica that holds its prefix
+	next      int            // round-robin cursor and tie breaker
+	changed   chan struct{}  // closed (and replaced) when demand falls or capacity changes
+	peak      int
+	admitted  int64
 }
 
 // New validates cfg and builds a Fleet. It contacts no server.
@@ -138,7 +142,41 @@ func New(cfg Config) (*Fleet, error) {
 		}
 		f.reps = append(f.reps, &replica{Replica: r})
 	}
+	f.apportion()
 	return f, nil
+}
+
+// apportion sets each replica's slots: its capacity, or with a Limit its share of the
+// limit in proportion to the capacities (largest remainders, so the shares sum to it).
+func (f *Fleet) apportion() {
+	if f.limit == 0 {
+		for _, r := range f.reps {
+			r.slots = r.Capacity
+		}
+		return
+	}
+	total := 0
+	for _, r := range f.reps {
+		total += r.Capacity
+	}
+	given := 0
+	rest := make([]float64, len(f.reps))
+	for i, r := range f.reps {
+		share := float64(f.limit) * float64(r.Capacity) / float64(total)
+		r.slots = int(share)
+		rest[i] = share - float64(r.slots)
+		given += r.slots
+	}
+	for ; given < f.limit; given++ {
+		best := 0
+		for i := range rest {
+			if rest[i] > rest[best] {
+				best = i
+			}
+		}
+		f.reps[best].slots++
+		rest[best] = -1
+	}
 }
 
 // Replicas is the number of replicas.
@@ -151,7 +189,10 @@ func (f *Fleet) SetCapacity(i, n int) {
 	}
 	f.mu.Lock()
 	f.reps[i].Capacity = n
-	f.grant()
+	f.apportion()
+	for _, r := range f.reps {
+		f.grant(r)
+	}
 	f.signal()
 	f.mu.Unlock()
 }
@@ -187,18 +228,29 @@ func (f *Fleet) Capacity() int {
 }
 
 func (f *Fleet) capacity() int {
-	if f.limit > 0 {
-		return f.limit
-	}
 	n := 0
 	for _, r := range f.reps {
-		n += r.Capacity
+		n += r.slots
 	}
 	return n
 }
 
 // demand is the requests in flight or waiting plus what admitted trees still reserve.
-func (f *Fleet) demand() int { return f.inFlight + len(f.queue) + f.reserved }
+func (f *Fleet) demand() int {
+	n := f.reserved
+	for _, r := range f.reps {
+		n += r.inFlight + len(r.queue)
+	}
+	return n
+}
+
+func (f *Fleet) inFlight() int {
+	n := 0
+	for _, r := range f.reps {
+		n += r.inFlight
+	}
+	return n
+}
 
 // signal wakes every Admit waiting for demand to fall.
 func (f *Fleet) signal() {
@@ -206,18 +258,17 @@ func (f *Fleet) signal() {
 	f.changed = make(chan struct{})
 }
 
-// grant hands free slots to the oldest waiting requests.
-func (f *Fleet) grant() {
-	capacity := f.capacity()
-	for len(f.queue) > 0 && f.inFlight < capacity {
-		w := f.queue[0]
-		f.queue[0] = nil
-		f.queue = f.queue[1:]
+// grant hands r's free slots to its oldest waiting requests.
+func (f *Fleet) grant(r *replica) {
+	for len(r.queue) > 0 && r.inFlight < r.slots {
+		w := r.queue[0]
+		r.queue[0] = nil
+		r.queue = r.queue[1:]
 		w.granted = true
-		f.inFlight++
+		r.inFlight++
 		close(w.ready)
 	}
-	f.peak = max(f.peak, f.inFlight)
+	f.peak = max(f.peak, f.inFlight())
 }
 
 func ctxError(ctx context.Context, what string) error {
@@ -228,47 +279,41 @@ func ctxError(ctx context.Context, what string) error {
 	return status.Wrap(code, ctx.Err(), "fleet: %s", what)
 }
 
-// acquire takes a slot for a request of tree (FIFO behind the requests already waiting).
-func (f *Fleet) acquire(ctx context.Context, tree uint64) error {
+// take chooses the replica for one request of tree (see Routing) and waits for one of its
+// slots, FIFO behind the requests already waiting there.
+func (f *Fleet) take(ctx context.Context, tree uint64, tried uint64) (int, error) {
 	f.mu.Lock()
-	f.consume(tree)
-	if len(f.queue) == 0 && f.inFlight < f.capacity() {
-		f.inFlight++
-		f.peak = max(f.peak, f.inFlight)
+	i := f.choose(tree, tried)
+	r := f.reps[i]
+	if len(r.queue) == 0 && r.inFlight < r.slots {
+		r.inFlight++
+		f.peak = max(f.peak, f.inFlight())
 		f.mu.Unlock()
-		return nil
+		return i, nil
 	}
 	w := &waiter{ready: make(chan struct{})}
-	f.queue = append(f.queue, w)
+	r.queue = append(r.queue, w)
 	f.mu.Unlock()
 	select {
 	case <-w.ready:
-		return nil
+		return i, nil
 	case <-ctx.Done():
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if w.granted { // granted as the context ended: pass the slot on
-		f.inFlight--
+		r.inFlight--
 	} else {
-		for i, q := range f.queue {
+		for k, q := range r.queue {
 			if q == w {
-				f.queue = append(f.queue[:i], f.queue[i+1:]...)
+				r.queue = append(r.queue[:k], r.queue[k+1:]...)
 				break
 			}
 		}
 	}
-	f.grant()
+	f.grant(r)
 	f.signal()
-	return ctxError(ctx, "waiting for a free request slot")
-}
-
-func (f *Fleet) releaseSlot() {
-	f.mu.Lock()
-	f.inFlight--
-	f.grant()
-	f.signal()
-	f.mu.Unlock()
+	return i, ctxError(ctx, "waiting for a free request slot")
 }
 
 // consume turns one unit of tree's reservation into a real request; a tree seen for the
@@ -294,20 +339,21 @@ func (f *Fleet) consume(tree uint64) {
 	}
 }
 
-// Generate sends req to a replica (see Routing) once a slot is free. A replica that cannot
-// be reached or answers 5xx (after its own retries) is skipped for the cooldown and the
-// request goes to another replica; the tree then stays there.
+// Generate sends req to a replica (see Routing) once it has a free slot. A replica that
+// cannot be reached or answers 5xx (after its own retries) is skipped for the cooldown and
+// the request goes to another replica; the tree then stays there.
 func (f *Fleet) Generate(ctx context.Context, req generate.Request) (*generate.Result, error) {
-	if err := f.acquire(ctx, req.Tree); err != nil {
-		return nil, err
-	}
-	defer f.releaseSlot()
+	f.mu.Lock()
+	f.consume(req.Tree)
+	f.mu.Unlock()
 	var tried uint64 // replicas already tried (bit i); past 64 replicas retries may repeat one
 	var lastErr error
 	for attempt := 0; attempt < len(f.reps); attempt++ {
-		i := f.pick(req.Tree, tried)
-		r := f.reps[i]
-		res, err := r.Policy.Generate(ctx, req)
+		i, err := f.take(ctx, req.Tree, tried)
+		if err != nil {
+			return nil, err
+		}
+		res, err := f.reps[i].Policy.Generate(ctx, req)
 		down := err != nil && ctx.Err() == nil && unreachable(err)
 		f.finish(i, req.Tree, err, down)
 		if err == nil || !down || len(f.reps) == 1 {
@@ -329,65 +375,75 @@ func unreachable(err error) bool {
 	return false
 }
 
-// pick chooses the replica for one request of tree and counts it in flight there.
-func (f *Fleet) pick(tree uint64, tried uint64) int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
+// choose picks the replica for one request of tree. Affinity: the tree's replica while it
+// is up and its load allows (it waits there, where the tree's prefix is cached, unless a
+// whole batch is already queued there while another replica is under half full), else the up replica with the least load (in
+// flight and queued per slot), which then holds the tree. RoundRobin: the
+// next up replica. A replica with no slots (a Limit smaller than the replicas) is skipped.
+func (f *Fleet) choose(tree uint64, tried uint64) int {
 	now := time.Now()
-	usable := func(i int) bool { return tried&(1<<(uint(i)%64)) == 0 && !now.Before(f.reps[i].downUntil) }
-	choose := func(i int) int {
-		f.reps[i].inFlight++
-		if tree != 0 && f.routing == Affinity {
-			if len(f.affinity) >= maxAffinity {
-				clear(f.affinity)
-			}
-			f.affinity[tree] = i
-		}
-		return i
-	}
 	n := len(f.reps)
+	usable := func(i int) bool {
+		r := f.reps[i]
+		return r.slots > 0 && tried&(1<<(uint(i)%64)) == 0 && !now.Before(r.downUntil)
+	}
 	if n == 1 {
-		return choose(0)
+		return 0
 	}
 	if f.routing == RoundRobin {
 		for k := 0; k < n; k++ {
-			i := (f.next + k) % n
-			if usable(i) {
+			if i := (f.next + k) % n; usable(i) {
 				f.next = i + 1
-				return choose(i)
+				return i
 			}
 		}
 	} else {
-		if i, ok := f.affinity[tree]; ok && tree != 0 && usable(i) && f.reps[i].inFlight < f.reps[i].Capacity {
-			return choose(i)
-		}
 		best, load := -1, math.Inf(1)
 		for k := 0; k < n; k++ {
 			i := (f.next + k) % n
 			if !usable(i) {
 				continue
 			}
-			if l := float64(f.reps[i].inFlight) / float64(f.reps[i].Capacity); l < load {
+			r := f.reps[i]
+			if l := float64(r.inFlight+len(r.queue)) / float64(r.slots); l < load {
 				best, load = i, l
+			}
+		}
+		if i, ok := f.affinity[tree]; ok && tree != 0 && usable(i) {
+			// The tree stays (and queues) where its prefix is cached unless that replica has
+			// a full batch queued behind its running one while another is under half full.
+			if r := f.reps[i]; len(r.queue) < r.slots || load > rebalanceBelow {
+				return i
 			}
 		}
 		if best >= 0 {
 			f.next = (f.next + 1) % n
-			return choose(best)
+			if tree != 0 {
+				if len(f.affinity) >= maxAffinity {
+					clear(f.affinity)
+				}
+				f.affinity[tree] = best
+			}
+			return best
 		}
 	}
 	// Every replica is down or tried: the untried one that comes back first, else any.
 	best := -1
-	for i := range f.reps {
-		if tried&(1<<(uint(i)%64)) == 0 && (best < 0 || f.reps[i].downUntil.Before(f.reps[best].downUntil)) {
+	for i, r := range f.reps {
+		if r.slots > 0 && tried&(1<<(uint(i)%64)) == 0 && (best < 0 || r.downUntil.Before(f.reps[best].downUntil)) {
 			best = i
 		}
 	}
 	if best < 0 {
-		best = f.next % n
+		for k := 0; k < n; k++ {
+			if i := (f.next + k) % n; f.reps[i].slots > 0 {
+				best = i
+				break
+			}
+		}
 		f.next++
 	}
-	return choose(best)
+	return best
 }
 
 // finish ends one request on replica i; a replica that was unreachable goes down for the
@@ -408,6 +464,8 @@ func (f *Fleet) finish(i int, tree uint64, err error, down bool) {
 			delete(f.affinity, tree)
 		}
 	}
+	f.grant(r)
+	f.signal()
 }
 
 // Ticket is one admitted tree's reservation (see Admit).
@@ -421,18 +479,22 @@ type Ticket struct {
 // Admit waits until the requests in flight, waiting and reserved drop below the capacity,
 // then reserves width units (the tree's first burst: its warmup) and returns the ticket.
 // The reservation turns into real requests as the next new tree's requests arrive (or is
-// given back by Release). Admissions in one goroutine are granted in order.
+// given back by Release). Admissions are granted in the order they were asked for, so no
+// problem waits behind later ones.
 func (f *Fleet) Admit(ctx context.Context, width int) (*Ticket, error) {
 	if width < 1 {
 		return nil, status.Errorf(status.InvalidArgument, "fleet: admission width %d: want at least 1 request", width)
 	}
+	t := &Ticket{f: f, remaining: width}
+	f.mu.Lock()
+	f.admitting = append(f.admitting, t)
 	for {
-		f.mu.Lock()
-		if f.demand() < f.capacity() {
-			t := &Ticket{f: f, remaining: width}
+		if f.admitting[0] == t && f.demand() < f.capacity() {
+			f.admitting = f.admitting[1:]
 			f.reserved += width
 			f.unbound = append(f.unbound, t)
 			f.admitted++
+			f.signal() // the next in line may fit too
 			f.mu.Unlock()
 			return t, nil
 		}
@@ -440,7 +502,17 @@ func (f *Fleet) Admit(ctx context.Context, width int) (*Ticket, error) {
 		f.mu.Unlock()
 		select {
 		case <-ch:
+			f.mu.Lock()
 		case <-ctx.Done():
+			f.mu.Lock()
+			for i, a := range f.admitting {
+				if a == t {
+					f.admitting = append(f.admitting[:i], f.admitting[i+1:]...)
+					break
+				}
+			}
+			f.signal()
+			f.mu.Unlock()
 			return nil, ctxError(ctx, "waiting to admit a tree")
 		}
 	}
@@ -476,6 +548,7 @@ type ReplicaLoad struct {
 	Name     string `json:"name"`
 	Capacity int    `json:"capacity"`
 	InFlight int    `json:"in_flight"`
+	Queued   int    `json:"queued"`
 	Served   int64  `json:"served"`
 	Failed   int64  `json:"failed"`
 	Down     bool   `json:"down"`
@@ -499,11 +572,12 @@ func (f *Fleet) Load() Load {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	now := time.Now()
-	l := Load{Capacity: f.capacity(), InFlight: f.inFlight, Queued: len(f.queue), Reserved: f.reserved,
-		PeakInFlight: f.peak, Admitted: f.admitted, Routing: f.routing}
+	l := Load{Capacity: f.capacity(), Reserved: f.reserved, PeakInFlight: f.peak, Admitted: f.admitted, Routing: f.routing}
 	for _, r := range f.reps {
-		l.Replicas = append(l.Replicas, ReplicaLoad{Name: r.Name, Capacity: r.Capacity, InFlight: r.inFlight,
-			Served: r.served, Failed: r.failed, Down: now.Before(r.downUntil)})
+		l.InFlight += r.inFlight
+		l.Queued += len(r.queue)
+		l.Replicas = append(l.Replicas, ReplicaLoad{Name: r.Name, Capacity: r.slots, InFlight: r.inFlight,
+			Queued: len(r.queue), Served: r.served, Failed: r.failed, Down: now.Before(r.downUntil)})
 	}
 	return l
 }

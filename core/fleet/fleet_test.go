@@ -331,3 +331,37 @@ func TestFailoverWhenAReplicaDiesMidTree(t *testing.T) {
 	assert.NotEmpty(t, wrapped[live].trees, "the tree moved to the live replica")
 	assert.Zero(t, l.Replicas[live].Failed)
 }
+
+// TestAdmissionsAreFIFO: trees asking to be admitted while the server is full are admitted
+// in the order they asked, each as soon as demand falls below the capacity.
+func TestAdmissionsAreFIFO(t *testing.T) {
+	g := newGated()
+	f, err := New(Config{Replicas: []Replica{{Name: "a", Policy: g, Capacity: 2}}})
+	require.NoError(t, err)
+	ctx := context.Background()
+	first, err := f.Admit(ctx, 2)
+	require.NoError(t, err)
+	order := make(chan int, 5)
+	tickets := make(chan *Ticket, 5)
+	for i := 1; i <= 5; i++ {
+		go func() {
+			tk, err := f.Admit(ctx, 2)
+			assert.NoError(t, err)
+			order <- i
+			tickets <- tk
+		}()
+		want := i
+		waitFor(t, "admission queued", func() bool {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			return len(f.admitting) == want
+		})
+	}
+	first.Release()
+	for want := 1; want <= 5; want++ {
+		assert.Equal(t, want, <-order)
+		(<-tickets).Release()
+	}
+	assert.Equal(t, int64(6), f.Load().Admitted)
+	assert.Zero(t, f.Load().Reserved)
+}

@@ -27,6 +27,7 @@ from ..collector import Collector
 from ..env import MathEnv
 from ..errors import CollectionError, ConfigError, FocusError
 from ..generation.types import SamplingParams
+from ..search import first_burst
 from .backends import Backend, check_backend_args, check_critic, load_env_factory, make_env, open_backend, wait_until_ready
 from .outdir import OutLock, Output, check_out_dir, clear_out_dir, write_atomic
 from .problems import LoadedProblem, read_problems
@@ -132,12 +133,6 @@ def recorded_settings(args: argparse.Namespace, run: Settings) -> Dict[str, Any]
         "profile": getattr(args, "profile", None),
     }
     return json.loads(json.dumps(recorded))
-
-
-def first_burst(search: Any) -> int:
-    """The requests a tree sends at once when it starts (Selective's warmup, Independent's
-    n): what admitting it reserves of the servers' capacity."""
-    return int(getattr(search, "warmup", None) or getattr(search, "n", None) or 1)
 
 
 def tree_counts(state: Any) -> Tuple[int, int]:
