@@ -602,7 +602,7 @@ def fleet_section(problems_n: int = FLEET_PROBLEMS) -> list[str]:
         n, fleet_batch = 4, 64
         fleet_sim = {"verbosity": 3, "latency": {"per_token": per_token, "max_concurrent": fleet_batch},
                      "cache": {"insert_on_prefill": True}}
-        fleet_problems = 2 * problems_n
+        fleet_problems = 4 * problems_n  # as many waves of trees per slot as the one server's run
         sims = [SimProcess({"seed": i, **fleet_sim}) for i in range(n)]
         try:
             _problems_jsonl(sims[0], tmpdir / "pf.jsonl", fleet_problems)
@@ -624,7 +624,7 @@ def fleet_section(problems_n: int = FLEET_PROBLEMS) -> list[str]:
                 "|---|---|---|---|---|---|"]
         for label, r in rows:
             out.append(f"| {label} | {r['seconds']:.1f} | {r['tokens_per_s']:,.0f} | {r['tokens_per_s'] / one['tokens_per_s']:.2f} | "
-                       f"{r['prefill_per_generated']:.3f} | {r['prefill_per_generated'] / max(one['prefill_per_generated'], 1e-9):.2f} |")
+                       f"{r['prefill_per_generated']:.4f} | {r['prefill_per_generated'] / max(one['prefill_per_generated'], 1e-9):.2f} |")
     return out
 
 

@@ -163,5 +163,8 @@ def test_cli_takes_several_servers(tmp_path, capsys):
         run = json.loads((tmp_path / "out" / "run.json").read_text())
         assert run["backend"]["url"] == f"{sims[0].url}, {sims[1].url}"
         assert run["summary"]["completed"] == 3
+        fleet = run["fleet"]  # the policy's scheduling counters at the end
+        assert fleet["capacity"] == 32 and fleet["admitted"] == 3 and fleet["in_flight"] == 0
+        assert [r["name"] for r in fleet["replicas"]] == [s.url for s in sims]
         assert sum(s.stats()["sequences"] for s in sims) > 0
         assert all(s.stats()["peak_running"] <= 16 for s in sims)

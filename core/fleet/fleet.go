@@ -108,6 +108,7 @@ type Fleet struct {
 	changed   chan struct{}  // closed (and replaced) when demand falls or capacity changes
 	peak      int
 	admitted  int64
+	moved     int64 // trees that left the replica holding their prefix
 }
 
 // New validates cfg and builds a Fleet. It contacts no server.
@@ -418,6 +419,9 @@ func (f *Fleet) choose(tree uint64, tried uint64) int {
 		}
 		if best >= 0 {
 			f.next = (f.next + 1) % n
+			if i, ok := f.affinity[tree]; ok && tree != 0 && i != best {
+				f.moved++
+			}
 			if tree != 0 {
 				if len(f.affinity) >= maxAffinity {
 					clear(f.affinity)
@@ -562,6 +566,7 @@ type Load struct {
 	Reserved     int           `json:"reserved"`
 	PeakInFlight int           `json:"peak_in_flight"`
 	Admitted     int64         `json:"admitted"`
+	Moved        int64         `json:"moved"`
 	Routing      Routing       `json:"routing"`
 	Replicas     []ReplicaLoad `json:"replicas"`
 }
@@ -572,7 +577,7 @@ func (f *Fleet) Load() Load {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	now := time.Now()
-	l := Load{Capacity: f.capacity(), Reserved: f.reserved, PeakInFlight: f.peak, Admitted: f.admitted, Routing: f.routing}
+	l := Load{Capacity: f.capacity(), Reserved: f.reserved, PeakInFlight: f.peak, Admitted: f.admitted, Moved: f.moved, Routing: f.routing}
 	for _, r := range f.reps {
 		l.InFlight += r.inFlight
 		l.Queued += len(r.queue)

@@ -105,8 +105,12 @@ func TestSlotsAreFIFOAndCapped(t *testing.T) {
 	}
 	assert.Equal(t, 2, f.Load().InFlight)
 	assert.Equal(t, 4, f.Load().Queued)
+	waitFor(t, "two running", func() bool { return len(g.order()) == 2 })
 	for i := 0; i < 6; i++ {
 		g.release <- struct{}{}
+		// The freed slot goes to the oldest waiting request; it starts before the next ends.
+		want := min(i+3, 6)
+		waitFor(t, "next request started", func() bool { return len(g.order()) == want })
 	}
 	wg.Wait()
 	assert.Equal(t, []uint64{1, 2, 3, 4, 5, 6}, g.order())

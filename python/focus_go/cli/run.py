@@ -474,7 +474,8 @@ def _run_locked(args: argparse.Namespace, problems: List[LoadedProblem], run: Se
             progress.finish()
             output.close()
             try:
-                write_atomic(out / "run.json", json.dumps({**head, "summary": totals.as_json()}, indent=2) + "\n")
+                load = backend.policy.load() if hasattr(backend.policy, "load") else None
+                write_atomic(out / "run.json", json.dumps({**head, "summary": totals.as_json(), "fleet": load}, indent=2) + "\n")
             except OSError as exc:
                 write_error = write_error or exc
     finally:
