@@ -27,6 +27,13 @@ Sections (--sections throughput,latency,prepare,memory):
   as path records (layout="paths"): tokens sent to the trainer per trained token, the
   floor (the sum of the leaf paths' lengths over the trained tokens), and Batch.to_records
   time for each layout.
+7. fleet (issue #22 parts 1-2): `focus-go collect` with its default settings against
+  simulated servers with a finite batch (max_concurrent) and per-token latency, generated
+  tokens/s (the servers' own counters over the run's collection time) as a fraction of the
+  server's full-batch throughput (the Go load generator with max_concurrent requests in
+  flight); then 4 servers, each with its own prefix cache, routed with prefix affinity vs
+  round-robin vs one server: prefill tokens computed (prompt tokens the cache did not
+  serve) per generated token, and tokens/s.
 """
 
 from __future__ import annotations
@@ -590,6 +597,103 @@ def layouts_section(problems: int = 4) -> list[str]:
 
 
 SECTIONS = ("throughput", "latency", "prepare", "memory", "layouts")
+def _sim_counters(sim: SimProcess) -> tuple:
+    """(generated tokens, prompt tokens, prompt tokens served from the prefix cache) so far."""
+    with urllib.request.urlopen(sim.url + "/get_server_info", timeout=10) as r:
+        st = json.load(r)["internal_states"][0]
+    return st["generated_tokens"], st["prompt_tokens"], st["cached_tokens"]
+
+
+def _problems_jsonl(sim: SimProcess, path: Path, n: int) -> None:
+    """n problems cycling through the bundled ones, each prompt made distinct (its own
+    prefix: no tree shares a cached prompt with another), ids distinct."""
+    with path.open("w") as f:
+        for i in range(n):
+            p = sim.problems[i % len(sim.problems)]
+            f.write(json.dumps({"id": f"{p['id']}-{i}", "prompt": f"(Set {i}.) {p['prompt']}", "label": p["label"]}) + "\n")
+
+
+def _cli_collect(sims: list, problems: Path, out: Path, *flags: str) -> dict:
+    """One `focus-go collect` run over the servers; tokens/s over its collection time."""
+    before = [_sim_counters(s) for s in sims]
+    cmd = [sys.executable, "-m", "focus_go", "collect", str(problems), "--out", str(out), "--overwrite",
+           "--model", sims[0].model, "--progress-interval", "0", *flags]
+    for s in sims:
+        cmd += ["--sglang", s.url]
+    subprocess.run(cmd, check=True, capture_output=True, text=True)
+    after = [_sim_counters(s) for s in sims]
+    summary = json.loads((out / "run.json").read_text())["summary"]
+    generated = sum(a[0] - b[0] for a, b in zip(after, before))
+    prefill = sum((a[1] - a[2]) - (b[1] - b[2]) for a, b in zip(after, before))
+    return {"seconds": summary["elapsed"], "generated": generated, "tokens_per_s": generated / summary["elapsed"],
+            "prefill_per_generated": prefill / max(generated, 1), "failed_problems": summary.get("failed_problems", 0)}
+
+
+FLEET_PROBLEMS = 64
+
+
+def fleet_section(problems_n: int = FLEET_PROBLEMS) -> list[str]:
+    per_token, batch = 0.004, 256
+    latency = {"per_token": per_token, "max_concurrent": batch}
+    out = []
+    with tempfile.TemporaryDirectory() as tmp:
+        tmpdir = Path(tmp)
+        sim = SimProcess({"seed": 0, "verbosity": 3, "latency": latency})
+        try:
+            _problems_file(sim, tmpdir / "problems.json")
+            prompt = tmpdir / "prompt.json"
+            prompt.write_text(json.dumps(json.loads((tmpdir / "problems.json").read_text())[0]["prompt_tokens"]))
+            full = _loadgen("load", sim.url, "-c", str(batch), "-d", "6", "-tokens", "256", "-prompt", str(prompt))
+            capacity = full["tokens"] / full["seconds"]
+            _problems_jsonl(sim, tmpdir / "p64.jsonl", problems_n)
+            _problems_jsonl(sim, tmpdir / "p16.jsonl", 16)
+            runs = [
+                (f"default settings, {problems_n} problems", _cli_collect([sim], tmpdir / "p64.jsonl", tmpdir / "a")),
+                ("--concurrency 4 (the old default: 4 problems at once), 16 problems",
+                 _cli_collect([sim], tmpdir / "p16.jsonl", tmpdir / "b", "--concurrency", "4")),
+            ]
+        finally:
+            sim.close()
+        out += [f"Simulated server: batch of {batch} sequences (max_concurrent), {per_token * 1e3:g} ms per token; full-batch "
+                f"throughput (Go load generator, {batch} prompt-only 256-token requests in flight): {capacity:,.0f} tokens/s. "
+                "`focus-go collect` with Selective(32, 16), Segments(256) (its defaults), generated tokens/s over the "
+                "collection time.", "",
+                "| run | seconds | generated tokens | tokens/s | x full-batch throughput |", "|---|---|---|---|---|"]
+        for label, r in runs:
+            out.append(f"| {label} | {r['seconds']:.1f} | {r['generated']:,} | {r['tokens_per_s']:,.0f} | {r['tokens_per_s'] / capacity:.3f} |")
+
+        # Part 2: 4 replicas, each with its own prefix cache (a running sequence's prompt is
+        # cached at its prefill, as SGLang's radix cache does).
+        n, fleet_batch = 4, 64
+        fleet_sim = {"verbosity": 3, "latency": {"per_token": per_token, "max_concurrent": fleet_batch},
+                     "cache": {"insert_on_prefill": True}}
+        fleet_problems = 4 * problems_n  # as many waves of trees per slot as the one server's run
+        sims = [SimProcess({"seed": i, **fleet_sim}) for i in range(n)]
+        try:
+            _problems_jsonl(sims[0], tmpdir / "pf.jsonl", fleet_problems)
+            _problems_jsonl(sims[0], tmpdir / "pf1.jsonl", problems_n)
+            rows = [
+                (f"one server, {problems_n} problems", _cli_collect(sims[:1], tmpdir / "pf1.jsonl", tmpdir / "c")),
+                (f"{n} servers, prefix affinity (default), {fleet_problems} problems", _cli_collect(sims, tmpdir / "pf.jsonl", tmpdir / "d")),
+                (f"{n} servers, round-robin, {fleet_problems} problems",
+                 _cli_collect(sims, tmpdir / "pf.jsonl", tmpdir / "e", "--routing", "round_robin")),
+            ]
+        finally:
+            for s in sims:
+                s.close()
+        one = rows[0][1]
+        out += ["", f"{n} simulated servers, each with its own prefix cache (a prompt is cached from its prefill on), batch "
+                f"{fleet_batch}, {per_token * 1e3:g} ms per token (one server's capacity: a quarter of the first table's); "
+                "`focus-go collect` defaults otherwise. Prefill = prompt tokens the server's cache did not serve.", "",
+                "| servers | seconds | tokens/s | x one server | prefill tokens / generated token | x one server |",
+                "|---|---|---|---|---|---|"]
+        for label, r in rows:
+            out.append(f"| {label} | {r['seconds']:.1f} | {r['tokens_per_s']:,.0f} | {r['tokens_per_s'] / one['tokens_per_s']:.2f} | "
+                       f"{r['prefill_per_generated']:.4f} | {r['prefill_per_generated'] / max(one['prefill_per_generated'], 1e-9):.2f} |")
+    return out
+
+
+SECTIONS = ("throughput", "latency", "prepare", "memory", "fleet")
 
 
 def main() -> int:
@@ -633,6 +737,9 @@ def main() -> int:
     if "layouts" in chosen:
         lines += ["", "## 6. record layouts: per-segment vs path records", ""]
         lines += layouts_section()
+    if "fleet" in chosen:
+        lines += ["", "## 7. keeping the servers busy: scheduling by requests in flight, several servers", ""]
+        lines += fleet_section()
     text = "\n".join(lines) + "\n"
     print(text)
     RESULTS.mkdir(parents=True, exist_ok=True)

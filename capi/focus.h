@@ -182,9 +182,23 @@ focus_status focus_policy_generate(focus_handle policy, uint64_t ticket, uint32_
                                    uint32_t **tokens, double **logprobs, size_t *generated,
                                    focus_bytes *err);
 
-/* Contacts the server (health, model info); *out describes it as JSON. Ticket as above. */
+/* Contacts the server (health, model info); *out describes it as JSON. Ticket as above.
+ * With several server URLs every replica is checked; *out is the first one's description
+ * with "fleet": the capacity (requests in flight allowed) and each replica's. */
 focus_status focus_policy_startup_check(focus_handle policy, uint64_t ticket, focus_bytes *out,
                                         focus_bytes *err);
+
+/* Waits until the policy's requests in flight (plus those waiting and those reserved by
+ * earlier admissions) drop below its capacity, then reserves `width` requests for the
+ * next tree (its warmup) and returns the admission in *admission: release it (focus_release)
+ * when the tree's collection has ended. Ticket as above (core/fleet). */
+focus_status focus_policy_admit(focus_handle policy, uint64_t ticket, int64_t width,
+                                focus_handle *admission, focus_bytes *err);
+
+/* The policy's scheduling state as JSON: capacity, in_flight, queued, reserved,
+ * peak_in_flight, admitted, routing, replicas [{name, capacity, in_flight, served, failed,
+ * down}]. */
+focus_status focus_policy_load(focus_handle policy, focus_bytes *out, focus_bytes *err);
 
 /* --- trees, preparation, export (core/tree, core/prepare, core/export) ------------- */
 /* reward: RewardConfig JSON {"gamma", "critic_weight", "reward_min", "reward_max",

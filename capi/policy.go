@@ -14,6 +14,7 @@ import (
 	"github.com/focus-go/focus-go/backends/sglang"
 	"github.com/focus-go/focus-go/backends/transport"
 	"github.com/focus-go/focus-go/backends/vllm"
+	"github.com/focus-go/focus-go/core/fleet"
 	"github.com/focus-go/focus-go/core/generate"
 	"github.com/focus-go/focus-go/core/status"
 )
@@ -24,23 +25,32 @@ type tokenPolicy interface {
 	Close()
 }
 
-// closingPolicy adapts Close() to io.Closer for the handle table.
+// closingPolicy is a policy handle: the fleet over the policy's server replicas (one or
+// more URLs), and the clients it closes.
 type closingPolicy struct {
-	tokenPolicy
-	startup func(ctx context.Context) (any, error)
+	*fleet.Fleet
+	clients []tokenPolicy
 }
 
-func (p closingPolicy) Close() error { p.tokenPolicy.Close(); return nil }
+func (p closingPolicy) Close() error {
+	for _, c := range p.clients {
+		c.Close()
+	}
+	return nil
+}
 
 type wirePolicyConfig struct {
 	Backend        string            `json:"backend"`
 	BaseURL        string            `json:"base_url"`
+	BaseURLs       []string          `json:"base_urls"`
 	Model          string            `json:"model"`
 	ServedModel    string            `json:"served_model"`
 	APIKey         string            `json:"api_key"`
 	Headers        map[string]string `json:"headers"`
 	TimeoutSeconds float64           `json:"timeout"`
 	MaxConcurrency int               `json:"max_concurrency"`
+	Capacity       int               `json:"capacity"`
+	Routing        string            `json:"routing"`
 	MaxRetries     int               `json:"max_retries"`
 }
 
@@ -53,30 +63,79 @@ func focus_policy_open(config *C.char, n C.size_t, out *C.focus_handle, errOut *
 		if err := decodeJSON(config, n, "policy config", &cfg); err != nil {
 			return err
 		}
-		retry := transport.RetryPolicy{MaxRetries: cfg.MaxRetries}
-		var p closingPolicy
-		switch cfg.Backend {
-		case sglang.Name:
-			c, err := sglang.New(sglang.Config{BaseURL: cfg.BaseURL, APIKey: cfg.APIKey, Headers: cfg.Headers,
-				Timeout: seconds(cfg.TimeoutSeconds), MaxConcurrency: cfg.MaxConcurrency, Retry: retry})
-			if err != nil {
-				return err
-			}
-			p = closingPolicy{c, func(ctx context.Context) (any, error) { return c.StartupCheck(ctx) }}
-		case vllm.Name:
-			c, err := vllm.New(vllm.Config{BaseURL: cfg.BaseURL, Model: cfg.Model, ServedModel: cfg.ServedModel,
-				APIKey: cfg.APIKey, Headers: cfg.Headers, Timeout: seconds(cfg.TimeoutSeconds),
-				MaxConcurrency: cfg.MaxConcurrency, Retry: retry})
-			if err != nil {
-				return err
-			}
-			p = closingPolicy{c, func(ctx context.Context) (any, error) { return c.StartupCheck(ctx) }}
-		default:
-			return status.Errorf(status.InvalidArgument, "policy config: unknown backend %q, expected sglang or vllm", cfg.Backend)
+		urls := cfg.BaseURLs
+		if len(urls) == 0 {
+			urls = []string{cfg.BaseURL}
 		}
+		retry := transport.RetryPolicy{MaxRetries: cfg.MaxRetries}
+		slots := cfg.MaxConcurrency
+		if slots == 0 {
+			slots = fleet.ClientSlots
+		}
+		p := closingPolicy{}
+		var replicas []fleet.Replica
+		for _, url := range urls {
+			r := fleet.Replica{Name: url, Capacity: cfg.Capacity}
+			switch cfg.Backend {
+			case sglang.Name:
+				c, err := sglang.New(sglang.Config{BaseURL: url, APIKey: cfg.APIKey, Headers: cfg.Headers,
+					Timeout: seconds(cfg.TimeoutSeconds), MaxConcurrency: slots, Retry: retry})
+				if err != nil {
+					p.Close()
+					return err
+				}
+				p.clients = append(p.clients, c)
+				r.Policy = c
+				r.Check = func(ctx context.Context) (any, int, error) {
+					info, err := c.StartupCheck(ctx)
+					return info, info.MaxRunningRequests, err
+				}
+			case vllm.Name:
+				c, err := vllm.New(vllm.Config{BaseURL: url, Model: cfg.Model, ServedModel: cfg.ServedModel,
+					APIKey: cfg.APIKey, Headers: cfg.Headers, Timeout: seconds(cfg.TimeoutSeconds),
+					MaxConcurrency: slots, Retry: retry})
+				if err != nil {
+					p.Close()
+					return err
+				}
+				p.clients = append(p.clients, c)
+				r.Policy = c
+				r.Check = func(ctx context.Context) (any, int, error) {
+					info, err := c.StartupCheck(ctx)
+					return info, 0, err // vLLM does not report max_num_seqs
+				}
+			default:
+				return status.Errorf(status.InvalidArgument, "policy config: unknown backend %q, expected sglang or vllm", cfg.Backend)
+			}
+			replicas = append(replicas, r)
+		}
+		f, err := fleet.New(fleet.Config{Replicas: replicas, Limit: cfg.MaxConcurrency, Routing: fleet.Routing(cfg.Routing)})
+		if err != nil {
+			p.Close()
+			return err
+		}
+		p.Fleet = f
 		*out = C.focus_handle(handles.put(p))
 		return nil
 	})
+}
+
+// startupInfo is the first replica's startup info (its fields at the top level, as a
+// single server's) with the fleet's capacity and replicas under "fleet".
+type startupInfo struct {
+	Info any
+	Load fleet.Load
+}
+
+func (s startupInfo) MarshalJSON() ([]byte, error) {
+	fields := map[string]any{}
+	if b, err := transport.JSON.Marshal(s.Info); err != nil {
+		return nil, err
+	} else if err := transport.JSON.Unmarshal(b, &fields); err != nil {
+		return nil, err
+	}
+	fields["fleet"] = s.Load
+	return transport.JSON.Marshal(fields)
 }
 
 // wireResult is generate.Result as Python reads it (json.loads): a missing prompt logprob
@@ -184,11 +243,46 @@ func focus_policy_startup_check(h C.focus_handle, ticket C.uint64_t, out *C.focu
 			return nil, err
 		}
 		return func(ctx context.Context) error {
-			info, err := p.startup(ctx)
+			infos, err := p.StartupCheck(ctx)
 			if err != nil {
 				return err
 			}
-			return returnJSON(out, info)
+			return returnJSON(out, startupInfo{Info: infos[0], Load: p.Load()})
 		}, nil
+	})
+}
+
+// admission is an admitted tree's fleet ticket behind a handle: releasing the handle gives
+// back what the ticket still reserves.
+type admission struct{ *fleet.Ticket }
+
+func (a admission) Close() error { a.Release(); return nil }
+
+//export focus_policy_admit
+func focus_policy_admit(h C.focus_handle, ticket C.uint64_t, width C.int64_t, out *C.focus_handle, errOut *C.focus_bytes) C.focus_status {
+	return run(ticket, errOut, func() (func(context.Context) error, error) {
+		p, err := handleAs[closingPolicy](uint64(h), "policy")
+		if err != nil {
+			return nil, err
+		}
+		return func(ctx context.Context) error {
+			t, err := p.Admit(ctx, int(width))
+			if err != nil {
+				return err
+			}
+			*out = C.focus_handle(handles.put(admission{t}))
+			return nil
+		}, nil
+	})
+}
+
+//export focus_policy_load
+func focus_policy_load(h C.focus_handle, out *C.focus_bytes, errOut *C.focus_bytes) C.focus_status {
+	return guard(errOut, func() error {
+		p, err := handleAs[closingPolicy](uint64(h), "policy")
+		if err != nil {
+			return err
+		}
+		return returnJSON(out, p.Load())
 	})
 }

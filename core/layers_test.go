@@ -111,6 +111,7 @@ var integrationTests = map[string]bool{
 	"core/collect/turn_test.go":       true, // whole turns read by backends/parse's Hermes and harmony parsers
 	"core/collect/sim_fault_test.go":  true, // the engine against sim/ through backends/sglang, with faults
 	"core/collect/abort_http_test.go": true, // stop_on_abort cancelling backends/sglang's requests over HTTP
+	"core/fleet/sim_http_test.go":     true, // collections routed over replicas of sim/ through backends/sglang
 }
 
 // TestCoreTestsImportCore keeps core's own tests (and examples, which are documentation)

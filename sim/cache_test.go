@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"math/rand"
 	"testing"
+	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -208,4 +210,29 @@ func sameTrie(t *testing.T, r *refNode, c *prefixCache, n int32) {
 		i++
 	}
 	require.Equal(t, len(r.children), i)
+}
+
+// TestInsertOnPrefill: with insert_on_prefill a running sequence's prompt is already in the
+// cache, so a request with the same prompt that starts while it runs reuses it; without it
+// the prompt is stored only when the first sequence ends.
+func TestInsertOnPrefill(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		s := startSim(t, Config{Cache: Cache{InsertOnPrefill: on}, Latency: Latency{PerToken: Duration(20 * time.Millisecond)}})
+		prompt := chatPrompt(t, s, "Compute 8 * 9 + 6.")
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			generate(t, s, prompt, map[string]any{"max_new_tokens": 100, "ignore_eos": true})
+		}()
+		for i := 0; s.Stats().PeakRunning == 0 && i < 20000; i++ {
+			time.Sleep(time.Millisecond)
+		}
+		r := generate(t, s, prompt, map[string]any{"max_new_tokens": 1})
+		want := 0.0
+		if on {
+			want = float64(len(prompt) - 1)
+		}
+		assert.Equal(t, want, obj(r["meta_info"])["cached_tokens"], "insert_on_prefill %t", on)
+		<-done
+	}
 }

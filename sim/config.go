@@ -92,6 +92,11 @@ type Cache struct {
 	Tokens int `json:"tokens"`
 	// BlockSize is vLLM's KV block size. Zero: 16.
 	BlockSize int `json:"block_size"`
+	// InsertOnPrefill stores a sequence's prompt when the sequence starts (its prefill), as
+	// SGLang's radix cache holds a running request's prefix, so that requests sharing a
+	// prompt that run at the same time compute it once; the output is stored when the
+	// sequence ends either way. Off: the whole sequence is stored when it ends.
+	InsertOnPrefill bool `json:"insert_on_prefill"`
 }
 
 // Duration is a time.Duration that JSON-decodes from seconds (a number) or a Go duration

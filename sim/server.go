@@ -480,6 +480,9 @@ func (s *Server) run(r seqReq) (genResult, error) {
 		var k int
 		k, mark = s.cache.match(r.prompt)
 		cached = min(k, len(r.prompt)-1)
+		if s.cfg.Cache.InsertOnPrefill && aborted == "" && k < len(r.prompt) {
+			s.cache.insert(r.prompt, nil, mark)
+		}
 	}
 	var res genResult
 	if aborted == "" {

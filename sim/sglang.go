@@ -431,7 +431,10 @@ func (s *Server) serverInfo() reply {
 		"disable_radix_cache": s.cfg.Cache.Disabled, "max_total_num_tokens": s.cfg.Cache.Tokens,
 		"max_running_requests": maxRunning, "max_queued_requests": s.cfg.Latency.MaxQueued,
 		"page_size": 1, "skip_tokenizer_init": false, "version": s.cfg.SGLangVersion,
-		"internal_states": []any{map[string]any{"last_gen_throughput": 0.0, "generated_tokens": st.GeneratedTokens}},
+		// prompt_tokens and cached_tokens are the simulator's own counters (the
+		// prefill a server computed is their difference), for benchmarks.
+		"internal_states": []any{map[string]any{"last_gen_throughput": 0.0, "generated_tokens": st.GeneratedTokens,
+			"prompt_tokens": st.PromptTokens, "cached_tokens": st.CachedTokens}},
 	})
 }
 

@@ -140,6 +140,10 @@ type ServerInfo struct {
 	WeightVersion string
 	Version       string // server_info.version; empty when the server does not say
 	ContextLength int    // server_info.context_length; 0 when the server does not say
+	// MaxRunningRequests is the requests the server batches at once (server_info's
+	// max_running_requests, or its internal_states' one); 0 when it does not say, as a
+	// router does. A fleet keeps this many requests in flight to this server.
+	MaxRunningRequests int
 }
 
 // StartupCheck checks that the server is up (GET /health) and is an SGLang generation
@@ -180,8 +184,12 @@ func (c *Client) StartupCheck(ctx context.Context) (ServerInfo, error) {
 			"%s: model %s at %s is not a generation model (is_generation false)", Name, info.ModelPath, c.http.BaseURL())
 	}
 	var server struct {
-		Version       any `json:"version"`
-		ContextLength any `json:"context_length"`
+		Version            any `json:"version"`
+		ContextLength      any `json:"context_length"`
+		MaxRunningRequests any `json:"max_running_requests"`
+		InternalStates     []struct {
+			MaxRunningRequests any `json:"max_running_requests"`
+		} `json:"internal_states"`
 	}
 	decodeServer := func(b []byte) error {
 		// Routers answer with their own shape; what is not there stays unknown.
@@ -200,6 +208,13 @@ func (c *Client) StartupCheck(ctx context.Context) (ServerInfo, error) {
 	}
 	if n, ok := server.ContextLength.(float64); ok && n > 0 {
 		info.ContextLength = int(n)
+	}
+	if n, ok := server.MaxRunningRequests.(float64); ok && n > 0 {
+		info.MaxRunningRequests = int(n)
+	} else if len(server.InternalStates) > 0 {
+		if n, ok := server.InternalStates[0].MaxRunningRequests.(float64); ok && n > 0 {
+			info.MaxRunningRequests = int(n)
+		}
 	}
 	return info, nil
 }

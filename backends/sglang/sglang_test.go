@@ -382,6 +382,14 @@ func TestStartupCheck(t *testing.T) {
 			"/health": send(200, ""), "/get_model_info": send(200, modelInfo),
 			"/get_server_info": send(200, `{"context_length":40960,"tp_size":1,"version":"0.5.3"}`),
 		}, want: ServerInfo{ModelPath: "Qwen/Qwen3-8B", TokenizerPath: "Qwen/Qwen3-8B", IsGeneration: true, WeightVersion: "default", Version: "0.5.3", ContextLength: 40960}},
+		{name: "capacity", routes: map[string]func(http.ResponseWriter, *http.Request, int){
+			"/health": send(200, ""), "/get_model_info": send(200, modelInfo),
+			"/get_server_info": send(200, `{"context_length":4096,"max_running_requests":384,"version":"0.5.3"}`),
+		}, want: ServerInfo{ModelPath: "Qwen/Qwen3-8B", TokenizerPath: "Qwen/Qwen3-8B", IsGeneration: true, WeightVersion: "default", Version: "0.5.3", ContextLength: 4096, MaxRunningRequests: 384}},
+		{name: "capacity in internal states", routes: map[string]func(http.ResponseWriter, *http.Request, int){
+			"/health": send(200, ""), "/get_model_info": send(200, modelInfo),
+			"/get_server_info": send(200, `{"max_running_requests":null,"internal_states":[{"max_running_requests":96}]}`),
+		}, want: ServerInfo{ModelPath: "Qwen/Qwen3-8B", TokenizerPath: "Qwen/Qwen3-8B", IsGeneration: true, WeightVersion: "default", MaxRunningRequests: 96}},
 		{name: "newest names", routes: map[string]func(http.ResponseWriter, *http.Request, int){
 			"/health": send(200, ""), "/model_info": send(200, modelInfo), "/server_info": send(200, `{"version":"0.6.0"}`),
 		}, want: ServerInfo{ModelPath: "Qwen/Qwen3-8B", TokenizerPath: "Qwen/Qwen3-8B", IsGeneration: true, WeightVersion: "default", Version: "0.6.0"}},

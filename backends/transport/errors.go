@@ -53,6 +53,10 @@ func (e *RequestError) Code() status.Code {
 	return status.Backend
 }
 
+// Unavailable reports whether the server could not be reached or answered 5xx (after the
+// retries): another replica of the same model may still serve the request (core/fleet).
+func (e *RequestError) Unavailable() bool { return e.Status == 0 || e.Status >= 500 }
+
 func (e *RequestError) Error() string {
 	var b strings.Builder
 	b.WriteString(e.Backend)

@@ -53,7 +53,13 @@ type engine struct {
 	stopped     atomic.Bool
 	policyNanos atomic.Int64
 	reused      int
+	// tree is this collection's process-unique id, sent with every policy request
+	// (generate.Request.Tree) so that a fleet can schedule and route by tree.
+	tree uint64
 }
+
+// treeIDs numbers collections in this process (generate.Request.Tree); zero is never used.
+var treeIDs atomic.Uint64
 
 // Run collects one tree: it Resets env once, runs Search.Warmup rollouts from
 // the root concurrently, then rounds of branches planned by search.Plan
@@ -104,7 +110,7 @@ func run(ctx context.Context, cfg Config, policy Policy, env Env, critic Critic,
 		return Result{}, status.Errorf(status.InvalidArgument, "collect: a collection needs a policy and an env (policy set: %t, env set: %t)", policy != nil, env != nil)
 	}
 	cfg = cfg.withDefaults()
-	e := &engine{cfg: cfg, lim: cfg.limits(), policy: policy, critic: critic, prog: prog}
+	e := &engine{cfg: cfg, lim: cfg.limits(), policy: policy, critic: critic, prog: prog, tree: treeIDs.Add(1)}
 	e.minRemaining = cfg.Search.MinRemainingTokens(e.lim)
 	if cfg.Turns != nil {
 		r, err := newTurnRenderer(cfg.Turns, cfg.Codec)

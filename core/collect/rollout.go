@@ -247,7 +247,7 @@ func (e *engine) generateSegment(ctx context.Context, l *launch, p *path, k int)
 
 	pctx, cancel := withTimeout(ctx, cfg.PolicyTimeout)
 	began := time.Now()
-	res, err := e.policy.Generate(pctx, generate.Request{Tokens: p.prefix, Params: params, RoutingKey: cfg.RoutingKey})
+	res, err := e.policy.Generate(pctx, generate.Request{Tokens: p.prefix, Params: params, RoutingKey: cfg.RoutingKey, Tree: e.tree})
 	e.policyNanos.Add(int64(time.Since(began)))
 	cancel()
 	if err != nil {

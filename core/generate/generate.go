@@ -188,6 +188,10 @@ type Request struct {
 	// RoutingKey, when set, is sent as X-SMG-Routing-Key so that an SGLang router keeps a
 	// whole tree on one worker (its KV cache is per worker).
 	RoutingKey string
+	// Tree identifies the collection the request belongs to, for client-side scheduling
+	// and routing (core/fleet keeps a tree on the replica that holds its prefix); it is
+	// never sent to the server. Zero: unknown.
+	Tree uint64
 }
 
 // StopMatchKind says what ended a "stop" finish.

@@ -121,6 +121,8 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
         [c_handle, ctypes.c_uint64, _ids_in, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t, *_result_out, _err_p],
     ),
     "focus_policy_startup_check": (ctypes.c_int32, [c_handle, ctypes.c_uint64, _str_out, _err_p]),
+    "focus_policy_admit": (ctypes.c_int32, [c_handle, ctypes.c_uint64, ctypes.c_int64, ctypes.POINTER(c_handle), _err_p]),
+    "focus_policy_load": (ctypes.c_int32, [c_handle, _str_out, _err_p]),
     # trees, preparation, export
     "focus_tree_from_json": (ctypes.c_int32, [ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(c_handle), _err_p]),
     "focus_tree_to_json": (ctypes.c_int32, [c_handle, _str_out, _err_p]),

@@ -58,3 +58,9 @@ class Independent:
 
     def _config(self) -> Dict[str, Any]:
         return dict(self._engine_config)  # type: ignore[attr-defined]
+
+
+def first_burst(search: Any) -> int:
+    """The requests a tree sends at once when it starts (Selective's warmup, Independent's
+    n): what admitting it reserves of the servers' capacity (``Policy.admit``)."""
+    return int(getattr(search, "warmup", None) or getattr(search, "n", None) or 1)

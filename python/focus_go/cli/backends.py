@@ -150,6 +150,11 @@ def make_env(factory: Callable[[Any], Any], spec: str, problem: Any) -> Any:
     return env
 
 
+def server_urls(value: Any) -> list:
+    """``--sglang`` / ``--vllm`` as a list of URLs (the flag repeats; one string also works)."""
+    return [value] if isinstance(value, str) else list(value)
+
+
 def open_backend(args: argparse.Namespace, profile: Optional[str] = "token_chunk") -> Backend:
     """The policy the command collects with (and the simulated server when no URL is given).
     ``profile`` is its parser: ``token_chunk`` for exact-token segments, a tool-call dialect
@@ -162,23 +167,28 @@ def open_backend(args: argparse.Namespace, profile: Optional[str] = "token_chunk
         try:
             # The simulated model writes Hermes-style tool calls.
             policy = SGLangPolicy(model=server.model, base_url=server.url, profile=profile or "hermes",
-                                  default_params=params, timeout=args.timeout)
+                                  default_params=params, timeout=args.timeout,
+                                  max_concurrency=getattr(args, "max_in_flight", None), capacity=getattr(args, "capacity", None))
         except BaseException:
             server.close()
             raise
         return Backend("simulator", server.url, policy, server=server, description="the embedded simulated server")
     model = args.model or args.tokenizer
     tokenizer = HFTokenizer(args.tokenizer) if args.tokenizer else None
+    urls = server_urls(args.sglang or args.vllm)
+    url = urls[0] if len(urls) == 1 else ", ".join(urls)
+    fleet = {"max_concurrency": getattr(args, "max_in_flight", None), "capacity": getattr(args, "capacity", None),
+             "routing": getattr(args, "routing", None) or "affinity"}
     try:
         fmt = PolicyFormat.resolve(model, tokenizer=tokenizer, profile=profile) if tokenizer else None
         if args.sglang:
-            policy: Any = SGLangPolicy(model=model, base_url=args.sglang, format=fmt, profile=profile,
-                                       default_params=params, api_key=args.api_key, timeout=args.timeout)
-            return Backend("sglang", args.sglang, policy, tokenizer=tokenizer, description=f"SGLang at {args.sglang}")
+            policy: Any = SGLangPolicy(model=model, base_url=urls, format=fmt, profile=profile,
+                                       default_params=params, api_key=args.api_key, timeout=args.timeout, **fleet)
+            return Backend("sglang", url, policy, tokenizer=tokenizer, description=f"SGLang at {url}")
         api_key = args.api_key or os.environ.get("VLLM_API_KEY") or "EMPTY"
-        policy = VLLMPolicy(model=model, base_url=args.vllm, format=fmt, profile=profile, served_model=args.served_model,
-                            api_key=api_key, default_params=params, timeout=args.timeout)
-        return Backend("vllm", args.vllm, policy, tokenizer=tokenizer, description=f"vLLM at {args.vllm}")
+        policy = VLLMPolicy(model=model, base_url=urls, format=fmt, profile=profile, served_model=args.served_model,
+                            api_key=api_key, default_params=params, timeout=args.timeout, **fleet)
+        return Backend("vllm", url, policy, tokenizer=tokenizer, description=f"vLLM at {url}")
     except BaseException:
         if tokenizer is not None:
             tokenizer.close()

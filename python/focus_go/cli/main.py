@@ -107,8 +107,10 @@ def add_parser(commands: Any) -> None:
     g.add_argument("--limit", type=_positive, help="collect only the first N problems")
     b = p.add_argument_group("backend (default: the embedded simulated server)")
     which = b.add_mutually_exclusive_group()
-    which.add_argument("--sglang", metavar="URL", help="SGLang server or router, e.g. http://localhost:30000")
-    which.add_argument("--vllm", metavar="URL", help="vLLM OpenAI server base URL, e.g. http://localhost:8000/v1")
+    which.add_argument("--sglang", metavar="URL", action="append",
+                       help="SGLang server or router, e.g. http://localhost:30000; repeat for several replicas of the model")
+    which.add_argument("--vllm", metavar="URL", action="append",
+                       help="vLLM OpenAI server base URL, e.g. http://localhost:8000/v1; repeat for several replicas")
     which.add_argument("--openai", metavar="URL", help="refused: chat APIs return no token ids (see the message)")
     which.add_argument("--sim", action="store_true", help="the embedded simulated server (the default)")
     b.add_argument("--model", help="model: a local directory or a model in the Hugging Face cache (its tokenizer and chat template)")
@@ -121,6 +123,14 @@ def add_parser(commands: Any) -> None:
     b.add_argument("--wait-for-server", type=_nonnegative_seconds, default=0.0, metavar="SECONDS",
                    help="keep checking servers that are not ready yet (still loading: 503 on /health, or not "
                         "listening) for up to SECONDS before giving up; 0: check once")
+    b.add_argument("--capacity", type=_positive, default=None, metavar="N",
+                   help="requests one server batches at once, for a server that does not report it (vLLM, a "
+                        "router; SGLang reports max_running_requests) [256]")
+    b.add_argument("--max-in-flight", type=_positive, default=None, metavar="N",
+                   help="cap on the requests in flight over all servers (default: the servers' capacity)")
+    b.add_argument("--routing", choices=("affinity", "round_robin"), default="affinity",
+                   help="with several server URLs: keep each tree on the replica holding its prefix (affinity) "
+                        "or send requests round-robin")
     b.add_argument("--sim-seed", type=int, default=0, help="simulator seed")
     b.add_argument("--sim-latency", type=_finite, default=0.0, metavar="SECONDS", help="simulator latency per generated token")
     s = p.add_argument_group("search and sampling")
@@ -147,7 +157,9 @@ def add_parser(commands: Any) -> None:
     s.add_argument("--progress-interval", type=_nonnegative_seconds, default=10.0, metavar="SECONDS",
                    help="when stderr is not a terminal (a log file, Slurm): a progress line at least this often "
                         "while problems run, besides one per finished problem (0: only those)")
-    s.add_argument("--concurrency", type=_positive, default=4, help="problems collected at once")
+    s.add_argument("--concurrency", type=_positive, default=None,
+                   help="at most N problems at once (default: no cap; problems start whenever the requests in "
+                        "flight drop below the servers' capacity)")
     s.add_argument("--strict", action="store_true", help="a problem with any failed rollout fails (default: keep the tree, list the failures)")
     c = p.add_argument_group("critic and rewards")
     which_critic = c.add_mutually_exclusive_group()

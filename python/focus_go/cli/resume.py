@@ -36,7 +36,7 @@ def completed_indices(out: Path, problems: Sequence[LoadedProblem]) -> List[int]
     return done
 
 
-RESUMABLE_FLAGS = ("--concurrency", "--limit", "--timeout", "--wait-for-server", "--sglang/--vllm URL", "--critic-url URL",
+RESUMABLE_FLAGS = ("--concurrency", "--capacity", "--max-in-flight", "--routing", "--limit", "--timeout", "--wait-for-server", "--sglang/--vllm URL", "--critic-url URL",
                    "--api-key", "--sim-latency", "--retry-failed", "--progress-interval")
 """What a resumed run may change: flags that do not alter the data (every other setting is
 recorded in run.json and must match)."""

@@ -1,5 +1,6 @@
 """One run of ``focus-go collect``: check everything, open the backend, collect every
-problem (``--concurrency`` at once), write each completed one as it lands, and report.
+problem (scheduled by requests in flight: a problem starts whenever the servers have
+room, see ``collect_all``), write each completed one as it lands, and report.
 
 ``run_collect`` is the command; it returns the exit code (``EXIT_*``). Ctrl-C (any of
 ``INTERRUPT_SIGNALS``) cancels the collections in flight (the Go engine stops them), keeps
@@ -26,6 +27,7 @@ from ..collector import Collector
 from ..env import MathEnv
 from ..errors import CollectionError, ConfigError, FocusError
 from ..generation.types import SamplingParams
+from ..search import first_burst
 from .backends import Backend, check_backend_args, check_critic, load_env_factory, make_env, open_backend, wait_until_ready
 from .outdir import OutLock, Output, check_out_dir, clear_out_dir, write_atomic
 from .problems import LoadedProblem, read_problems
@@ -144,7 +146,8 @@ def tree_counts(state: Any) -> Tuple[int, int]:
 async def collect_all(args: argparse.Namespace, run: Settings, problems: List[LoadedProblem], backend: Backend,
                       output: Output, totals: Totals, progress: Progress, retry: Set[int] = frozenset(),
                       env_factory: Optional[Callable[[Any], Any]] = None) -> None:
-    """Collect every problem, ``args.concurrency`` at once, writing each as it completes; a
+    """Collect every problem, starting each as the servers' capacity frees up (and at most
+    ``args.concurrency`` at once when set), writing each as it completes; a
     problem that fails is listed in failures.jsonl and the others go on. A problem in
     ``retry`` (``--retry-failed``) replaces its earlier tree and records when it completes;
     when it fails, the earlier tree stays. ``env_factory`` (``--env``) builds each problem's
@@ -152,14 +155,28 @@ async def collect_all(args: argparse.Namespace, run: Settings, problems: List[Lo
     without it each problem is a MathEnv graded on its label."""
     search, critic, reward, estimator = run.search, run.critic, run.reward, run.estimator
     policy = backend.policy
-    slots = asyncio.Semaphore(args.concurrency)
+    # Problems start as the servers' capacity frees up (policy.admit: requests in flight,
+    # queued and reserved below it), in file order; --concurrency, when given, also caps the
+    # problems running at once.
+    limit = asyncio.Semaphore(args.concurrency) if getattr(args, "concurrency", None) else None
+    width = first_burst(search)
     # The collectors of the trees running now: the progress line shows their engine counters.
     running: List[Collector] = []
     progress.live = lambda: [p for c in running for p in c.progress()]
 
-    async def one(item: LoadedProblem) -> None:
+    @contextlib.asynccontextmanager
+    async def held(admission: Any) -> Any:
+        try:
+            yield
+        finally:
+            if admission is not None:
+                admission.close()
+            if limit is not None:
+                limit.release()
+
+    async def one(item: LoadedProblem, admission: Any) -> None:
         problem = item.problem
-        async with slots:
+        async with held(admission):
             state = None
             try:
                 if env_factory is None:
@@ -233,16 +250,40 @@ async def collect_all(args: argparse.Namespace, run: Settings, problems: List[Lo
             await asyncio.sleep(every)
             progress.refresh()
 
-    tick = asyncio.create_task(ticker())
-    tasks = [asyncio.create_task(one(item)) for item in problems]
-    try:
+    tasks: List["asyncio.Task[None]"] = []
+    broken: "asyncio.Future[None]" = asyncio.get_running_loop().create_future()
+
+    def watch(task: "asyncio.Task[None]") -> None:
+        # A problem that raised past its own handling (a write error) stops the run at once.
+        if not task.cancelled() and task.exception() is not None and not broken.done():
+            broken.set_exception(task.exception())  # type: ignore[arg-type]
+
+    async def feed() -> None:
+        for item in problems:
+            if limit is not None:
+                await limit.acquire()
+            admission = await policy.admit(width) if hasattr(policy, "admit") else None
+            task = asyncio.create_task(one(item, admission))
+            task.add_done_callback(watch)
+            tasks.append(task)
         await asyncio.gather(*tasks)
+
+    tick = asyncio.create_task(ticker())
+    feeder = asyncio.create_task(feed())
+    try:
+        await asyncio.wait([feeder, broken], return_when=asyncio.FIRST_COMPLETED)
+        if broken.done():
+            broken.result()
+        feeder.result()
     finally:
         tick.cancel()
+        feeder.cancel()
         for task in tasks:
             task.cancel()
         # Every cancelled collection waits for its Go collection to stop.
-        await asyncio.gather(tick, *tasks, return_exceptions=True)
+        await asyncio.gather(tick, feeder, *tasks, return_exceptions=True)
+        if not broken.done():
+            broken.cancel()
 
 
 @contextlib.contextmanager
@@ -433,7 +474,8 @@ def _run_locked(args: argparse.Namespace, problems: List[LoadedProblem], run: Se
             progress.finish()
             output.close()
             try:
-                write_atomic(out / "run.json", json.dumps({**head, "summary": totals.as_json()}, indent=2) + "\n")
+                load = backend.policy.load() if hasattr(backend.policy, "load") else None
+                write_atomic(out / "run.json", json.dumps({**head, "summary": totals.as_json(), "fleet": load}, indent=2) + "\n")
             except OSError as exc:
                 write_error = write_error or exc
     finally:

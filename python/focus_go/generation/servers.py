@@ -86,6 +86,25 @@ class _GoClient(GoObject):
     def startup_check(self) -> Dict[str, Any]:
         return json.loads(_lib.call_string("focus_policy_startup_check", _lib.c_handle(self.handle), 0))
 
+    async def admit(self, width: int) -> "Admission":
+        out = _lib.c_handle()
+        return await _async.call("focus_policy_admit", self.handle, width, slots=(out,),
+                                 convert=lambda: Admission(out.value))
+
+    def load(self) -> Dict[str, Any]:
+        return json.loads(_lib.call_string("focus_policy_load", _lib.c_handle(self.handle)))
+
+
+class Admission(GoObject):
+    """One admitted tree's reservation (``Policy.admit``): close it, or leave the ``with``
+    block, when the tree's collection has ended. Dropping it releases it too."""
+
+    async def __aenter__(self) -> "Admission":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.close()
+
 
 class _TokenServerPolicy(Policy[Any]):
     """Shared body of the Go-native token policies."""
@@ -130,9 +149,29 @@ class _TokenServerPolicy(Policy[Any]):
         return self.generate_tokens(prompt.tokens, sampling_params)
 
     def startup_check(self) -> None:
-        """Contact the server (health and model info) and keep what it says in
-        ``server_info``; raises BackendError or NotFoundError when it is not ready."""
+        """Contact the server (health and model info; every server of a list) and keep what
+        it says in ``server_info``: the first server's fields, and under ``"fleet"`` the
+        capacity the policy schedules to (``max_concurrency`` when given, else the sum of
+        each server's ``max_running_requests`` where it reports one and ``capacity`` where
+        not) and each server's. Raises BackendError or NotFoundError when one is not ready."""
         self.server_info = self._client.startup_check()
+        self.max_concurrency = int(self.server_info["fleet"]["capacity"])
+
+    async def admit(self, width: int) -> "Admission":
+        """Wait until this policy's requests in flight (with those queued and those earlier
+        admissions still reserve) drop below its capacity, then reserve ``width`` requests
+        (the next tree's warmup) and return the admission; close it when the tree has been
+        collected. This is how ``focus-go collect`` schedules by requests in flight, and how
+        a loop over ``Collector.collect`` can: ``async with await policy.admit(16): ...``."""
+        if isinstance(width, bool) or not isinstance(width, int) or width < 1:
+            raise ConfigError(f"admit: width must be a positive int (the tree's first burst of requests), got {width!r}")
+        return await self._client.admit(width)
+
+    def load(self) -> Dict[str, Any]:
+        """The scheduling state: ``capacity``, ``in_flight``, ``queued``, ``reserved``,
+        ``peak_in_flight``, ``admitted``, ``routing`` and per server ``replicas``
+        (``name``, ``capacity``, ``in_flight``, ``served``, ``failed``, ``down``)."""
+        return self._client.load()
 
     def close(self) -> None:
         """Close the HTTP clients, and the tokenizer if this policy loaded it."""
@@ -145,8 +184,31 @@ class _TokenServerPolicy(Policy[Any]):
         self.close()
 
 
-# The Go transport's limit when none is given (backends/transport.DefaultMaxConcurrency).
+# A server's capacity when it does not report one and none is given (core/fleet.DefaultCapacity,
+# vLLM's default max_num_seqs).
+DEFAULT_CAPACITY = 256
+# Kept for imports written before scheduling by capacity: the old per-client default.
 DEFAULT_MAX_CONCURRENCY = 64
+ROUTINGS = ("affinity", "round_robin")
+
+
+def _check_urls(base_url: Any) -> List[str]:
+    """``base_url`` as a list: one URL (a str) or several replicas of the same model."""
+    if isinstance(base_url, str):
+        return [base_url]
+    if isinstance(base_url, (list, tuple)) and base_url and all(isinstance(u, str) for u in base_url):
+        return list(base_url)
+    raise ConfigTypeError(f"base_url must be a URL string or a non-empty list of URL strings, got {base_url!r}")
+
+
+def _fleet_config(base_url: Any, max_concurrency: Optional[int], capacity: Optional[int], routing: str) -> Dict[str, Any]:
+    urls = _check_urls(base_url)
+    if capacity is not None and (isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 1):
+        raise ConfigError(f"capacity must be a positive int (requests one server batches at once) or None, got {capacity!r}")
+    if routing not in ROUTINGS:
+        raise ConfigError(f"routing is {routing!r}; expected one of {', '.join(ROUTINGS)}")
+    return {"base_url": urls[0], "base_urls": urls, "max_concurrency": _check_max_concurrency(max_concurrency),
+            "capacity": capacity or 0, "routing": routing}
 
 
 def _check_max_concurrency(value: Optional[int]) -> int:
@@ -156,7 +218,7 @@ def _check_max_concurrency(value: Optional[int]) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise ConfigTypeError(f"max_concurrency must be a positive int or None, got {type(value).__name__} {value!r}")
     if value < 1:
-        raise ConfigError(f"max_concurrency is {value}; it must be at least 1 (None: {DEFAULT_MAX_CONCURRENCY})")
+        raise ConfigError(f"max_concurrency is {value}; it must be at least 1 (None: the servers' capacity)")
     return value
 
 
@@ -165,10 +227,19 @@ class SGLangPolicy(_TokenServerPolicy):
     endpoint (or an sglang-router in front of several), preserving exact token ids and
     behaviour logprobs. It owns its HTTP clients: close it when done.
 
+    ``base_url`` is one server (or router) URL, or a list of replicas of the same model:
+    each tree's requests then go to the replica that served its prefix while that
+    replica has a free slot (``routing="affinity"``; ``"round_robin"`` is the baseline),
+    new trees to the least-loaded replica, and a request whose replica stops answering
+    fails over to another one.
+
     ``max_concurrency`` caps the requests this policy has in flight at once, shared by
-    every collection that uses it (None: 64); further requests wait for a free slot.
-    Behind a router, size it for all its workers (Slime's hooks use
-    ``--sglang-server-concurrency`` times the number of rollout engines)."""
+    every collection that uses it; further requests wait for a free slot, oldest first.
+    None: the servers' capacity, each server's ``max_running_requests`` from
+    ``/get_server_info`` (read by ``startup_check``), or ``capacity`` (None: 256) for one
+    that does not say, such as a router. Behind a router, size it for all its workers
+    (Slime's hooks use ``--sglang-server-concurrency`` times the number of rollout
+    engines)."""
 
     _backend = "sglang"
 
@@ -184,26 +255,34 @@ class SGLangPolicy(_TokenServerPolicy):
         headers: Optional[Mapping[str, str]] = None,
         timeout: Optional[float] = None,
         max_concurrency: Optional[int] = None,
+        capacity: Optional[int] = None,
+        routing: str = "affinity",
     ) -> None:
-        limit = _check_max_concurrency(max_concurrency)
+        fleet = _fleet_config(base_url, max_concurrency, capacity, routing)
         config = {
-            "base_url": base_url,
+            **fleet,
             "api_key": api_key or "",
             "headers": dict(headers or {}),
             "timeout": timeout or 0,
-            "max_concurrency": limit,
         }
         super().__init__(
             model=model, format=format, profile=profile, served_model=None, default_params=default_params, config=config
         )
-        self.max_concurrency: int = limit or DEFAULT_MAX_CONCURRENCY
+        self.base_urls: List[str] = fleet["base_urls"]
+        # Until startup_check reads the servers: the limit, else the configured capacities.
+        self.max_concurrency: int = fleet["max_concurrency"] or (capacity or DEFAULT_CAPACITY) * len(self.base_urls)
 
 
 class VLLMPolicy(_TokenServerPolicy):
     """Generates from token prompts through a vLLM server's ``/v1/completions`` with
     ``return_token_ids``, keeping exact token ids and behaviour logprobs. ``timeout`` is the
     request deadline in seconds, retries included (None: no deadline); allow for queueing
-    when many requests share the server."""
+    when many requests share the server.
+
+    ``base_url`` is one server or a list of replicas (no router needed): trees are routed
+    with prefix affinity and failover as SGLangPolicy's. ``max_concurrency`` caps the
+    requests in flight (None: ``capacity`` per server, None: 256, vLLM's default
+    ``max_num_seqs``, since vLLM does not report its own)."""
 
     _backend = "vllm"
 
@@ -218,9 +297,13 @@ class VLLMPolicy(_TokenServerPolicy):
         api_key: str,
         default_params: Optional[SamplingParams] = None,
         timeout: Optional[float] = None,
+        max_concurrency: Optional[int] = None,
+        capacity: Optional[int] = None,
+        routing: str = "affinity",
     ) -> None:
+        fleet = _fleet_config(base_url, max_concurrency, capacity, routing)
         config = {
-            "base_url": base_url,
+            **fleet,
             "api_key": api_key,
             "served_model": served_model or "",
             "timeout": timeout or 0,
@@ -233,3 +316,5 @@ class VLLMPolicy(_TokenServerPolicy):
             default_params=default_params,
             config=config,
         )
+        self.base_urls: List[str] = fleet["base_urls"]
+        self.max_concurrency: int = fleet["max_concurrency"] or (capacity or DEFAULT_CAPACITY) * len(self.base_urls)

@@ -25,6 +25,7 @@ from .._records import _layout_arg, jsonl, tree_records
 from .. import _rules
 from ..collector import Collector
 from ..errors import CollectionError, ConfigError
+from ..search import first_burst
 from ..generation.policy import Policy
 from ..types import Problem
 from ..workspace import Workspace
@@ -163,6 +164,12 @@ async def _collect(
                     "collect_records: the collector already has its own workspace; give it none, or drop workspace_for"
                 )
             await stack.enter_async_context(workspace)
+        # The tree starts once the policy has room for it (Policy.admit: its requests in
+        # flight, queued and reserved below its capacity), so a loop that starts many
+        # collections at once keeps the servers full without flooding them.
+        admit = getattr(collector.agent.policy, "admit", None)
+        if admit is not None:
+            await stack.enter_async_context(await admit(first_burst(collector.search)))
         async with collector:
             state = await collector.collect(problem, allow_partial=allow_partial)
     failures = tuple(state.failures)
@@ -207,6 +214,11 @@ async def collect_records(
 ) -> Tuple[List[Dict[str, Any]], List[Dict[str, Any]]]:
     """Collect one problem with one collector and return its ``(actor, critic)`` records
     (the documented record dicts, ``group_index`` on every record).
+
+    With a Go-native server policy (SGLangPolicy, VLLMPolicy) the collection first waits
+    for the policy to admit the tree (``Policy.admit``): start as many ``collect_records``
+    as you like at once, and trees begin as the servers' requests in flight drop below
+    their capacity, in the order they asked.
 
     The collector is used once, inside ``async with``, so its own ``close_services``
     decides whether its execution services close afterwards; its policy and critic stay

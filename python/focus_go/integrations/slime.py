@@ -635,8 +635,10 @@ def router_concurrency(args: Any) -> Optional[int]:
     """The router policy's request limit from Slime's args: ``--sglang-server-concurrency``
     times the rollout engines behind the router, as Slime's GenerateState sizes its
     semaphore (``rollout_num_engines`` if set, else ``rollout_num_gpus //
-    rollout_num_gpus_per_engine``, at least 1 when there are rollout GPUs). None (the
-    policy's default, 64) when the args do not say."""
+    rollout_num_gpus_per_engine``, at least 1 when there are rollout GPUs). None when the
+    args do not say: the policy then schedules to the router's capacity (its
+    ``max_running_requests`` when it reports one, else 256). Trees are admitted as the
+    requests in flight drop below this limit (``Policy.admit``, in ``collect_records``)."""
     per_engine = getattr(args, "sglang_server_concurrency", None)
     if per_engine is None:
         return None

@@ -1,0 +1,588 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/focus-go/focus-go/core/generate"
+	"github.com/focus-go/focus-go/core/status"
+)
+
+// Policy is one server replica's generation client (collect.Policy's method).
+type Policy interface {
+	Generate(ctx context.Context, req generate.Request) (*generate.Result, error)
+}
+
+// Routing chooses how a Fleet spreads requests over its replicas.
+type Routing string
+
+const (
+	// Affinity keeps a tree's requests on the replica that served its prefix while that
+	// replica has a free slot, and starts new trees on the least-loaded replica.
+	Affinity Routing = "affinity"
+	// RoundRobin sends each request to the next replica in turn (the baseline that
+	// scatters a tree's branches over replicas that do not hold its prefix).
+	RoundRobin Routing = "round_robin"
+)
+
+const (
+	// DefaultCapacity is a replica's capacity (sequences it batches at once) when neither
+	// the server nor the caller says: vLLM's default max_num_seqs.
+	DefaultCapacity = 256
+	// DefaultCooldown is how long a replica that stopped answering gets no new requests.
+	DefaultCooldown = 5 * time.Second
+	// maxAffinity bounds the tree-to-replica map; past it the oldest trees are forgotten.
+	maxAffinity = 1 << 16
+	// rebalanceBelow is the load (in flight and queued per slot) under which another
+	// replica takes a tree whose own replica has a whole batch of requests queued.
+	rebalanceBelow = 0.5
+)
+
+// Replica is one server of the fleet.
+type Replica struct {
+	// Name identifies it in Load (its base URL).
+	Name   string
+	Policy Policy
+	// Capacity is the requests it serves at once; 0: DefaultCapacity until the server
+	// reports its own (StartupCheck) or SetCapacity.
+	Capacity int
+	// Check, when set, is the replica's startup check (see StartupCheck).
+	Check Check
+}
+
+// Check is a replica's startup check: what the server said about itself and the requests
+// it batches at once (0 when it does not say).
+type Check func(ctx context.Context) (info any, capacity int, err error)
+
+// ClientSlots is the per-client request cap to give each replica's HTTP client when the
+// caller set no limit of its own: high enough that the fleet, not the transport, decides
+// how many requests are in flight.
+const ClientSlots = 1 << 12
+
+// Config describes a Fleet.
+type Config struct {
+	Replicas []Replica
+	// Limit caps the requests in flight over every replica together; 0: the sum of the
+	// replicas' capacities.
+	Limit int
+	// Routing is Affinity (the zero value) or RoundRobin.
+	Routing Routing
+	// Cooldown is how long a replica that failed with a connection error or a 5xx is
+	// skipped; 0: DefaultCooldown.
+	Cooldown time.Duration
+}
+
+type replica struct {
+	Replica
+	slots     int       // the requests it may have in flight: Capacity, or its share of Limit
+	inFlight  int       // requests holding one of its slots
+	queue     []*waiter // requests waiting for one, oldest first
+	downUntil time.Time
+	served    int64
+	failed    int64
+}
+
+type waiter struct {
+	ready   chan struct{}
+	granted bool
+}
+
+// Fleet is a Policy over one or more replicas that schedules by requests in flight (see
+// the package comment). Create it with New.
+type Fleet struct {
+	routing  Routing
+	cooldown time.Duration
+
+	mu        sync.Mutex
+	limit     int
+	reps      []*replica
+	reserved  int       // units admitted tickets still hold
+	unbound   []*Ticket // admitted, no request seen yet (oldest first)
+	admitting []*Ticket // Admit calls waiting, oldest first
+	byTree    map[uint64]*Ticket
+	affinity  map[uint64]int // tree -> the replica that holds its prefix
+	next      int            // round-robin cursor and tie breaker
+	changed   chan struct{}  // closed (and replaced) when demand falls or capacity changes
+	peak      int
+	admitted  int64
+	moved     int64 // trees that left the replica holding their prefix
+}
+
+// New validates cfg and builds a Fleet. It contacts no server.
+func New(cfg Config) (*Fleet, error) {
+	if len(cfg.Replicas) == 0 {
+		return nil, status.Errorf(status.InvalidArgument, "fleet: no server replicas; give at least one server URL")
+	}
+	switch cfg.Routing {
+	case "":
+		cfg.Routing = Affinity
+	case Affinity, RoundRobin:
+	default:
+		return nil, status.Errorf(status.InvalidArgument, "fleet: routing %q: want %q or %q", cfg.Routing, Affinity, RoundRobin)
+	}
+	if cfg.Limit < 0 || cfg.Cooldown < 0 {
+		return nil, status.Errorf(status.InvalidArgument, "fleet: limit %d and cooldown %v must not be negative", cfg.Limit, cfg.Cooldown)
+	}
+	if cfg.Cooldown == 0 {
+		cfg.Cooldown = DefaultCooldown
+	}
+	f := &Fleet{routing: cfg.Routing, cooldown: cfg.Cooldown, limit: cfg.Limit,
+		byTree: map[uint64]*Ticket{}, affinity: map[uint64]int{}, changed: make(chan struct{})}
+	for i, r := range cfg.Replicas {
+		if r.Policy == nil {
+			return nil, status.Errorf(status.InvalidArgument, "fleet: replica %d (%s) has no policy", i, r.Name)
+		}
+		if r.Capacity < 0 {
+			return nil, status.Errorf(status.InvalidArgument, "fleet: replica %s capacity %d is negative", r.Name, r.Capacity)
+		}
+		if r.Capacity == 0 {
+			r.Capacity = DefaultCapacity
+		}
+		f.reps = append(f.reps, &replica{Replica: r})
+	}
+	f.apportion()
+	return f, nil
+}
+
+// apportion sets each replica's slots: its capacity, or with a Limit its share of the
+// limit in proportion to the capacities (largest remainders, so the shares sum to it).
+func (f *Fleet) apportion() {
+	if f.limit == 0 {
+		for _, r := range f.reps {
+			r.slots = r.Capacity
+		}
+		return
+	}
+	total := 0
+	for _, r := range f.reps {
+		total += r.Capacity
+	}
+	given := 0
+	rest := make([]float64, len(f.reps))
+	for i, r := range f.reps {
+		share := float64(f.limit) * float64(r.Capacity) / float64(total)
+		r.slots = int(share)
+		rest[i] = share - float64(r.slots)
+		given += r.slots
+	}
+	for ; given < f.limit; given++ {
+		best := 0
+		for i := range rest {
+			if rest[i] > rest[best] {
+				best = i
+			}
+		}
+		f.reps[best].slots++
+		rest[best] = -1
+	}
+}
+
+// Replicas is the number of replicas.
+func (f *Fleet) Replicas() int { return len(f.reps) }
+
+// SetCapacity sets replica i's capacity (what its server reported); n <= 0 leaves it.
+func (f *Fleet) SetCapacity(i, n int) {
+	if n <= 0 || i < 0 || i >= len(f.reps) {
+		return
+	}
+	f.mu.Lock()
+	f.reps[i].Capacity = n
+	f.apportion()
+	for _, r := range f.reps {
+		f.grant(r)
+	}
+	f.signal()
+	f.mu.Unlock()
+}
+
+// StartupCheck runs every replica's Check in order and returns what each server said. A
+// capacity a server reports replaces the replica's configured one (the caller's figure is
+// for servers that do not say). The first replica that fails ends the check with its error.
+func (f *Fleet) StartupCheck(ctx context.Context) ([]any, error) {
+	infos := make([]any, len(f.reps))
+	for i, r := range f.reps {
+		if r.Check == nil {
+			continue
+		}
+		info, capacity, err := r.Check(ctx)
+		if err != nil {
+			if len(f.reps) > 1 {
+				return nil, status.Wrap(status.CodeOf(err), err, "fleet: replica %d of %d (%s)", i+1, len(f.reps), r.Name)
+			}
+			return nil, err
+		}
+		infos[i] = info
+		f.SetCapacity(i, capacity)
+	}
+	return infos, nil
+}
+
+// Capacity is the requests in flight the fleet allows at once: Config.Limit when set, else
+// the sum of the replicas' capacities.
+func (f *Fleet) Capacity() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.capacity()
+}
+
+func (f *Fleet) capacity() int {
+	n := 0
+	for _, r := range f.reps {
+		n += r.slots
+	}
+	return n
+}
+
+// demand is the requests in flight or waiting plus what admitted trees still reserve.
+func (f *Fleet) demand() int {
+	n := f.reserved
+	for _, r := range f.reps {
+		n += r.inFlight + len(r.queue)
+	}
+	return n
+}
+
+func (f *Fleet) inFlight() int {
+	n := 0
+	for _, r := range f.reps {
+		n += r.inFlight
+	}
+	return n
+}
+
+// signal wakes every Admit waiting for demand to fall.
+func (f *Fleet) signal() {
+	close(f.changed)
+	f.changed = make(chan struct{})
+}
+
+// grant hands r's free slots to its oldest waiting requests.
+func (f *Fleet) grant(r *replica) {
+	for len(r.queue) > 0 && r.inFlight < r.slots {
+		w := r.queue[0]
+		r.queue[0] = nil
+		r.queue = r.queue[1:]
+		w.granted = true
+		r.inFlight++
+		close(w.ready)
+	}
+	f.peak = max(f.peak, f.inFlight())
+}
+
+func ctxError(ctx context.Context, what string) error {
+	code := status.Cancelled
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		code = status.Timeout
+	}
+	return status.Wrap(code, ctx.Err(), "fleet: %s", what)
+}
+
+// take chooses the replica for one request of tree (see Routing) and waits for one of its
+// slots, FIFO behind the requests already waiting there.
+func (f *Fleet) take(ctx context.Context, tree uint64, tried uint64) (int, error) {
+	f.mu.Lock()
+	i := f.choose(tree, tried)
+	r := f.reps[i]
+	if len(r.queue) == 0 && r.inFlight < r.slots {
+		r.inFlight++
+		f.peak = max(f.peak, f.inFlight())
+		f.mu.Unlock()
+		return i, nil
+	}
+	w := &waiter{ready: make(chan struct{})}
+	r.queue = append(r.queue, w)
+	f.mu.Unlock()
+	select {
+	case <-w.ready:
+		return i, nil
+	case <-ctx.Done():
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if w.granted { // granted as the context ended: pass the slot on
+		r.inFlight--
+	} else {
+		for k, q := range r.queue {
+			if q == w {
+				r.queue = append(r.queue[:k], r.queue[k+1:]...)
+				break
+			}
+		}
+	}
+	f.grant(r)
+	f.signal()
+	return i, ctxError(ctx, "waiting for a free request slot")
+}
+
+// consume turns one unit of tree's reservation into a real request; a tree seen for the
+// first time takes the oldest unbound ticket.
+func (f *Fleet) consume(tree uint64) {
+	if tree == 0 {
+		return
+	}
+	t := f.byTree[tree]
+	if t == nil {
+		if len(f.unbound) == 0 {
+			return
+		}
+		t = f.unbound[0]
+		f.unbound[0] = nil
+		f.unbound = f.unbound[1:]
+		t.tree = tree
+		f.byTree[tree] = t
+	}
+	if t.remaining > 0 {
+		t.remaining--
+		f.reserved--
+	}
+}
+
+// Generate sends req to a replica (see Routing) once it has a free slot. A replica that
+// cannot be reached or answers 5xx (after its own retries) is skipped for the cooldown and
+// the request goes to another replica; the tree then stays there.
+func (f *Fleet) Generate(ctx context.Context, req generate.Request) (*generate.Result, error) {
+	f.mu.Lock()
+	f.consume(req.Tree)
+	f.mu.Unlock()
+	var tried uint64 // replicas already tried (bit i); past 64 replicas retries may repeat one
+	var lastErr error
+	for attempt := 0; attempt < len(f.reps); attempt++ {
+		i, err := f.take(ctx, req.Tree, tried)
+		if err != nil {
+			return nil, err
+		}
+		res, err := f.reps[i].Policy.Generate(ctx, req)
+		down := err != nil && ctx.Err() == nil && unreachable(err)
+		f.finish(i, req.Tree, err, down)
+		if err == nil || !down || len(f.reps) == 1 {
+			return res, err
+		}
+		tried |= 1 << (uint(i) % 64)
+		lastErr = err
+	}
+	return nil, lastErr
+}
+
+// unreachable reports whether err says the server is not there (no response, a 5xx) rather
+// than that this request was wrong.
+func unreachable(err error) bool {
+	var u interface{ Unavailable() bool }
+	if errors.As(err, &u) {
+		return u.Unavailable()
+	}
+	return false
+}
+
+// choose picks the replica for one request of tree. Affinity: the tree's replica while it
+// is up and its load allows (it waits there, where the tree's prefix is cached, unless a
+// whole batch is already queued there while another replica is under half full), else the up replica with the least load (in
+// flight and queued per slot), which then holds the tree. RoundRobin: the
+// next up replica. A replica with no slots (a Limit smaller than the replicas) is skipped.
+func (f *Fleet) choose(tree uint64, tried uint64) int {
+	now := time.Now()
+	n := len(f.reps)
+	usable := func(i int) bool {
+		r := f.reps[i]
+		return r.slots > 0 && tried&(1<<(uint(i)%64)) == 0 && !now.Before(r.downUntil)
+	}
+	if n == 1 {
+		return 0
+	}
+	if f.routing == RoundRobin {
+		for k := 0; k < n; k++ {
+			if i := (f.next + k) % n; usable(i) {
+				f.next = i + 1
+				return i
+			}
+		}
+	} else {
+		best, load := -1, math.Inf(1)
+		for k := 0; k < n; k++ {
+			i := (f.next + k) % n
+			if !usable(i) {
+				continue
+			}
+			r := f.reps[i]
+			if l := float64(r.inFlight+len(r.queue)) / float64(r.slots); l < load {
+				best, load = i, l
+			}
+		}
+		if i, ok := f.affinity[tree]; ok && tree != 0 && usable(i) {
+			// The tree stays (and queues) where its prefix is cached unless that replica has
+			// a full batch queued behind its running one while another is under half full.
+			if r := f.reps[i]; len(r.queue) < r.slots || load > rebalanceBelow {
+				return i
+			}
+		}
+		if best >= 0 {
+			f.next = (f.next + 1) % n
+			if i, ok := f.affinity[tree]; ok && tree != 0 && i != best {
+				f.moved++
+			}
+			if tree != 0 {
+				if len(f.affinity) >= maxAffinity {
+					clear(f.affinity)
+				}
+				f.affinity[tree] = best
+			}
+			return best
+		}
+	}
+	// Every replica is down or tried: the untried one that comes back first, else any.
+	best := -1
+	for i, r := range f.reps {
+		if r.slots > 0 && tried&(1<<(uint(i)%64)) == 0 && (best < 0 || r.downUntil.Before(f.reps[best].downUntil)) {
+			best = i
+		}
+	}
+	if best < 0 {
+		for k := 0; k < n; k++ {
+			if i := (f.next + k) % n; f.reps[i].slots > 0 {
+				best = i
+				break
+			}
+		}
+		f.next++
+	}
+	return best
+}
+
+// finish ends one request on replica i; a replica that was unreachable goes down for the
+// cooldown and loses its trees.
+func (f *Fleet) finish(i int, tree uint64, err error, down bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r := f.reps[i]
+	r.inFlight--
+	if err != nil {
+		r.failed++
+	} else {
+		r.served++
+	}
+	if down {
+		r.downUntil = time.Now().Add(f.cooldown)
+		if tree != 0 && f.affinity[tree] == i {
+			delete(f.affinity, tree)
+		}
+	}
+	f.grant(r)
+	f.signal()
+}
+
+// Ticket is one admitted tree's reservation (see Admit).
+type Ticket struct {
+	f         *Fleet
+	remaining int
+	tree      uint64
+	released  bool
+}
+
+// Admit waits until the requests in flight, waiting and reserved drop below the capacity,
+// then reserves width units (the tree's first burst: its warmup) and returns the ticket.
+// The reservation turns into real requests as the next new tree's requests arrive (or is
+// given back by Release). Admissions are granted in the order they were asked for, so no
+// problem waits behind later ones.
+func (f *Fleet) Admit(ctx context.Context, width int) (*Ticket, error) {
+	if width < 1 {
+		return nil, status.Errorf(status.InvalidArgument, "fleet: admission width %d: want at least 1 request", width)
+	}
+	t := &Ticket{f: f, remaining: width}
+	f.mu.Lock()
+	f.admitting = append(f.admitting, t)
+	for {
+		if f.admitting[0] == t && f.demand() < f.capacity() {
+			f.admitting = f.admitting[1:]
+			f.reserved += width
+			f.unbound = append(f.unbound, t)
+			f.admitted++
+			f.signal() // the next in line may fit too
+			f.mu.Unlock()
+			return t, nil
+		}
+		ch := f.changed
+		f.mu.Unlock()
+		select {
+		case <-ch:
+			f.mu.Lock()
+		case <-ctx.Done():
+			f.mu.Lock()
+			for i, a := range f.admitting {
+				if a == t {
+					f.admitting = append(f.admitting[:i], f.admitting[i+1:]...)
+					break
+				}
+			}
+			f.signal()
+			f.mu.Unlock()
+			return nil, ctxError(ctx, "waiting to admit a tree")
+		}
+	}
+}
+
+// Release gives back what the ticket still reserves and forgets its tree; call it when the
+// tree's collection has ended. A second call does nothing.
+func (t *Ticket) Release() {
+	f := t.f
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if t.released {
+		return
+	}
+	t.released = true
+	f.reserved -= t.remaining
+	t.remaining = 0
+	for i, u := range f.unbound {
+		if u == t {
+			f.unbound = append(f.unbound[:i], f.unbound[i+1:]...)
+			break
+		}
+	}
+	if t.tree != 0 {
+		delete(f.byTree, t.tree)
+		delete(f.affinity, t.tree)
+	}
+	f.signal()
+}
+
+// ReplicaLoad is one replica's part of Load.
+type ReplicaLoad struct {
+	Name     string `json:"name"`
+	Capacity int    `json:"capacity"`
+	InFlight int    `json:"in_flight"`
+	Queued   int    `json:"queued"`
+	Served   int64  `json:"served"`
+	Failed   int64  `json:"failed"`
+	Down     bool   `json:"down"`
+}
+
+// Load is a snapshot of the fleet's scheduling state.
+type Load struct {
+	Capacity     int           `json:"capacity"`
+	InFlight     int           `json:"in_flight"`
+	Queued       int           `json:"queued"`
+	Reserved     int           `json:"reserved"`
+	PeakInFlight int           `json:"peak_in_flight"`
+	Admitted     int64         `json:"admitted"`
+	Moved        int64         `json:"moved"`
+	Routing      Routing       `json:"routing"`
+	Replicas     []ReplicaLoad `json:"replicas"`
+}
+
+// Load reports the capacity, the requests in flight, waiting and reserved, and each
+// replica's counters.
+func (f *Fleet) Load() Load {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	now := time.Now()
+	l := Load{Capacity: f.capacity(), Reserved: f.reserved, PeakInFlight: f.peak, Admitted: f.admitted, Moved: f.moved, Routing: f.routing}
+	for _, r := range f.reps {
+		l.InFlight += r.inFlight
+		l.Queued += len(r.queue)
+		l.Replicas = append(l.Replicas, ReplicaLoad{Name: r.Name, Capacity: r.slots, InFlight: r.inFlight,
+			Queued: len(r.queue), Served: r.served, Failed: r.failed, Down: now.Before(r.downUntil)})
+	}
+	return l
+}
