@@ -118,3 +118,41 @@ func TestAnswerBatchRejectsBadLayouts(t *testing.T) {
 		})
 	}
 }
+
+// The hand-written poll JSON reads back as the []polledRequest the general encoder writes,
+// with every request's ids concatenated beside it.
+func TestEncodePolledMatchesTheGeneralEncoder(t *testing.T) {
+	reqs := []bridge.Request{
+		{ID: 1, Kind: bridge.KindPolicyGenerate, Object: 3, Payload: []byte(`{"params":{"max_tokens":4},"id":"a\u00e9\"b"}`), Tokens: []uint32{1, 2, 3}},
+		{ID: 2, Kind: bridge.KindEnvStep, Object: 4, Payload: []byte(`{"action":{"kind":"tokens","finished":false},"fork":true}`), Tokens: []uint32{}},
+		{ID: 3, Kind: bridge.KindEnvClose, Object: -1, Payload: []byte(`{}`)},
+		{ID: 18446744073709551615, Kind: bridge.KindCancel, Object: 9, Payload: nil},
+		{ID: 5, Kind: bridge.KindEnvStep, Object: 4, Payload: []byte(`{"action":{"kind":"text","text":"<b>&</b>"}}`), Tokens: []uint32{7}},
+	}
+	data, ids, err := encodePolled(reqs)
+	require.NoError(t, err)
+	assert.Equal(t, []uint32{1, 2, 3, 7}, ids)
+	want := make([]polledRequest, len(reqs))
+	at := 0
+	for i, r := range reqs {
+		want[i].Request = r
+		if r.Tokens != nil {
+			want[i].Tokens = &[2]int{at, at + len(r.Tokens)}
+			at += len(r.Tokens)
+		}
+	}
+	general, err := jsonAPI.Marshal(want)
+	require.NoError(t, err)
+	var got, expected any
+	require.NoError(t, jsonAPI.Unmarshal(data, &got))
+	require.NoError(t, jsonAPI.Unmarshal(general, &expected))
+	assert.Equal(t, expected, got)
+
+	data, ids, err = encodePolled(nil)
+	require.NoError(t, err)
+	assert.Equal(t, "[]", string(data))
+	assert.Nil(t, ids)
+
+	_, _, err = encodePolled([]bridge.Request{{ID: 1, Kind: `x"y`}})
+	assert.Equal(t, status.Internal, status.CodeOf(err))
+}

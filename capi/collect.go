@@ -8,6 +8,7 @@ import "C"
 import (
 	"context"
 	"slices"
+	"strconv"
 	"time"
 	"unsafe"
 
@@ -80,6 +81,64 @@ type polledRequest struct {
 	Tokens *[2]int `json:"tokens,omitempty"`
 }
 
+// encodePolled is the JSON of polled requests ([]polledRequest's, written directly: the
+// requests' payloads are the engine's own compact JSON, copied as they are) and the ids
+// that travel beside it, every request's Tokens concatenated.
+func encodePolled(reqs []bridge.Request) ([]byte, []uint32, error) {
+	size, count := 2, 0
+	for _, r := range reqs {
+		size += 64 + len(r.Kind) + len(r.Payload)
+		count += len(r.Tokens)
+	}
+	buf := make([]byte, 0, size)
+	var ids []uint32
+	if count > 0 {
+		ids = make([]uint32, 0, count)
+	}
+	buf = append(buf, '[')
+	for i, r := range reqs {
+		if !plainKind(r.Kind) {
+			return nil, nil, status.Errorf(status.Internal, "bridge request %d: kind %q is not a plain name", r.ID, r.Kind)
+		}
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = append(buf, `{"id":`...)
+		buf = strconv.AppendUint(buf, r.ID, 10)
+		buf = append(buf, `,"kind":"`...)
+		buf = append(buf, r.Kind...)
+		buf = append(buf, `","object":`...)
+		buf = strconv.AppendInt(buf, r.Object, 10)
+		buf = append(buf, `,"payload":`...)
+		if len(r.Payload) == 0 {
+			buf = append(buf, "null"...)
+		} else {
+			buf = append(buf, r.Payload...)
+		}
+		if r.Tokens != nil {
+			buf = append(buf, `,"tokens":[`...)
+			buf = strconv.AppendInt(buf, int64(len(ids)), 10)
+			buf = append(buf, ',')
+			buf = strconv.AppendInt(buf, int64(len(ids)+len(r.Tokens)), 10)
+			buf = append(buf, ']')
+			ids = append(ids, r.Tokens...)
+		}
+		buf = append(buf, '}')
+	}
+	return append(buf, ']'), ids, nil
+}
+
+// plainKind reports whether a request kind needs no JSON escaping (they are core/bridge's
+// constants: lower-case words and dots).
+func plainKind(kind string) bool {
+	for i := 0; i < len(kind); i++ {
+		if c := kind[i]; (c < 'a' || c > 'z') && c != '.' && c != '_' {
+			return false
+		}
+	}
+	return kind != ""
+}
+
 // focus_collection_poll takes up to max queued requests for Python (see core/bridge for
 // the kinds), with the policy.generate prefixes concatenated in one array.
 //
@@ -100,18 +159,11 @@ func focus_collection_poll(h C.focus_handle, ticket C.uint64_t, timeoutMs C.int6
 			if err != nil {
 				return err
 			}
-			polled := make([]polledRequest, len(reqs))
-			var ids []uint32
-			for i, r := range reqs {
-				polled[i].Request = r
-				if r.Tokens != nil {
-					polled[i].Tokens = &[2]int{len(ids), len(ids) + len(r.Tokens)}
-					ids = append(ids, r.Tokens...)
-				}
-			}
-			if err := returnJSON(out, polled); err != nil {
+			data, ids, err := encodePolled(reqs)
+			if err != nil {
 				return err
 			}
+			setBytes(out, data)
 			cIDs(ids, tokens, nTokens)
 			return nil
 		}, nil
