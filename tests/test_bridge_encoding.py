@@ -17,7 +17,7 @@ import pytest
 
 from focus_go import Agent, Collector, Critic, Env, MathEnv, Segments, Selective, Step, _lib
 from focus_go.backends import Policy, SamplingParams, SGLangPolicy
-from focus_go.collector import _all_sign_bits
+from focus_go.collector import _has_positive
 from focus_go.env import _grade, grade_math
 from focus_go.errors import ConfigError, InternalError, InvalidHandleError
 from focus_go.extend import SchedulerView
@@ -112,8 +112,7 @@ def test_bridged_tree_matches_the_native_one_with_empty_and_long_chunks(server, 
 
 
 def test_a_positive_logprob_is_named_as_before(server, policy):
-    # The sign-bit fast path only skips the element-wise check when no value can be > 0;
-    # 0.0 and NaN fall through to it, and the first positive one is named exactly.
+    # 0.0, NaN (no logprob) and -inf are fine; the first positive one is named exactly.
     problem = server.problems()[0]
 
     async def complete(tokens, params):
@@ -133,19 +132,27 @@ def test_a_positive_logprob_is_named_as_before(server, policy):
 
 
 @pytest.mark.parametrize(
-    "values,signed",
+    "values",
     [
-        ([], True),
-        ([-1.0, -0.0, -math.inf, -1e-300], True),
-        ([-1.0, 0.0], False),
-        ([math.nan], False),
-        ([-1.0, 3.0], False),
+        [],
+        [-1.0, -0.0, 0.0, -math.inf, -1e-300],
+        [math.nan, -1.0, math.nan],
+        [math.nan, 0.5],
+        [-1.0, 3.0, math.nan],
+        [-2, 0, 1],
+        [math.inf],
+        [False, True],
     ],
 )
-def test_sign_bit_check(values, signed):
-    assert _all_sign_bits(array.array("d", values)) is signed
-    if signed:
-        assert not any(v > 0 for v in values)
+def test_positive_check_matches_the_elementwise_one(values):
+    assert _has_positive(values) is any(v > 0 for v in values)
+
+
+def test_positive_check_raises_for_what_cannot_compare():
+    with pytest.raises(TypeError):
+        _has_positive([-1.0, None])
+    with pytest.raises(TypeError):
+        any(v > 0 for v in [-1.0, None])
 
 
 def _answer(handle, ids, payload, ends, generated, tokens, logprobs):

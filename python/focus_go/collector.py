@@ -24,9 +24,9 @@ import array
 import asyncio
 import ctypes
 import inspect
+import itertools
 import json
 import math
-import sys
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Union
 
@@ -153,11 +153,9 @@ class _Remote:
             raise ConfigError(f"policy returned {type(result).__name__}, expected GenerateResult")
         # NaN (no logprob: what SGLang's null reads as) and -inf are kept: the engine makes
         # the edge inexact, so it trains no actor. A positive logprob is a broken policy.
-        logprobs = _float_array(result.logprobs)
-        if logprobs is None or not _all_sign_bits(logprobs):
-            if any(lp > 0 for lp in result.logprobs):
-                i, lp = next((i, lp) for i, lp in enumerate(result.logprobs) if lp > 0)
-                raise ConfigError(f"policy returned logprob {lp} for generated token {i}; logprobs must be <= 0 (NaN for none)")
+        if _has_positive(result.logprobs):
+            i, lp = next((i, lp) for i, lp in enumerate(result.logprobs) if lp > 0)
+            raise ConfigError(f"policy returned logprob {lp} for generated token {i}; logprobs must be <= 0 (NaN for none)")
         if len(result.logprobs) != len(result.tokens):
             raise ConfigError(f"policy returned {len(result.tokens)} tokens but {len(result.logprobs)} logprobs")
         try:
@@ -172,9 +170,7 @@ class _Remote:
             "matched_stop": result.matched_stop,
             "exact": bool(policy.is_exact(result)),
         }
-        if logprobs is None:
-            logprobs = array.array("d", result.logprobs)  # raises as before for a bad value
-        return _Generated(tokens, logprobs, json.dumps(meta).encode())
+        return _Generated(tokens, array.array("d", result.logprobs), json.dumps(meta).encode())
 
     async def _score(self, critic: Critic, contexts: List[str]) -> Dict[str, Any]:
         values = [float(v) for v in await _resolve(critic.fn(list(contexts)))]  # type: ignore[misc]
@@ -184,28 +180,14 @@ class _Remote:
         return {"values": values}
 
 
-# Bytes 0x80-0xff: the high byte of an IEEE double whose sign bit is set.
-_SIGNED_HIGH_BYTES = bytes(range(0x80, 0x100))
+_NO_LOGPROB_YET = (-math.inf,)
 
 
-def _float_array(values: Any) -> "Optional[array.array[float]]":
-    """values as an array of doubles, or None if some value is not a real number."""
-    try:
-        return array.array("d", values)
-    except (TypeError, ValueError, OverflowError):
-        return None
-
-
-def _all_sign_bits(values: "array.array[float]") -> bool:
-    """Whether every double has its sign bit set (negative, -0.0, -inf or a negative NaN):
-    then none is > 0, checked at C speed from the high byte of each (little-endian)
-    double. False means "look closer" (a 0.0 or NaN has a clear sign bit too)."""
-    if values.itemsize != 8 or not _LITTLE_ENDIAN:
-        return False
-    return not memoryview(values).cast("B")[7::8].tobytes().translate(None, _SIGNED_HIGH_BYTES)
-
-
-_LITTLE_ENDIAN = sys.byteorder == "little"
+def _has_positive(values: Any) -> bool:
+    """Whether some value is > 0, as ``any(v > 0 for v in values)`` but at C speed: max()
+    only replaces its running maximum with a value greater than it, so the NaNs (no
+    logprob) it meets after the leading -inf never win, and a positive one always does."""
+    return max(itertools.chain(_NO_LOGPROB_YET, values)) > 0
 
 
 def _address(values: "array.array[Any]") -> Optional[int]:
