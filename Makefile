@@ -121,7 +121,7 @@ FUZZ_TARGETS := \
 	backends/vllm:FuzzParseResponse backends/vllm:FuzzReadFast \
 	backends/openai:FuzzParseChat backends/openai:FuzzParseResponses \
 	backends/transport:FuzzErrorMessage backends/transport:FuzzParseRetryAfter \
-	core/tree:FuzzUnmarshal core/mathenv:FuzzNormalize capi:FuzzABIJSONInputs \
+	core/tree:FuzzUnmarshal core/mathenv:FuzzNormalize capi:FuzzABIJSONInputs capi:FuzzAnswerBatch \
 	core/rules:FuzzCheck core/collect:FuzzRootMessages \
 	sim:FuzzFastGenerateDecode
 

@@ -156,3 +156,34 @@ func TestEncodePolledMatchesTheGeneralEncoder(t *testing.T) {
 	_, _, err = encodePolled([]bridge.Request{{ID: 1, Kind: `x"y`}})
 	assert.Equal(t, status.Internal, status.CodeOf(err))
 }
+
+// Any arrays are either refused whole with InvalidArgument or answered in full: never a
+// panic, never an answer from a refused batch.
+func FuzzAnswerBatch(f *testing.F) {
+	f.Add([]byte{2, 4, 0}, []byte("{}{}"), []byte{1, 0xff}, uint8(1))
+	f.Add([]byte{9}, []byte("{}"), []byte{0xfe}, uint8(0))
+	f.Fuzz(func(t *testing.T, endBytes, payload, genBytes []byte, nTokens uint8) {
+		n := min(len(endBytes), len(genBytes))
+		ids := make([]uint64, n)
+		ends := make([]uint64, n)
+		generated := make([]int64, n)
+		for i := range n {
+			ids[i] = uint64(i + 1)
+			ends[i] = uint64(endBytes[i])
+			generated[i] = int64(int8(genBytes[i]))
+		}
+		tokens := make([]uint32, nTokens)
+		logprobs := make([]float64, nTokens)
+		r := newRecorder()
+		count, err := answerBatch(r, ids, payload, ends, generated, tokens, logprobs)
+		if err != nil {
+			require.Equal(t, status.InvalidArgument, status.CodeOf(err), err.Error())
+			require.Zero(t, count)
+			require.Empty(t, r.resolved)
+			require.Empty(t, r.answered)
+			return
+		}
+		require.Equal(t, n, count)
+		require.Equal(t, n, len(r.resolved)+len(r.answered))
+	})
+}
