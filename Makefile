@@ -86,9 +86,21 @@ test-py: venv $(LIBSELFTEST)
 demo: venv
 	$(VPY) -m focus_go demo --out $(BUILD)/demo
 
-bench: venv $(LIBSELFTEST) $(BUILD)/loadgen
+# `make bench BASELINE=<commit>` also measures the engine rows (Go alone, 2a, 2b) of that
+# earlier commit in the same run, interleaved with this tree's: its sources are exported to
+# build/baseline/<commit> and its self-test library and loadgen built there.
+BASELINE     ?=
+BASELINE_DIR := $(BUILD)/baseline/$(BASELINE)
+
+bench: venv $(LIBSELFTEST) $(BUILD)/loadgen $(if $(BASELINE),$(BASELINE_DIR)/libfocus.so)
 	$(VPY) -m pip install --quiet --disable-pip-version-check aiohttp
-	FOCUS_GO_LIBRARY=$(LIBSELFTEST) $(VPY) benchmarks/run.py
+	FOCUS_GO_LIBRARY=$(LIBSELFTEST) $(VPY) benchmarks/run.py $(if $(BASELINE),--baseline $(BASELINE_DIR)) $(BENCH_ARGS)
+
+$(BUILD)/baseline/%/libfocus.so: $(LIBTOKENIZERS)
+	rm -rf $(BUILD)/baseline/$* && mkdir -p $(BUILD)/baseline/$*
+	git archive $* | tar -x -C $(BUILD)/baseline/$*
+	cd $(BUILD)/baseline/$* && $(GO) build -trimpath -tags $(SELFTEST_TAGS) -buildmode=c-shared -o libfocus.so ./capi
+	cd $(BUILD)/baseline/$* && $(GO) build -o loadgen ./benchmarks/loadgen
 
 $(BUILD)/loadgen: $(LIBTOKENIZERS) $(GO_SOURCES) $(wildcard benchmarks/loadgen/*.go)
 	$(GO) build -o $@ ./benchmarks/loadgen
@@ -109,7 +121,7 @@ FUZZ_TARGETS := \
 	backends/vllm:FuzzParseResponse backends/vllm:FuzzReadFast \
 	backends/openai:FuzzParseChat backends/openai:FuzzParseResponses \
 	backends/transport:FuzzErrorMessage backends/transport:FuzzParseRetryAfter \
-	core/tree:FuzzUnmarshal core/mathenv:FuzzNormalize capi:FuzzABIJSONInputs \
+	core/tree:FuzzUnmarshal core/mathenv:FuzzNormalize capi:FuzzABIJSONInputs capi:FuzzAnswerBatch \
 	core/rules:FuzzCheck core/collect:FuzzRootMessages \
 	sim:FuzzFastGenerateDecode
 

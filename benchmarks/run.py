@@ -50,6 +50,7 @@ import tempfile
 import time
 import urllib.request
 from pathlib import Path
+from typing import Optional
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -381,7 +382,74 @@ def _median(xs: list) -> float:
     return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
 
 
-def throughput_sections(seconds: float, reps: int) -> list[str]:
+def _baseline_variant(baseline: Path, name: str, sim: SimProcess, seconds: float, problems_file: Path) -> dict:
+    """One engine variant of an earlier checkout in the same run (`make bench BASELINE=ref`):
+    the Go-alone engine with that checkout's loadgen, or 2a / 2b in a child process that
+    imports that checkout's focus_go package and loads its self-test library, driven by this
+    file's _collect_trees (public API only, so both versions run the same benchmark)."""
+    if name == "go_engine":
+        out = subprocess.run([str(baseline / "loadgen"), "collect", sim.url, "-model", sim.model, "-problems", str(problems_file),
+                              "-trees", str(TREES), "-d", str(seconds)], capture_output=True, text=True, check=True).stdout
+        return json.loads(out)
+    env = {**os.environ, "PYTHONPATH": str(baseline / "python"), "FOCUS_GO_LIBRARY": str(baseline / "libfocus.so")}
+    out = subprocess.run(
+        [sys.executable, __file__, "--engine-variant", json.dumps({"name": name, "url": sim.url, "model": sim.model,
+                                                                   "problems": sim.problems, "seconds": seconds})],
+        capture_output=True, text=True, check=True, env=env,
+    ).stdout
+    return json.loads(out.splitlines()[-1])
+
+
+class _RemoteSim:
+    """The parts of SimProcess that _collect_trees reads, for a child process."""
+
+    def __init__(self, spec: dict) -> None:
+        self.url, self.model, self.problems = spec["url"], spec["model"], spec["problems"]
+
+
+def _engine_variant_child(spec: dict) -> None:
+    import focus_go
+
+    assert str(Path(focus_go.__file__).resolve()).startswith(os.environ["PYTHONPATH"]), focus_go.__file__
+    out = asyncio.run(_collect_trees(_RemoteSim(spec), spec["seconds"], bridged=spec["name"] == "bridged"))
+    print(json.dumps(out))
+
+
+def cpu_ratio_rows(rows: dict, baseline: str) -> list[str]:
+    """Issue 22 part 3: client CPU per segment as ratios, each taken within a repetition
+    (median over repetitions): the engine in Go alone and 2a against the load generator's
+    CPU per replayed request, 2b against 2a; before (an earlier commit, same run) and after."""
+
+    def cpu(r: dict) -> float:
+        return r.get("cpu_us_per_segment", r.get("cpu_us_per_request", 0.0))
+
+    def ratio(name: str, to: str) -> str:
+        if name not in rows or to not in rows:
+            return ""
+        return f"{_median([cpu(a) / cpu(b) for a, b in zip(rows[name], rows[to])]):.2f}"
+
+    def us(name: str) -> str:
+        return f"{_median([cpu(r) for r in rows[name]]):.0f}" if name in rows else ""
+
+    before = f"before ({baseline})" if baseline else "before (run with BASELINE=commit)"
+    out = [
+        "Client CPU per segment as ratios (process CPU, getrusage / process_time, over the same window; "
+        "ratios within a repetition, medians), before and after in this run:",
+        "",
+        f"| ratio | {before} | after | target | CPU µs / segment ({before.split(' (')[0]} / after) |",
+        "|---|---|---|---|---|",
+    ]
+    for label, name, to, target in [
+        ("engine in Go alone / load generator (per replayed request)", "go_engine", "ceiling", "<= 1.30"),
+        ("2a, all-Go path through Python / load generator", "native", "ceiling", ""),
+        ("2b, Python Completion + Python Env / 2a", "bridged", "native", "<= 2.00"),
+    ]:
+        out.append(f"| {label} | {ratio('before_' + name, 'ceiling' if to == 'ceiling' else 'before_' + to)} | {ratio(name, to)} | {target} "
+                   f"| {us('before_' + name) or '-'} / {us(name)} |")
+    return out
+
+
+def throughput_sections(seconds: float, reps: int, baseline: Optional[Path] = None) -> list[str]:
     sim = SimProcess({"seed": 0, "verbosity": 3})
     rows: dict = {}
     try:
@@ -404,6 +472,12 @@ def throughput_sections(seconds: float, reps: int) -> list[str]:
                 ("bridged", lambda: asyncio.run(_collect_trees(sim, seconds, bridged=True))),
                 ("reference", lambda: _reference(sim, problems, seconds)),
             ]
+            if baseline is not None:
+                # The same engine variants of an earlier commit, interleaved with these.
+                variants += [
+                    ("before_" + name, lambda name=name: _baseline_variant(baseline, name, sim, seconds, tmpdir / "problems.json"))
+                    for name in ("go_engine", "native", "bridged")
+                ]
             for _ in range(reps):
                 for name, fn in variants:
                     rows.setdefault(name, []).append(sim.measure(fn))
@@ -443,9 +517,12 @@ def throughput_sections(seconds: float, reps: int) -> list[str]:
         "| client | requests or segments /s | x ceiling | x reference (2c) | CPU µs / request or segment (client process) | server CPU µs / 256 tokens |",
         "|---|---|---|---|---|---|",
     ]
+    if baseline is not None:
+        labels += [("before_" + name, f"before ({baseline.name}): {label}") for name, label in labels if name in ("go_engine", "native", "bridged")]
     for name, label in labels:
         m = med(name)
         out.append(f"| {label} | {m['rate']:,.0f} | {ratio(name, 'ceiling'):.2f} | {ratio(name, 'reference'):.2f} | {m['cpu']} | {m['server']} |")
+    out += [""] + cpu_ratio_rows(rows, baseline.name if baseline is not None else "")
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "throughput.json").write_text(json.dumps(rows, indent=1))
     return out
@@ -703,7 +780,14 @@ def main() -> int:
     parser.add_argument("--memory-trees", type=int, default=1000, help="trees collected in sequence for the memory section")
     parser.add_argument("--sections", default=",".join(SECTIONS), help="comma-separated subset of " + ", ".join(SECTIONS))
     parser.add_argument("--rows-only", action="store_true", help=argparse.SUPPRESS)  # a child process's section
+    parser.add_argument("--baseline", type=Path, default=None,
+                        help="a checkout of an earlier commit with its self-test libfocus.so and loadgen built at its top "
+                             "(make bench BASELINE=commit): its engine rows are measured in the same run")
+    parser.add_argument("--engine-variant", default=None, help=argparse.SUPPRESS)  # a baseline child's measurement
     args = parser.parse_args()
+    if args.engine_variant:
+        _engine_variant_child(json.loads(args.engine_variant))
+        return 0
     chosen = [s for s in args.sections.split(",") if s]
     if args.rows_only:
         print("\n".join(memory_section(args.memory_trees)))
@@ -714,7 +798,7 @@ def main() -> int:
     lines = ["# focus-go benchmarks", ""]
     if "throughput" in chosen:
         lines += ["## 1-2. throughput against the simulated server", ""]
-        lines += throughput_sections(args.seconds, args.reps)
+        lines += throughput_sections(args.seconds, args.reps, args.baseline.resolve() if args.baseline else None)
     if "latency" in chosen:
         lines += ["", "## 3. latency hiding", ""]
         lines += latency_section()

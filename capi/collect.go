@@ -8,6 +8,7 @@ import "C"
 import (
 	"context"
 	"slices"
+	"strconv"
 	"time"
 	"unsafe"
 
@@ -80,6 +81,64 @@ type polledRequest struct {
 	Tokens *[2]int `json:"tokens,omitempty"`
 }
 
+// encodePolled is the JSON of polled requests ([]polledRequest's, written directly: the
+// requests' payloads are the engine's own compact JSON, copied as they are) and the ids
+// that travel beside it, every request's Tokens concatenated.
+func encodePolled(reqs []bridge.Request) ([]byte, []uint32, error) {
+	size, count := 2, 0
+	for _, r := range reqs {
+		size += 64 + len(r.Kind) + len(r.Payload)
+		count += len(r.Tokens)
+	}
+	buf := make([]byte, 0, size)
+	var ids []uint32
+	if count > 0 {
+		ids = make([]uint32, 0, count)
+	}
+	buf = append(buf, '[')
+	for i, r := range reqs {
+		if !plainKind(r.Kind) {
+			return nil, nil, status.Errorf(status.Internal, "bridge request %d: kind %q is not a plain name", r.ID, r.Kind)
+		}
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = append(buf, `{"id":`...)
+		buf = strconv.AppendUint(buf, r.ID, 10)
+		buf = append(buf, `,"kind":"`...)
+		buf = append(buf, r.Kind...)
+		buf = append(buf, `","object":`...)
+		buf = strconv.AppendInt(buf, r.Object, 10)
+		buf = append(buf, `,"payload":`...)
+		if len(r.Payload) == 0 {
+			buf = append(buf, "null"...)
+		} else {
+			buf = append(buf, r.Payload...)
+		}
+		if r.Tokens != nil {
+			buf = append(buf, `,"tokens":[`...)
+			buf = strconv.AppendInt(buf, int64(len(ids)), 10)
+			buf = append(buf, ',')
+			buf = strconv.AppendInt(buf, int64(len(ids)+len(r.Tokens)), 10)
+			buf = append(buf, ']')
+			ids = append(ids, r.Tokens...)
+		}
+		buf = append(buf, '}')
+	}
+	return append(buf, ']'), ids, nil
+}
+
+// plainKind reports whether a request kind needs no JSON escaping (they are core/bridge's
+// constants: lower-case words and dots).
+func plainKind(kind string) bool {
+	for i := 0; i < len(kind); i++ {
+		if c := kind[i]; (c < 'a' || c > 'z') && c != '.' && c != '_' {
+			return false
+		}
+	}
+	return kind != ""
+}
+
 // focus_collection_poll takes up to max queued requests for Python (see core/bridge for
 // the kinds), with the policy.generate prefixes concatenated in one array.
 //
@@ -100,18 +159,11 @@ func focus_collection_poll(h C.focus_handle, ticket C.uint64_t, timeoutMs C.int6
 			if err != nil {
 				return err
 			}
-			polled := make([]polledRequest, len(reqs))
-			var ids []uint32
-			for i, r := range reqs {
-				polled[i].Request = r
-				if r.Tokens != nil {
-					polled[i].Tokens = &[2]int{len(ids), len(ids) + len(r.Tokens)}
-					ids = append(ids, r.Tokens...)
-				}
-			}
-			if err := returnJSON(out, polled); err != nil {
+			data, ids, err := encodePolled(reqs)
+			if err != nil {
 				return err
 			}
+			setBytes(out, data)
 			cIDs(ids, tokens, nTokens)
 			return nil
 		}, nil
@@ -149,6 +201,97 @@ func focus_collection_resolve_generate(h C.focus_handle, id C.uint64_t, tokens *
 			Logprobs: lps,
 		})
 	})
+}
+
+// focus_collection_answer answers n requests in one call, in order, as
+// focus_collection_resolve and focus_collection_resolve_generate would one by one.
+//
+//export focus_collection_answer
+func focus_collection_answer(h C.focus_handle, n C.size_t, ids *C.uint64_t, payload *C.char, payloadLen C.size_t,
+	payloadEnds *C.uint64_t, generated *C.int64_t, tokens *C.uint32_t, logprobs *C.double, nTokens C.size_t,
+	answered *C.size_t, errOut *C.focus_bytes) C.focus_status {
+	return guard(errOut, func() error {
+		c, err := collectionOf(h)
+		if err != nil {
+			return err
+		}
+		if n > 0 && (ids == nil || payloadEnds == nil || generated == nil) {
+			return status.Errorf(status.InvalidArgument, "focus_collection_answer: ids, payload_ends and generated must not be NULL for %d answers", n)
+		}
+		if nTokens > 0 && (tokens == nil || logprobs == nil) {
+			return status.Errorf(status.InvalidArgument, "focus_collection_answer: tokens and logprobs must not be NULL for %d ids", nTokens)
+		}
+		count, err := answerBatch(c, cSlice((*uint64)(unsafe.Pointer(ids)), n), goBytes(payload, payloadLen),
+			cSlice((*uint64)(unsafe.Pointer(payloadEnds)), n), cSlice((*int64)(unsafe.Pointer(generated)), n),
+			goIDs(tokens, nTokens), cSlice((*float64)(unsafe.Pointer(logprobs)), nTokens))
+		if answered != nil {
+			*answered = C.size_t(count)
+		}
+		return err
+	})
+}
+
+// cSlice is n values at p (nil when there are none), without copying.
+func cSlice[T any](p *T, n C.size_t) []T {
+	if p == nil || n == 0 {
+		return nil
+	}
+	return unsafe.Slice(p, int(n))
+}
+
+// answerer is what answerBatch answers through (a *session.Session).
+type answerer interface {
+	Resolve(id uint64, payload []byte) error
+	Answer(id uint64, reply bridge.Reply) error
+}
+
+// answerBatch decodes focus_collection_answer's arrays (checked whole before any answer is
+// given) and answers each request in turn: answer i's JSON is payload[ends[i-1]:ends[i]];
+// generated[i] is -1 for a JSON-only answer, else the number of ids and logprobs it takes
+// next from tokens and logprobs. A request the engine no longer waits for (an
+// InvalidHandle error, as focus_collection_resolve reports) is skipped; it returns how many
+// were answered.
+func answerBatch(c answerer, ids []uint64, payload []byte, ends []uint64, generated []int64, tokens []uint32, logprobs []float64) (int, error) {
+	if len(ends) != len(ids) || len(generated) != len(ids) {
+		return 0, status.Errorf(status.InvalidArgument, "focus_collection_answer: %d ids but %d payload ends and %d generated counts", len(ids), len(ends), len(generated))
+	}
+	if len(logprobs) != len(tokens) {
+		return 0, status.Errorf(status.InvalidArgument, "focus_collection_answer: %d ids but %d logprobs", len(tokens), len(logprobs))
+	}
+	var prev uint64
+	total := 0
+	for i := range ids {
+		if ends[i] < prev || ends[i] > uint64(len(payload)) {
+			return 0, status.Errorf(status.InvalidArgument, "focus_collection_answer: answer %d: payload end %d is outside [%d, %d] (payload_ends must be non-decreasing offsets into the %d-byte payload)", i, ends[i], prev, len(payload), len(payload))
+		}
+		prev = ends[i]
+		if generated[i] < -1 || generated[i] > int64(len(tokens)-total) {
+			return 0, status.Errorf(status.InvalidArgument, "focus_collection_answer: answer %d: generated count %d, expected -1 (a JSON answer) or at most the %d ids left of %d", i, generated[i], len(tokens)-total, len(tokens))
+		}
+		total += max(int(generated[i]), 0)
+	}
+	if total != len(tokens) {
+		return 0, status.Errorf(status.InvalidArgument, "focus_collection_answer: the answers take %d ids but %d were given", total, len(tokens))
+	}
+	answered, start, at := 0, uint64(0), 0
+	for i, id := range ids {
+		body := append([]byte(nil), payload[start:ends[i]]...)
+		start = ends[i]
+		var err error
+		if k := int(generated[i]); k >= 0 {
+			err = c.Answer(id, bridge.Reply{Payload: body, Tokens: append([]uint32{}, tokens[at:at+k]...), Logprobs: append([]float64{}, logprobs[at:at+k]...)})
+			at += k
+		} else {
+			err = c.Resolve(id, body)
+		}
+		switch {
+		case err == nil:
+			answered++
+		case status.CodeOf(err) != status.InvalidHandle:
+			return answered, status.Wrap(status.CodeOf(err), err, "focus_collection_answer: answer %d (request %d)", i, id)
+		}
+	}
+	return answered, nil
 }
 
 //export focus_collection_fail

@@ -97,6 +97,11 @@ focus_status focus_selftest_unbox(focus_handle h, focus_bytes *out, focus_bytes 
 focus_status focus_selftest_search_tree(int64_t rollouts, int64_t segments, int64_t tokens,
                                         uint64_t seed, focus_handle *out, focus_bytes *err);
 
+/* Starts a pprof CPU profile of the library's Go code into the file at `path` (n bytes),
+ * or with an empty path stops the running one and closes its file (benchmarks profile a
+ * collection driven from Python with it). */
+focus_status focus_selftest_cpu_profile(char *path, size_t n, focus_bytes *err);
+
 /* --- action parsing (backends/parse) -------------------------------------------- */
 
 /* Parses one response with the parser a profile names ("qwen_xml", "hermes",
@@ -326,6 +331,10 @@ focus_status focus_rules_defaults(focus_bytes *out, focus_bytes *err);
  * is correct, and the step that ends a MathEnv episode with this response (reward 1.0 or
  * 0.0, done, info {"answer" (null if none), "label", "correct"}), as the native MathEnv's. */
 focus_status focus_math_grade(char *request, size_t len, focus_bytes *out, focus_bytes *err);
+/* focus_math_grade with the text and the label as UTF-8 strings (pointer + length each)
+ * instead of a JSON request; same *out. */
+focus_status focus_math_grade_text(char *text, size_t text_len, char *label, size_t label_len,
+                                   focus_bytes *out, focus_bytes *err);
 
 /* --- collection (core/collect, core/bridge) --------------------------------------- */
 
@@ -348,8 +357,9 @@ focus_status focus_collect_start(char *config, size_t len, focus_handle *out, fo
 
 /* The next requests for remote parts, oldest first, at most max (at least one):
  * *out = [{"id", "kind", "object", "payload", "tokens"?}]. A policy.generate request's
- * prefix is not in its payload: "tokens": [start, end) indexes *tokens (*n_tokens ids, all
- * the polled prefixes; free with focus_buffer_free; NULL when empty). Returns
+ * prefix and an env.step token action's ids are not in its payload: "tokens": [start, end)
+ * indexes *tokens (*n_tokens ids, all the polled requests' ids; free with
+ * focus_buffer_free; NULL when empty). Returns
  * FOCUS_ERR_TIMEOUT when none came within timeout_ms (negative: without limit; poll again)
  * and FOCUS_ERR_CANCELLED once the collection has finished (stop polling). ticket: see
  * "calls that wait". */
@@ -365,6 +375,20 @@ focus_status focus_collection_resolve(focus_handle collection, uint64_t id, char
 focus_status focus_collection_resolve_generate(focus_handle collection, uint64_t id,
                                                uint32_t *tokens, double *logprobs, size_t n,
                                                char *payload, size_t len, focus_bytes *err);
+/* Answers n requests in one call, in order, as focus_collection_resolve and
+ * focus_collection_resolve_generate would one by one. Answer i is request ids[i]; its JSON
+ * payload is payload[payload_ends[i-1], payload_ends[i]) (payload_ends[-1] is 0: the ends
+ * are non-decreasing offsets into the payload_len bytes); generated[i] is -1 for a JSON
+ * answer (resolve), or the number of generated ids and logprobs (resolve_generate) it takes
+ * next from tokens and logprobs, which hold n_tokens of each (the counts must add up to
+ * n_tokens). The arrays are checked whole before anything is answered
+ * (FOCUS_ERR_INVALID_ARGUMENT). A request the engine no longer waits for, which resolve
+ * would refuse with FOCUS_ERR_INVALID_HANDLE, is skipped; *answered (if not NULL) counts
+ * the requests answered. */
+focus_status focus_collection_answer(focus_handle collection, size_t n, uint64_t *ids, char *payload,
+                                     size_t payload_len, uint64_t *payload_ends, int64_t *generated,
+                                     uint32_t *tokens, double *logprobs, size_t n_tokens, size_t *answered,
+                                     focus_bytes *err);
 focus_status focus_collection_fail(focus_handle collection, uint64_t id, int32_t code,
                                    char *message, size_t message_len, focus_bytes *err);
 

@@ -8,6 +8,9 @@ package main
 import "C"
 
 import (
+	"os"
+	"runtime/pprof"
+
 	jsoniter "github.com/json-iterator/go"
 
 	"github.com/focus-go/focus-go/core/status"
@@ -66,6 +69,42 @@ func focus_selftest_search_tree(rollouts, segments, tokens C.int64_t, seed C.uin
 			return status.Errorf(status.InvalidArgument, "selftest: rollouts, segments and tokens must be >= 1")
 		}
 		*out = C.focus_handle(handles.put(treetest.Search(int(rollouts), int(segments), int(tokens), uint64(seed))))
+		return nil
+	})
+}
+
+// cpuProfile is the file focus_selftest_cpu_profile is writing, if any.
+var cpuProfile *os.File
+
+// focus_selftest_cpu_profile starts a pprof CPU profile of the library's Go code into the
+// file at path, or with an empty path stops the one running (benchmarks: where the Go
+// time of a collection driven from Python goes).
+//
+//export focus_selftest_cpu_profile
+func focus_selftest_cpu_profile(path *C.char, n C.size_t, errOut *C.focus_bytes) C.focus_status {
+	return guard(errOut, func() error {
+		name := goString(path, n)
+		if name == "" {
+			if cpuProfile == nil {
+				return status.Errorf(status.InvalidArgument, "selftest: no CPU profile is running")
+			}
+			pprof.StopCPUProfile()
+			err := cpuProfile.Close()
+			cpuProfile = nil
+			return err
+		}
+		if cpuProfile != nil {
+			return status.Errorf(status.InvalidArgument, "selftest: a CPU profile is already running")
+		}
+		f, err := os.Create(name)
+		if err != nil {
+			return status.Wrap(status.NotFound, err, "selftest: CPU profile file")
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+			return status.Wrap(status.Internal, err, "selftest: start CPU profile")
+		}
+		cpuProfile = f
 		return nil
 	})
 }

@@ -96,6 +96,7 @@ func load(args []string) error {
 	tokens := fs.Int("tokens", 256, "max tokens per request")
 	promptFile := fs.String("prompt", "", "JSON file with the prompt token ids")
 	replayFile := fs.String("replay", "", "JSON file of recorded requests [{tokens, max_tokens, seed}]")
+	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile here")
 	fs.Parse(args[1:])
 	var replay []recorded
 	switch {
@@ -128,6 +129,11 @@ func load(args []string) error {
 		return err
 	}
 	defer client.Close()
+	stop, err := startCPUProfile(*cpuprofile)
+	if err != nil {
+		return err
+	}
+	defer stop()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(*seconds*float64(time.Second)))
 	defer cancel()
 	var requests, generated, failures atomic.Int64

@@ -31,8 +31,9 @@ type Request struct {
 	Kind    string          `json:"kind"`
 	Object  int64           `json:"object"`
 	Payload json.RawMessage `json:"payload"`
-	// Tokens is a policy.generate request's prefix, carried beside the JSON payload so
-	// that the C boundary passes it as an array.
+	// Tokens is a policy.generate request's prefix, or an env.step token action's ids
+	// (never empty-but-nil for one: an empty chunk is []uint32{}), carried beside the
+	// JSON payload so that the C boundary passes it as an array.
 	Tokens []uint32 `json:"-"`
 }
 

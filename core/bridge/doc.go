@@ -20,7 +20,7 @@
 //	                  (or "tokens" and "logprobs" beside the JSON in Reply.Tokens and
 //	                  Reply.Logprobs: token ids and logprobs cross the C ABI as arrays)
 //	"env.reset"       {} -> {"observation": {"text", "tokens"?} | null}
-//	"env.step"        {"action": {"kind": "tokens", "tokens": [ids], "finished": bool}
+//	"env.step"        {"action": {"kind": "tokens", "finished": bool} + Request.Tokens (the ids)
 //	                           | {"kind": "text", "text": str}
 //	                           | {"kind": "tool", "text", "reasoning", "tool_calls": [{"name", "arguments", "call_id", "error"}]},
 //	                   "fork": true?}

@@ -266,16 +266,21 @@ func (e Env) step(ctx context.Context, act action.Action, fork bool) (collect.St
 	if err != nil {
 		return collect.Step{}, nil, err
 	}
+	// A token action's ids travel beside the JSON (Request.Tokens), as a prefix does.
+	var tokens []uint32
+	if w.Tokens != nil {
+		tokens, w.Tokens = *w.Tokens, nil
+	}
 	payload, err := encode(KindEnvStep, stepPayload{Action: w, Fork: fork})
 	if err != nil {
 		return collect.Step{}, nil, err
 	}
-	data, err := e.Bridge.Call(ctx, KindEnvStep, e.Object, payload)
+	rep, err := e.Bridge.Send(ctx, Request{Kind: KindEnvStep, Object: e.Object, Payload: payload, Tokens: tokens})
 	if err != nil {
 		return collect.Step{}, nil, err
 	}
 	var r stepReply
-	if err := decode(KindEnvStep, e.Object, data, &r); err != nil {
+	if err := decode(KindEnvStep, e.Object, rep.Payload, &r); err != nil {
 		return collect.Step{}, nil, err
 	}
 	var twin collect.Env

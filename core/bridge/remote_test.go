@@ -159,9 +159,8 @@ func (py *python) serve(r Request) {
 	case KindEnvStep:
 		var p struct {
 			Action struct {
-				Kind     string   `json:"kind"`
-				Tokens   []uint32 `json:"tokens"`
-				Finished bool     `json:"finished"`
+				Kind     string `json:"kind"`
+				Finished bool   `json:"finished"`
 			} `json:"action"`
 			Fork bool `json:"fork"`
 		}
@@ -169,7 +168,7 @@ func (py *python) serve(r Request) {
 			reply(nil, fmt.Errorf("bad step payload %s", r.Payload))
 			return
 		}
-		step, err := py.env(r.Object).Step(ctx, action.Action{Kind: action.KindTokens, Chunk: &action.TokenChunk{Tokens: p.Action.Tokens, Finished: p.Action.Finished}})
+		step, err := py.env(r.Object).Step(ctx, action.Action{Kind: action.KindTokens, Chunk: &action.TokenChunk{Tokens: r.Tokens, Finished: p.Action.Finished}})
 		if err != nil {
 			reply(nil, err)
 			return
@@ -447,31 +446,36 @@ func TestRemoteDecoding(t *testing.T) {
 }
 
 func TestActionPayloads(t *testing.T) {
+	// A token action's ids travel beside the JSON (Request.Tokens: never nil for a token
+	// action, so an empty chunk still crosses as an empty array); other kinds carry none.
 	tests := []struct {
-		name string
-		act  action.Action
-		want string
+		name       string
+		act        action.Action
+		want       string
+		wantTokens []uint32
 	}{
 		{"tokens", action.Action{Kind: action.KindTokens, Chunk: &action.TokenChunk{Tokens: []uint32{1, 2}, Finished: true}},
-			`{"action":{"kind":"tokens","tokens":[1,2],"finished":true}}`},
+			`{"action":{"kind":"tokens","finished":true}}`, []uint32{1, 2}},
 		{"empty chunk", action.Action{Kind: action.KindTokens, Chunk: &action.TokenChunk{}},
-			`{"action":{"kind":"tokens","tokens":[],"finished":false}}`},
-		{"text", action.Action{Kind: action.KindText, Text: "42"}, `{"action":{"kind":"text","text":"42"}}`},
+			`{"action":{"kind":"tokens","finished":false}}`, []uint32{}},
+		{"text", action.Action{Kind: action.KindText, Text: "42"}, `{"action":{"kind":"text","text":"42"}}`, nil},
 		{"tool", action.Action{Kind: action.KindTool, Turn: &action.ToolTurn{Text: "", Reasoning: "hm", ToolCalls: []action.ToolCall{{Name: "calc", Arguments: `{"x":1}`}}}},
-			`{"action":{"kind":"tool","text":"","reasoning":"hm","tool_calls":[{"name":"calc","arguments":"{\"x\":1}","call_id":"","error":""}]}}`},
+			`{"action":{"kind":"tool","text":"","reasoning":"hm","tool_calls":[{"name":"calc","arguments":"{\"x\":1}","call_id":"","error":""}]}}`, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			b := New()
 			defer b.Close()
-			got := make(chan string, 1)
+			got := make(chan Request, 1)
 			answerOne(b, func(r Request) Reply {
-				got <- string(r.Payload)
+				got <- r
 				return Reply{Payload: []byte(`{"reward":0}`)}
 			})
 			_, err := Env{b, 1}.Step(context.Background(), tt.act)
 			require.NoError(t, err)
-			assert.JSONEq(t, tt.want, <-got)
+			r := <-got
+			assert.JSONEq(t, tt.want, string(r.Payload))
+			assert.Equal(t, tt.wantTokens, r.Tokens)
 		})
 	}
 	_, err := Env{New(), 1}.Step(context.Background(), action.Action{Kind: "image"})

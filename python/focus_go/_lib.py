@@ -21,7 +21,7 @@ import threading
 from pathlib import Path
 from typing import Any, Callable, Mapping, Optional, Sequence
 
-from .errors import ConfigError, LibraryError, error_for
+from .errors import ConfigError, InternalError, LibraryError, error_for
 
 ABI_VERSION = 6
 LIBRARY_NAME = "libfocus.so"
@@ -47,7 +47,24 @@ _str_out = ctypes.POINTER(Bytes)
 # A generation result: JSON, then the generated ids, their logprobs and their count.
 _result_out = (_str_out, ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_size_t))
 _ids_out = ctypes.POINTER(ctypes.POINTER(ctypes.c_uint32))
-_ids_in = ctypes.POINTER(ctypes.c_uint32)
+_uint32_p = ctypes.POINTER(ctypes.c_uint32)
+
+
+class _IdsIn:
+    """The argument type of a ``uint32_t *`` token-id input: an ``array.array("I")`` (what
+    ids_arg returns) is passed as the address of its buffer, which the caller's reference
+    keeps alive for the call; None is NULL; anything else goes through
+    ``POINTER(c_uint32)``. Unlike a ctypes array, this makes no new ctypes type per
+    length."""
+
+    @classmethod
+    def from_param(cls, obj: Any) -> Any:
+        if isinstance(obj, array.array) and obj.typecode == "I":
+            return ctypes.c_void_p(obj.buffer_info()[0] if obj else None)
+        return _uint32_p.from_param(obj)
+
+
+_ids_in = _IdsIn
 _size_out = ctypes.POINTER(ctypes.c_size_t)
 
 # name: (restype, argtypes). Every status-returning function takes `focus_bytes *err` last;
@@ -75,6 +92,10 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "focus_rules_root_messages": (ctypes.c_int32, [ctypes.c_char_p, ctypes.c_size_t, _str_out, _err_p]),
     # math grading and collection
     "focus_math_grade": (ctypes.c_int32, [ctypes.c_char_p, ctypes.c_size_t, _str_out, _err_p]),
+    "focus_math_grade_text": (
+        ctypes.c_int32,
+        [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t, _str_out, _err_p],
+    ),
     "focus_collect_start": (ctypes.c_int32, [ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(c_handle), _err_p]),
     "focus_collection_poll": (
         ctypes.c_int32,
@@ -84,6 +105,11 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "focus_collection_resolve_generate": (
         ctypes.c_int32,
         [c_handle, ctypes.c_uint64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t, _err_p],
+    ),
+    "focus_collection_answer": (
+        ctypes.c_int32,
+        [c_handle, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p,
+         ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, _size_out, _err_p],
     ),
     "focus_collection_fail": (ctypes.c_int32, [c_handle, ctypes.c_uint64, ctypes.c_int32, ctypes.c_char_p, ctypes.c_size_t, _err_p]),
     "focus_collection_cancel": (ctypes.c_int32, [c_handle, _err_p]),
@@ -193,6 +219,7 @@ _SELFTEST_SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
         [ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(c_handle), _err_p],
     ),
     "focus_selftest_unbox": (ctypes.c_int32, [c_handle, _str_out, _err_p]),
+    "focus_selftest_cpu_profile": (ctypes.c_int32, [ctypes.c_char_p, ctypes.c_size_t, _err_p]),
     "focus_selftest_search_tree": (
         ctypes.c_int32,
         [ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint64, ctypes.POINTER(c_handle), _err_p],
@@ -205,10 +232,12 @@ _GIL_HELD = frozenset(
     {
         "focus_collection_resolve",
         "focus_collection_resolve_generate",
+        "focus_collection_answer",
         "focus_collection_fail",
         "focus_collection_progress",
         "focus_codec_decode",
         "focus_math_grade",
+        "focus_math_grade_text",
         "focus_rules_check",
         "focus_rules_defaults",
         "focus_rules_root_messages",
@@ -389,15 +418,23 @@ def call_ids(name: str, *args: Any) -> list[int]:
         lib().focus_buffer_free(out)
 
 
-_VIEW_TYPES = {"B": ctypes.c_uint8, "I": ctypes.c_uint32, "d": ctypes.c_double}
+_ITEM_SIZES = {"B": 1, "I": 4, "d": 8}
+# PyMemoryView_FromMemory: a read-only view of memory Python does not own, with no ctypes
+# array type made per length (those are created and cached for every new length).
+_memory_view = ctypes.pythonapi.PyMemoryView_FromMemory
+_memory_view.restype = ctypes.py_object
+_memory_view.argtypes = [ctypes.c_void_p, ctypes.c_ssize_t, ctypes.c_int]
+_PYBUF_READ = 0x100
 
 
 def view(address: Optional[int], n: int, fmt: str) -> memoryview:
     """n values of struct format fmt ("B", "I" or "d") in a buffer the library allocated,
-    without copying: valid until the buffer is freed."""
+    without copying (read-only): valid until the buffer is freed."""
     if not n:
         return memoryview(b"").cast(fmt)
-    return memoryview((_VIEW_TYPES[fmt] * n).from_address(address)).cast("B").cast(fmt)
+    if not address:
+        raise InternalError(f"the library returned no buffer for {n} values")
+    return _memory_view(address, n * _ITEM_SIZES[fmt], _PYBUF_READ).cast(fmt)
 
 
 def section(data: memoryview, layout: Mapping[str, Any], name: str, fmt: str) -> memoryview:
@@ -433,17 +470,39 @@ def call_result(name: str, *args: Any) -> tuple[str, list[int], list[float]]:
     return take_result(slots)
 
 
+# Token-id tuples whose uint32 array already exists: a bridged policy.generate prefix is
+# built from the poll's buffer, and a Python policy that hands it on to a Go one (Slime's,
+# a Completion forwarding to a Go policy) passes that array instead of converting the tuple
+# back. Keyed by id(); each entry holds its tuple, so the id is not reused while it is
+# registered. Entries live while their request is being served (share_ids / unshare_ids).
+_shared_ids: dict[int, tuple[tuple, "array.array[int]"]] = {}
+
+
+def share_ids(ids: tuple, buf: "array.array[int]") -> None:
+    """Register buf as the uint32 array of the tuple ids (same values) for ids_arg."""
+    _shared_ids[id(ids)] = (ids, buf)
+
+
+def unshare_ids(ids: tuple) -> None:
+    _shared_ids.pop(id(ids), None)
+
+
 def ids_arg(ids: Sequence[int]) -> tuple[Any, int]:
-    """Token ids as a C uint32 array argument and its length."""
-    try:
-        buf = array.array("I", ids)
-    except OverflowError:
-        raise ConfigError("token ids must be integers in [0, 2**32)") from None
-    except TypeError:
-        raise ConfigError("token ids must be integers") from None
+    """Token ids as a C uint32 array argument (an ``array.array("I")``, see _IdsIn) and
+    its length."""
+    shared = _shared_ids.get(id(ids))
+    if shared is not None and shared[0] is ids:
+        buf = shared[1]
+    else:
+        try:
+            buf = array.array("I", ids)
+        except OverflowError:
+            raise ConfigError("token ids must be integers in [0, 2**32)") from None
+        except TypeError:
+            raise ConfigError("token ids must be integers") from None
     if not buf:
         return None, 0
-    return (ctypes.c_uint32 * len(buf)).from_buffer(buf), len(buf)
+    return buf, len(buf)
 
 
 def release(handle: int) -> None:

@@ -24,6 +24,7 @@ import array
 import asyncio
 import ctypes
 import inspect
+import itertools
 import json
 import math
 from dataclasses import dataclass
@@ -53,6 +54,7 @@ from .errors import (
     ConfigError,
     FocusError,
     FocusTimeoutError,
+    InternalError,
     InvalidHandleError,
     OperationCancelled,
     error_for,
@@ -139,12 +141,19 @@ class _Remote:
 
     async def _generate(self, policy: Policy[Any], payload: Dict[str, Any]) -> "_Generated":
         params = SamplingParams._from_engine(payload.get("params") or {})
-        result = await policy.agenerate_tokens(payload["tokens"], params)
+        prefix, ids = payload["tokens"], payload.get("ids")
+        if ids is not None and prefix:
+            _lib.share_ids(prefix, ids)  # a Go policy it is handed to reuses the array
+        try:
+            result = await policy.agenerate_tokens(prefix, params)
+        finally:
+            if ids is not None:
+                _lib.unshare_ids(prefix)
         if not isinstance(result, GenerateResult):
             raise ConfigError(f"policy returned {type(result).__name__}, expected GenerateResult")
         # NaN (no logprob: what SGLang's null reads as) and -inf are kept: the engine makes
         # the edge inexact, so it trains no actor. A positive logprob is a broken policy.
-        if any(lp > 0 for lp in result.logprobs):
+        if _has_positive(result.logprobs):
             i, lp = next((i, lp) for i, lp in enumerate(result.logprobs) if lp > 0)
             raise ConfigError(f"policy returned logprob {lp} for generated token {i}; logprobs must be <= 0 (NaN for none)")
         if len(result.logprobs) != len(result.tokens):
@@ -169,6 +178,22 @@ class _Remote:
             if not math.isfinite(v):
                 raise ConfigError(f"critic function returned {v} for context {i}; values must be finite")
         return {"values": values}
+
+
+_NO_LOGPROB_YET = (-math.inf,)
+
+
+def _has_positive(values: Any) -> bool:
+    """Whether some value is > 0, as ``any(v > 0 for v in values)`` but at C speed: max()
+    only replaces its running maximum with a value greater than it, so the NaNs (no
+    logprob) it meets after the leading -inf never win, and a positive one always does."""
+    return max(itertools.chain(_NO_LOGPROB_YET, values)) > 0
+
+
+def _address(values: "array.array[Any]") -> Optional[int]:
+    """The address of an array's buffer for a C pointer argument (NULL when empty); the
+    caller keeps the array referenced for the call."""
+    return values.buffer_info()[0] if values else None
 
 
 class _Generated:
@@ -487,25 +512,36 @@ _POLL_BATCH = 256
 
 
 async def _poll(handle: Any) -> List[Dict[str, Any]]:
-    """The queued bridge requests (waiting for at least one), each policy.generate prefix put
-    back into its payload as a list."""
+    """The queued bridge requests (waiting for at least one). The ids that cross beside the
+    JSON go back into the payloads as tuples: a policy.generate prefix as "tokens", with its
+    uint32 array as "ids" (see _lib.share_ids); an env.step token action's as the action's
+    "tokens"."""
     out, tokens, count = _lib.Bytes(), ctypes.POINTER(ctypes.c_uint32)(), ctypes.c_size_t()
 
     def convert() -> List[Dict[str, Any]]:
         try:
             requests = json.loads(_lib.take_string(out))
             if tokens:
-                ids = _lib.view(ctypes.addressof(tokens.contents), count.value, "I")
+                raw = _lib.view(ctypes.cast(tokens, ctypes.c_void_p).value, count.value * 4, "B")
                 for req in requests:
                     span = req.pop("tokens", None)
-                    if span is not None:
-                        req["payload"]["tokens"] = ids[span[0] : span[1]].tolist()
+                    if span is None:
+                        continue
+                    if not isinstance(span, list) or len(span) != 2 or not 0 <= span[0] <= span[1] <= count.value:
+                        raise InternalError(f"bridge request {req.get('id')} has token range {span!r} outside the {count.value} polled ids")
+                    buf = array.array("I")
+                    buf.frombytes(raw[span[0] * 4 : span[1] * 4])  # one copy, no int objects
+                    ids = tuple(buf.tolist())
+                    if req["kind"] == "policy.generate":
+                        req["payload"]["tokens"], req["payload"]["ids"] = ids, buf
+                    elif req["kind"] == "env.step":
+                        req["payload"]["action"]["tokens"] = ids
         finally:
             if tokens:
                 _lib.lib().focus_buffer_free(tokens)
         for req in requests:
             if req["kind"] == "policy.generate":
-                req["payload"].setdefault("tokens", [])
+                req["payload"].setdefault("tokens", ())
         return requests
 
     return await _async.call("focus_collection_poll", handle, -1, _POLL_BATCH, slots=(out, tokens, count), convert=convert)
@@ -520,6 +556,9 @@ class _Run:
         self.tasks: Dict[int, asyncio.Future[Any]] = {}
         self.handle: Optional[int] = None  # the Go collection's, while it is open
         self.final: Optional[CollectionProgress] = None
+        # Replies waiting to be sent: (request id, JSON payload, generated ids + logprobs or
+        # None). They go to Go in one focus_collection_answer call per event-loop turn.
+        self._answers: List[Tuple[int, bytes, Optional[_Generated]]] = []
 
     def progress(self) -> Optional[CollectionProgress]:
         """The engine's live counters (focus_collection_progress); None unless running."""
@@ -608,16 +647,51 @@ class _Run:
 
     def _reply(self, handle: Any, rid: int, reply: Any) -> None:
         if isinstance(reply, _Generated):
-            n = len(reply.tokens)
-            tokens, logprobs = (reply.tokens.buffer_info()[0], reply.logprobs.buffer_info()[0]) if n else (None, None)
-            self._answer("focus_collection_resolve_generate", handle, rid, tokens, logprobs, n, reply.meta, len(reply.meta))
+            answer = (rid, reply.meta, reply)
+        else:
+            try:
+                answer = (rid, json.dumps(reply, allow_nan=False).encode(), None)
+            except Exception as exc:
+                self._fail(handle, rid, exc)
+                return
+        if not self._answers:
+            # Every reply given until the loop's next turn crosses the C boundary in one call.
+            asyncio.get_running_loop().call_soon(self._send_answers, handle)
+        self._answers.append(answer)
+
+    def _send_answers(self, handle: Any) -> None:
+        """Answer the queued replies in one focus_collection_answer call: the JSON payloads
+        concatenated, the generated ids and logprobs of the policy.generate replies in two
+        arrays (a resolve or resolve_generate each, in order)."""
+        answers, self._answers = self._answers, []
+        if not answers:
             return
+        ids, ends, generated = array.array("Q"), array.array("Q"), array.array("q")
+        tokens, logprobs = array.array("I"), array.array("d")
+        payloads, end = [], 0
+        for rid, payload, gen in answers:
+            ids.append(rid)
+            payloads.append(payload)
+            end += len(payload)
+            ends.append(end)
+            if gen is None:
+                generated.append(-1)
+            else:
+                generated.append(len(gen.tokens))
+                tokens.extend(gen.tokens)
+                logprobs.extend(gen.logprobs)
+        payload = b"".join(payloads)
         try:
-            payload = json.dumps(reply, allow_nan=False).encode()
-        except Exception as exc:
-            self._fail(handle, rid, exc)
-            return
-        self._answer("focus_collection_resolve", handle, rid, payload, len(payload))
+            _lib.call(
+                "focus_collection_answer", handle, len(answers), _address(ids), payload, len(payload),
+                _address(ends), _address(generated), _address(tokens), _address(logprobs), len(tokens), None,
+            )
+        except InvalidHandleError:
+            pass  # the collection has ended: nobody waits for these replies
+        except BaseException:
+            # Answers that cannot be given would leave the engine waiting: stop it.
+            _lib.call("focus_collection_cancel", handle)
+            raise
 
     def _fail(self, handle: Any, rid: int, exc: Exception) -> None:
         """The engine records the failure as a failed rollout or critic call."""

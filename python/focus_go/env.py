@@ -61,8 +61,13 @@ def grade_math(text: str, label: str) -> bool:
 def _grade(text: str, label: str) -> Dict[str, Any]:
     """The Go grader's verdict: {"answer", "correct", "reward", "done", "info"}, where
     reward, done and info are the step that ends a MathEnv episode with ``text``."""
-    data = json.dumps({"text": text, "label": label}).encode()
-    return json.loads(_lib.call_string("focus_math_grade", data, len(data)))
+    try:
+        text_arg, label_arg = text.encode("utf-8"), label.encode("utf-8")
+    except UnicodeEncodeError:
+        # A lone surrogate: JSON carries it as an escape, which the Go side reads as U+FFFD.
+        data = json.dumps({"text": text, "label": label}).encode()
+        return json.loads(_lib.call_string("focus_math_grade", data, len(data)))
+    return json.loads(_lib.call_string("focus_math_grade_text", text_arg, len(text_arg), label_arg, len(label_arg)))
 
 
 class MathEnv(Env):

@@ -33,6 +33,10 @@ from ..types import (
 from .format import PreparedPrompt
 
 
+# Each SamplingParams class's field defaults, for _from_engine.
+_FIELD_DEFAULTS: Dict[type, Dict[str, Any]] = {}
+
+
 @dataclass
 class SamplingParams:
     """Generation controls for one request.
@@ -68,9 +72,12 @@ class SamplingParams:
         """The params of a request the Go engine sends a Python policy: the engine checked
         them with the same rule, so they are not checked again (a call into Go per
         segment). Keys that are not fields are ignored."""
+        defaults = _FIELD_DEFAULTS.get(cls)
+        if defaults is None:  # once per class: fields() costs more than the rest
+            defaults = _FIELD_DEFAULTS[cls] = {f.name: f.default for f in fields(cls)}
         obj = cls.__new__(cls)
-        obj.__dict__.update({f.name: f.default for f in fields(cls)})
-        obj.__dict__.update({k: v for k, v in values.items() if k in obj.__dict__})
+        obj.__dict__.update(defaults)
+        obj.__dict__.update({k: v for k, v in values.items() if k in defaults})
         return obj
 
 

@@ -1,0 +1,244 @@
+"""How a bridged collection's token ids cross the C boundary: policy.generate prefixes and
+env.step token actions as arrays beside the JSON (tuples of ints on the Python side), the
+prefix's array handed on to a Go policy without converting it back, replies answered in one
+focus_collection_answer call per event-loop turn, and the loader's array helpers. Bad
+arrays and bad handles get clear errors; nothing here may crash the process."""
+
+from __future__ import annotations
+
+import array
+import asyncio
+import ctypes
+import dataclasses
+import json
+import math
+
+import pytest
+
+from focus_go import Agent, Collector, Critic, Env, MathEnv, Segments, Selective, Step, _lib
+from focus_go.backends import Policy, SamplingParams, SGLangPolicy
+from focus_go.collector import _has_positive
+from focus_go.env import _grade, grade_math
+from focus_go.errors import ConfigError, InternalError, InvalidHandleError
+from focus_go.extend import SchedulerView
+
+SAMPLING = SamplingParams(temperature=1.0)
+
+
+@pytest.fixture
+def policy(server):
+    p = SGLangPolicy(model=server.model, base_url=server.url, profile="token_chunk", default_params=SAMPLING)
+    yield p
+    p.close()
+
+
+class RecordingEnv(Env):
+    """MathEnv's behaviour in Python, keeping every token action it was given."""
+
+    action = "tokens"
+
+    def __init__(self, label, decode, seen):
+        self.label, self.decode, self.tokens, self.seen = label, decode, [], seen
+
+    def step(self, action):
+        self.seen.append(action.tokens)
+        self.tokens.extend(action.tokens)
+        if not action.finished:
+            return Step()
+        return Step(reward=1.0 if grade_math(self.decode(self.tokens), self.label) else 0.0, done=True)
+
+    def fork(self):
+        twin = RecordingEnv(self.label, self.decode, self.seen)
+        twin.tokens = list(self.tokens)
+        return twin
+
+
+def _generated(view):
+    """Every edge's generated ids, in node order."""
+    return [tuple(t for s in n.spans for t, tr in zip(s.tokens, s.trainable) if tr) for n in view.nodes[1:]]
+
+
+def test_prefixes_and_actions_arrive_as_tuples_of_ints(server, policy):
+    problem = server.problems()[4]
+    prefixes, shared = [], []
+    seen: list = []
+
+    async def complete(tokens, params):
+        prefixes.append(tokens)
+        buf, n = _lib.ids_arg(tokens)
+        # The poll's array is handed on, not rebuilt from the tuple.
+        shared.append(_lib._shared_ids.get(id(tokens), (None, None))[1] is buf and n == len(tokens))
+        assert list(buf) == list(tokens)
+        return await policy.agenerate_tokens(tokens, params)
+
+    custom = Policy(format=policy.format, model="custom", complete=complete, default_params=SAMPLING)
+    agent = Agent(policy=custom, env=RecordingEnv(problem.label, policy.decode, seen), context=Segments(48))
+    state = asyncio.run(Collector(agent, critic=Critic.constant(0.5), search=Selective(6, 3, seed=2)).collect(problem))
+    try:
+        view = SchedulerView(state)
+        assert prefixes and all(type(p) is tuple and all(type(t) is int for t in p) for p in prefixes)
+        assert all(shared), "every prefix reached the Go policy as the poll's array"
+        assert not _lib._shared_ids, "each registration ends with its request"
+        assert seen and all(type(a) is tuple and all(type(t) is int for t in a) for a in seen)
+        # Each env action is exactly one edge's generated ids (the same multiset of chunks).
+        assert sorted(seen) == sorted(_generated(view))
+        root = tuple(view.root.spans[0].tokens) if view.root.spans else None
+        assert root is None or all(p[: len(root)] == root for p in prefixes)
+    finally:
+        state.close()
+
+
+def test_bridged_tree_matches_the_native_one_with_empty_and_long_chunks(server, policy):
+    # Segments(1) makes one-token chunks, Segments(300) chunks longer than 256 ids; both
+    # paths give the same tree.
+    problem = server.problems()[2]
+
+    async def complete(tokens, params):
+        return await policy.agenerate_tokens(tokens, params)
+
+    custom = Policy(format=policy.format, model="custom", complete=complete, default_params=SAMPLING)
+    for tokens in (1, 300):
+        search = Selective(4, 2, seed=5)
+        native = Agent(policy=policy, env=MathEnv(problem.label, policy.decode), context=Segments(tokens), max_segments=6)
+        bridged = Agent(policy=custom, env=RecordingEnv(problem.label, policy.decode, []), context=Segments(tokens), max_segments=6)
+        a = asyncio.run(Collector(native, critic=Critic.constant(0.5), search=search).collect(problem, allow_partial=True))
+        b = asyncio.run(Collector(bridged, critic=Critic.constant(0.5), search=search).collect(problem, allow_partial=True))
+        try:
+            strip = lambda s: [{k: v for k, v in n.items() if "time" not in k} for n in json.loads(s.to_json())["nodes"]]  # noqa: E731
+            assert strip(a) == strip(b)
+        finally:
+            a.close()
+            b.close()
+
+
+def test_a_positive_logprob_is_named_as_before(server, policy):
+    # 0.0, NaN (no logprob) and -inf are fine; the first positive one is named exactly.
+    problem = server.problems()[0]
+
+    async def complete(tokens, params):
+        result = await policy.agenerate_tokens(tokens, params)
+        lps = list(result.logprobs)
+        lps[:4] = [0.0, math.nan, -math.inf, 2.5][: len(lps)]
+        return dataclasses.replace(result, logprobs=lps)
+
+    custom = Policy(format=policy.format, model="custom", complete=complete, default_params=SAMPLING)
+    agent = Agent(policy=custom, env=MathEnv(problem.label, policy.decode), context=Segments(16))
+    state = asyncio.run(Collector(agent, critic=Critic.constant(0.5), search=Selective(2, 2)).collect(problem, allow_partial=True))
+    try:
+        assert state.failures
+        assert all("policy returned logprob 2.5 for generated token 3; logprobs must be <= 0 (NaN for none)" in f[1] for f in state.failures)
+    finally:
+        state.close()
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        [],
+        [-1.0, -0.0, 0.0, -math.inf, -1e-300],
+        [math.nan, -1.0, math.nan],
+        [math.nan, 0.5],
+        [-1.0, 3.0, math.nan],
+        [-2, 0, 1],
+        [math.inf],
+        [False, True],
+    ],
+)
+def test_positive_check_matches_the_elementwise_one(values):
+    assert _has_positive(values) is any(v > 0 for v in values)
+
+
+def test_positive_check_raises_for_what_cannot_compare():
+    with pytest.raises(TypeError):
+        _has_positive([-1.0, None])
+    with pytest.raises(TypeError):
+        any(v > 0 for v in [-1.0, None])
+
+
+def _answer(handle, ids, payload, ends, generated, tokens, logprobs):
+    arrays = [array.array("Q", ids), array.array("Q", ends), array.array("q", generated), array.array("I", tokens), array.array("d", logprobs)]
+    a = [x.buffer_info()[0] if x else None for x in arrays]
+    answered = ctypes.c_size_t()
+    _lib.call("focus_collection_answer", handle, len(ids), a[0], payload, len(payload), a[1], a[2], a[3], a[4], len(tokens), ctypes.byref(answered))
+    return answered.value
+
+
+def test_answer_batches_refuse_bad_arrays_and_handles(server, policy):
+    problem = server.problems()[1]
+    checked: list = []
+    collector = None
+
+    async def complete(tokens, params):
+        if not checked:
+            (run,) = collector._running
+            h = _lib.c_handle(run.handle)
+            bad = [
+                ((h, [1], b"{}", [3], [-1], [], []), "payload end 3 is outside [0, 2]"),
+                ((h, [1, 2], b"{}{}", [4, 2], [-1, -1], [], []), "payload end 2 is outside [4, 4]"),
+                ((h, [1], b"{}", [2], [2], [5], [-1.0]), "generated count 2"),
+                ((h, [1], b"{}", [2], [-2], [], []), "generated count -2"),
+                ((h, [1], b"{}", [2], [0], [5], [-1.0]), "the answers take 0 ids but 1 were given"),
+            ]
+            for args, message in bad:
+                with pytest.raises(ConfigError, match=message.replace("[", r"\[").replace("]", r"\]")):
+                    _answer(*args)
+            # Ids nobody waits for are skipped, not errors.
+            assert _answer(h, [10**9], b"{}", [2], [-1], [], []) == 0
+            with pytest.raises(ConfigError, match="must not be NULL"):
+                _lib.call("focus_collection_answer", h, 1, None, b"{}", 2, None, None, None, None, 0, None)
+            with pytest.raises(InvalidHandleError):
+                _answer(_lib.c_handle(987654321), [1], b"{}", [2], [-1], [], [])
+            checked.append(True)
+        return await policy.agenerate_tokens(tokens, params)
+
+    custom = Policy(format=policy.format, model="custom", complete=complete, default_params=SAMPLING)
+    agent = Agent(policy=custom, env=MathEnv(problem.label, policy.decode), context=Segments(32))
+    collector = Collector(agent, critic=Critic.constant(0.5), search=Selective(3, 2))
+    state = asyncio.run(collector.collect(problem))
+    try:
+        assert checked, "the checks ran inside a live collection"
+        assert state.failures == () and SchedulerView(state).stats["rollouts"] == 3, "refused batches answered nothing"
+    finally:
+        state.close()
+
+
+def test_view_and_ids_arg():
+    buf = array.array("I", [7, 0, 2**32 - 1])
+    mv = _lib.view(buf.buffer_info()[0], 3, "I")
+    assert mv.tolist() == [7, 0, 2**32 - 1] and mv.readonly
+    assert _lib.view(None, 0, "d").tolist() == []
+    with pytest.raises(InternalError, match="no buffer for 3 values"):
+        _lib.view(None, 3, "I")
+    ids, n = _lib.ids_arg((1, 2, 3))
+    assert isinstance(ids, array.array) and list(ids) == [1, 2, 3] and n == 3
+    assert _lib.ids_arg(()) == (None, 0)
+    with pytest.raises(ConfigError, match=r"\[0, 2\*\*32\)"):
+        _lib.ids_arg((1, -1))
+    with pytest.raises(ConfigError, match="must be integers"):
+        _lib.ids_arg((1, "x"))
+    # A registered tuple hands over its array; an equal but different tuple does not.
+    key = (5, 6)
+    shared = array.array("I", key)
+    _lib.share_ids(key, shared)
+    try:
+        assert _lib.ids_arg(key)[0] is shared
+        assert _lib.ids_arg(tuple([5, 6]))[0] is not shared
+    finally:
+        _lib.unshare_ids(key)
+    assert _lib.ids_arg(key)[0] is not shared
+
+
+@pytest.mark.parametrize(
+    "text,label",
+    [
+        ("so \\boxed{\\frac{1}{2}}", "0.5"),
+        ("é \\boxed{42} done", "42"),
+        ("no box here", "3"),
+        ("a\x00b \\boxed{7}", "7"),
+        ("\\boxed{5}", "5\x00"),
+        ("lone \ud800 surrogate \\boxed{1}", "1"),
+    ],
+)
+def test_grade_text_matches_the_json_request(text, label):
+    data = json.dumps({"text": text, "label": label}).encode()
+    assert _grade(text, label) == json.loads(_lib.call_string("focus_math_grade", data, len(data)))
