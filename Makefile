@@ -164,6 +164,25 @@ $(WHEELHOUSE)/focus_go-$(VERSION_TXT).tar.gz: pyproject.toml setup.py MANIFEST.i
 wheel-test: wheel venv
 	cd tests && $(VPY) -m pytest -q test_glibc_floor.py test_wheel.py
 
+# ---- opt-in: the aarch64 wheel run under qemu-user, by Debian's arm64 Python unpacked into a
+# sysroot (`apt-get download` + `dpkg -x`; as root it adds dpkg's arm64 architecture and
+# installs qemu-user if absent). Then tests/test_wheel.py runs `focus-go demo` from the wheel.
+ARM64_SYSROOT := $(BUILD)/arm64-sysroot
+ARM64_DEBS := libc6 libgcc-s1 libffi8 zlib1g libexpat1 libssl3 libbz2-1.0 liblzma5 \
+	python3.11-minimal libpython3.11-minimal libpython3.11-stdlib
+.PHONY: wheel-aarch64-qemu
+
+$(ARM64_SYSROOT)/.installed:
+	command -v qemu-aarch64 >/dev/null || (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q qemu-user)
+	dpkg --print-foreign-architectures | grep -qx arm64 || (dpkg --add-architecture arm64 && apt-get update -q)
+	rm -rf $(ARM64_SYSROOT) && mkdir -p $(ARM64_SYSROOT)/debs
+	cd $(ARM64_SYSROOT)/debs && apt-get download $(addsuffix :arm64,$(ARM64_DEBS))
+	for d in $(ARM64_SYSROOT)/debs/*.deb; do dpkg -x $$d $(ARM64_SYSROOT); done
+	touch $@
+
+wheel-aarch64-qemu: $(WHEEL_aarch64) $(ARM64_SYSROOT)/.installed venv wheel-tools
+	cd tests && FOCUS_ARM64_SYSROOT=$(ARM64_SYSROOT) $(VPY) -m pytest -q test_wheel.py test_glibc_floor.py -k aarch64
+
 # ---- reliability: bounded fuzzing and race-checked stress (run by .ci/run after `make test`)
 # Each fuzz target runs FUZZTIME; a crash is saved under the package's testdata/fuzz/ and
 # then replays as a regression test in every `go test`. The budget is a count of executions,
