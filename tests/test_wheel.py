@@ -140,7 +140,7 @@ def test_auditwheel_repair_has_nothing_to_add(wheel, tmp_path):
 
 def test_installed_wheel_runs_without_toolchains(wheel, tmp_path):
     venv = tmp_path / "venv"
-    made = run([sys.executable, "-m", "venv", venv])
+    made = run([sys.executable, "-m", "venv", "--without-pip", venv])  # this pip installs into it
     assert made.returncode == 0, made.stderr
     path = os.pathsep.join([str(venv / "bin"), stripped_path(tmp_path)])
     env = clean_env(path)
@@ -148,7 +148,7 @@ def test_installed_wheel_runs_without_toolchains(wheel, tmp_path):
         assert subprocess.run(["sh", "-c", f"command -v {tool}"], env=env, capture_output=True).returncode != 0, tool
     work = tmp_path / "work"
     work.mkdir()
-    inst = run([venv / "bin" / "python", "-m", "pip", "install", "--no-index", "--no-deps", "--quiet", wheel], env=env, cwd=work)
+    inst = run([sys.executable, "-m", "pip", "--python", venv / "bin" / "python", "install", "--no-index", "--no-deps", "--quiet", wheel], env=env, cwd=work)
     assert inst.returncode == 0, inst.stdout + inst.stderr
 
     demo = run([venv / "bin" / "focus-go", "demo", "--out", work / "demo"], env=env, cwd=work)
@@ -176,10 +176,8 @@ def test_sdist_without_toolchains_stops_naming_them(tmp_path):
         assert needed in names, f"the sdist lacks {needed}"
     assert not [n for n in names if n.endswith((".so", ".a")) or n.startswith("build/")]
 
-    venv = tmp_path / "venv"
-    assert run([sys.executable, "-m", "venv", venv]).returncode == 0
-    env = clean_env(os.pathsep.join([str(venv / "bin"), stripped_path(tmp_path)]))
-    built = run([venv / "bin" / "python", "-m", "pip", "wheel", "--no-deps", "-w", tmp_path / "w", sdist], env=env, cwd=tmp_path)
+    env = clean_env(stripped_path(tmp_path))
+    built = run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-w", tmp_path / "w", sdist], env=env, cwd=tmp_path)
     out = built.stdout + built.stderr
     assert built.returncode != 0, out
     assert "focus-go: cannot build libfocus.so from source" in out, out
