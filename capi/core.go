@@ -313,14 +313,14 @@ func focus_tree_html(h C.focus_handle, reward *C.char, n C.size_t, batch C.focus
 }
 
 //export focus_batch_export
-func focus_batch_export(h C.focus_handle, groupIndex C.int64_t, minAbs C.double, layout *C.focus_bytes,
+func focus_batch_export(h C.focus_handle, groupIndex C.int64_t, minAbs C.double, visitation C.int32_t, layout *C.focus_bytes,
 	blob *unsafe.Pointer, size *C.size_t, errOut *C.focus_bytes) C.focus_status {
 	return guard(errOut, func() error {
 		b, err := batchOf(h)
 		if err != nil {
 			return err
 		}
-		w, err := export.ExportBatch(b, int(groupIndex), export.Options{MinAbsAdvantage: float64(minAbs)})
+		w, err := export.ExportBatch(b, int(groupIndex), export.Options{MinAbsAdvantage: float64(minAbs), VisitationWeights: visitation != 0})
 		if err != nil {
 			return err
 		}
@@ -334,13 +334,13 @@ func focus_batch_export(h C.focus_handle, groupIndex C.int64_t, minAbs C.double,
 //
 //export focus_tree_export
 func focus_tree_export(h C.focus_handle, reward *C.char, n C.size_t, estimator *C.char, estimatorLen C.size_t,
-	groupIndex C.int64_t, minAbs C.double, layout *C.focus_bytes, blob *unsafe.Pointer, size *C.size_t, errOut *C.focus_bytes) C.focus_status {
+	groupIndex C.int64_t, minAbs C.double, visitation C.int32_t, layout *C.focus_bytes, blob *unsafe.Pointer, size *C.size_t, errOut *C.focus_bytes) C.focus_status {
 	return guard(errOut, func() error {
 		t, cfg, est, err := prepareArgs(h, reward, n, estimator, estimatorLen)
 		if err != nil {
 			return err
 		}
-		r, err := export.FromTree(t, cfg, est, int(groupIndex), export.Options{MinAbsAdvantage: float64(minAbs)})
+		r, err := export.FromTree(t, cfg, est, int(groupIndex), export.Options{MinAbsAdvantage: float64(minAbs), VisitationWeights: visitation != 0})
 		if err != nil {
 			return err
 		}

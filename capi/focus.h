@@ -34,7 +34,7 @@ extern "C" {
 #endif
 
 /* Bumped on every incompatible change; the Python loader refuses a mismatch. */
-#define FOCUS_ABI_VERSION 5
+#define FOCUS_ABI_VERSION 6
 
 typedef int32_t focus_status;
 typedef uint64_t focus_handle;
@@ -215,7 +215,7 @@ focus_status focus_prepare(focus_handle tree, char *reward, size_t len, char *es
  * focus_buffer_free). *layout (JSON) gives n_actor, n_critic, estimators, the diagnostic
  * names actor_diagnostics and critic_diagnostics (every sample of a lane has the same
  * names; a batch whose samples differ is refused) and, per section, its byte offset and
- * element count: actor_node_id, actor_group_id (i64), actor_weight (f64),
+ * element count: actor_node_id, actor_group_id (i64), actor_weight, actor_visitation (f64),
  * actor_search_pass (i64, -1 = none), actor_estimator (i32 index into estimators),
  * actor_diagnostics (f64, n_actor rows of len(actor_diagnostics)), critic_node_id (i64),
  * critic_target (f64), critic_diagnostics (f64, n_critic rows). */
@@ -255,9 +255,10 @@ focus_status focus_tree_html(focus_handle tree, char *reward, size_t len, focus_
  * span_start, span_offsets (i64), span_mask (u8), span_logprobs, advantage (f64), node_id,
  * search_pass (i64, -1 = none), estimator (i32 index into estimators), critic_offsets (i64),
  * critic_context (UTF-8 bytes), critic_target (f64), critic_node_id (i64). min_abs_advantage
- * 0 keeps every record. */
+ * 0 keeps every record. visitation_weights non-zero exports each actor advantage multiplied by
+ * its sample's visitation factor (export.Options.VisitationWeights). */
 focus_status focus_batch_export(focus_handle batch, int64_t group_index, double min_abs_advantage,
-                                focus_bytes *layout, void **blob, size_t *size, focus_bytes *err);
+                                int32_t visitation_weights, focus_bytes *layout, void **blob, size_t *size, focus_bytes *err);
 
 /* A collected tree's trainer records in one call: focus_prepare with the reward config and
  * estimator, then focus_batch_export, without a batch handle. The layout adds the batch's
@@ -265,7 +266,7 @@ focus_status focus_batch_export(focus_handle batch, int64_t group_index, double 
  * records under min_abs_advantage included). */
 focus_status focus_tree_export(focus_handle tree, char *reward, size_t len, char *estimator,
                                size_t estimator_len, int64_t group_index, double min_abs_advantage,
-                               focus_bytes *layout, void **blob, size_t *size, focus_bytes *err);
+                               int32_t visitation_weights, focus_bytes *layout, void **blob, size_t *size, focus_bytes *err);
 
 /* --- the simulated inference server (sim/) -------------------------------------- */
 

@@ -23,7 +23,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 
 from .errors import ConfigError, LibraryError, error_for
 
-ABI_VERSION = 5
+ABI_VERSION = 6
 LIBRARY_NAME = "libfocus.so"
 ENV_LIBRARY = "FOCUS_GO_LIBRARY"
 
@@ -146,12 +146,12 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "focus_tree_html": (ctypes.c_int32, [c_handle, ctypes.c_char_p, ctypes.c_size_t, c_handle, _str_out, _err_p]),
     "focus_batch_export": (
         ctypes.c_int32,
-        [c_handle, ctypes.c_int64, ctypes.c_double, _str_out, ctypes.POINTER(ctypes.c_void_p), _size_out, _err_p],
+        [c_handle, ctypes.c_int64, ctypes.c_double, ctypes.c_int32, _str_out, ctypes.POINTER(ctypes.c_void_p), _size_out, _err_p],
     ),
     "focus_tree_export": (
         ctypes.c_int32,
         [c_handle, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_int64, ctypes.c_double,
-         _str_out, ctypes.POINTER(ctypes.c_void_p), _size_out, _err_p],
+         ctypes.c_int32, _str_out, ctypes.POINTER(ctypes.c_void_p), _size_out, _err_p],
     ),
     "focus_codec_render": (
         ctypes.c_int32,

@@ -30,6 +30,7 @@ def batch_records(
     sample_factory: Any = None,
     critic_sample_factory: Any = None,
     min_abs_advantage: Optional[float] = None,
+    visitation_weights: bool = False,
 ) -> List[Any]:
     """The records of the Go batch ``go_batch`` gives in its ``with`` block (left before
     the records are built): actor records first (one per generated span), then critic
@@ -43,6 +44,7 @@ def batch_records(
             _lib.c_handle(go.handle),
             int(group_index),
             float(min_abs_advantage or 0.0),
+            int(bool(visitation_weights)),
             ctypes.byref(layout_ptr),
             ctypes.byref(blob),
             ctypes.byref(size),
@@ -74,13 +76,21 @@ class TreeRecords:
 
 
 def tree_records(
-    state: GoObject, *, reward_config: Any, estimator: Any, group_index: int, min_abs_advantage: Optional[float] = None
+    state: GoObject,
+    *,
+    reward_config: Any,
+    estimator: Any,
+    group_index: int,
+    min_abs_advantage: Optional[float] = None,
+    visitation_weights: bool = False,
 ) -> TreeRecords:
     """Prepare the collected tree ``state`` with ``reward_config`` and ``estimator`` (None:
     critic targets only) and export its records for prompt group ``group_index`` in one Go
     call (``focus_tree_export``): the pipeline ``collect_records``, the Slime and Tinker
     integrations and the command line use. ``min_abs_advantage`` drops actor records whose
-    advantage is smaller in magnitude (checked in Go). No Batch is built; use
+    advantage is smaller in magnitude (checked in Go); ``visitation_weights`` exports each
+    actor advantage times its sample's visitation factor (``ActorSample.visitation``;
+    ``sample_weights`` stay unweighted). No Batch is built; use
     ``Collector.prepare`` for the samples themselves."""
     cfg = reward_config._json()
     name = "" if estimator is None else estimator.name
@@ -93,6 +103,7 @@ def tree_records(
         *_lib.text_arg(name),
         int(group_index),
         float(min_abs_advantage or 0.0),
+        int(bool(visitation_weights)),
         ctypes.byref(layout_ptr),
         ctypes.byref(blob),
         ctypes.byref(size),

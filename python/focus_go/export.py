@@ -45,16 +45,19 @@ def to_samples(
     sample_factory: Optional[SampleFactory[Any]] = None,
     critic_sample_factory: Optional[CriticSampleFactory[Any]] = None,
     min_abs_advantage: Optional[float] = None,
+    visitation_weights: bool = False,
 ) -> List[Any]:
     """Convert a prepared batch into actor and critic records for a trainer: actor
     records first (one per generated span), then critic records. The same as
     ``result.to_records(group_index, actor_factory=sample_factory,
-    critic_factory=critic_sample_factory, min_abs_advantage=min_abs_advantage)``."""
+    critic_factory=critic_sample_factory, min_abs_advantage=min_abs_advantage,
+    visitation_weights=visitation_weights)``."""
     return result.to_records(
         group_index,
         actor_factory=sample_factory,
         critic_factory=critic_sample_factory,
         min_abs_advantage=min_abs_advantage,
+        visitation_weights=visitation_weights,
     )
 
 

@@ -132,12 +132,14 @@ async def _collect(
     min_abs_advantage: Optional[float] = None,
     keep_dropped: bool = False,
     on_state: Optional[Callable[[Any], None]] = None,
+    visitation_weights: bool = False,
 ) -> _Collected:
     """``collect_records`` also returning the failures: collect the tree, then prepare and
     export it in one Go call (``tree_records``, which applies ``min_abs_advantage``).
     ``keep_dropped`` also returns the first actor record when the threshold dropped them
     all (Slime keeps its group's shape with it). ``on_state`` sees the collected tree
-    (its SchedulerState) before it is closed."""
+    (its SchedulerState) before it is closed. ``visitation_weights`` exports each actor
+    advantage times its edge's visitation factor (``ActorSample.visitation``)."""
     if not isinstance(problem, Problem):
         raise ConfigError(f"collect_records: problem must be a Problem, got {type(problem).__name__}")
     if not isinstance(collector, Collector):
@@ -172,7 +174,7 @@ async def _collect(
         def export(threshold: Optional[float]) -> Any:
             return tree_records(
                 state, reward_config=collector.reward, estimator=collector.estimator, group_index=group_index,
-                min_abs_advantage=threshold,
+                min_abs_advantage=threshold, visitation_weights=visitation_weights,
             )
 
         records = export(min_abs_advantage)
@@ -194,6 +196,7 @@ async def collect_records(
     workspace_for: Optional[Callable[[Problem], Workspace]] = None,
     min_abs_advantage: Optional[float] = None,
     allow_partial: bool = False,
+    visitation_weights: bool = False,
 ) -> Tuple[List[Dict[str, Any]], List[Dict[str, Any]]]:
     """Collect one problem with one collector and return its ``(actor, critic)`` records
     (the documented record dicts, ``group_index`` on every record).
@@ -205,6 +208,9 @@ async def collect_records(
     one is refused) and is entered before the collector and left after it, so the
     collection's tools run in it.
     ``min_abs_advantage`` drops actor records whose advantage is smaller in magnitude.
+    ``visitation_weights=True`` exports each actor advantage times its edge's visitation
+    factor (``ActorSample.visitation``: an unbiased on-policy gradient from a searched
+    tree); off by default.
 
     A collection with failed rollouts or critic calls raises CollectionError (its
     ``state`` and ``failures`` keep what was collected; close ``state`` when done) unless
@@ -213,7 +219,7 @@ async def collect_records(
     _check_min_abs_advantage(min_abs_advantage)  # a bad threshold fails before any collection
     actor, critic, _, _ = await _collect(
         collector, problem, group_index=group_index, workspace_for=workspace_for, allow_partial=allow_partial,
-        min_abs_advantage=min_abs_advantage,
+        min_abs_advantage=min_abs_advantage, visitation_weights=visitation_weights,
     )
     return actor, critic
 

@@ -789,12 +789,14 @@ class _Generate(_SlimeHook):
         workspace_for: Any,
         min_abs_advantage: Optional[float],
         allow_partial: bool,
+        visitation_weights: bool = False,
     ) -> None:
         super().__init__(collector_for, profile, workspace_for)
         _check_min_abs_advantage(min_abs_advantage)  # validate the threshold now, not per sample
         self.critic_sink = critic_sink
         self.min_abs_advantage = min_abs_advantage
         self.allow_partial = allow_partial
+        self.visitation_weights = bool(visitation_weights)
 
     async def __call__(self, args: Any, sample: Any, sampling_params: Any = None, evaluation: bool = False) -> Any:
         """Collect one tree for ``sample`` and return its actor segments as a TreeSamples
@@ -831,6 +833,7 @@ class _Generate(_SlimeHook):
                     workspace_for=self.workspace_for,
                     allow_partial=self.allow_partial,
                     min_abs_advantage=self.min_abs_advantage,
+                    visitation_weights=self.visitation_weights,
                     keep_dropped=True,
                     on_state=lambda state: stats.update(state.stats),
                 )
@@ -948,6 +951,7 @@ def make_generate(
     workspace_for: Optional[Callable[[Problem], Workspace]] = None,
     min_abs_advantage: Optional[float] = None,
     allow_partial: bool = False,
+    visitation_weights: bool = False,
 ) -> GenerateHook:
     """Build Slime's custom generate function from your CollectorFor.
 
@@ -969,7 +973,10 @@ def make_generate(
     Slime reads group elements. A generation Slime aborted returns ``[sample]`` (a
     TreeSamples, status ABORTED, no reward), never a zero reward. If
     ``min_abs_advantage`` drops every edge, one sample with ``remove_sample=True`` and
-    reward 0 is returned so Slime's group keeps its shape.
+    reward 0 is returned so Slime's group keeps its shape. ``visitation_weights=True``
+    sets each sample's advantage to the edge's advantage times its visitation factor
+    (``ActorSample.visitation``), so a searched tree trains as an unbiased on-policy
+    gradient; off by default.
 
     Called with ``evaluation=True`` (an eval dataset without its own
     ``custom_generate_function_path``), it answers as ``make_evaluate``'s hook does: one
@@ -1004,6 +1011,7 @@ def make_generate(
         workspace_for=workspace_for,
         min_abs_advantage=min_abs_advantage,
         allow_partial=allow_partial,
+        visitation_weights=visitation_weights,
     )
 
 

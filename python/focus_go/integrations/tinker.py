@@ -486,6 +486,7 @@ async def train(
     checkpoint_name: str = "focus",
     resume_from: Optional[Union[str, "os.PathLike[str]", TrainCheckpoint]] = None,
     share_warmup_prompt: bool = True,
+    visitation_weights: bool = False,
 ) -> List[StepReport]:
     """Run the one-step asynchronous Tinker loop: collect one problem per update from a
     frozen sampler, train on it, and publish a new sampler, overlapping the next collection
@@ -501,8 +502,10 @@ async def train(
     of batch b+1 starts, from the newest published sampler, before update b: each batch is
     at most one update behind the learner and every batch trains exactly once.
     ``async_depth=0`` publishes a fresh sampler before each collection (no lag, no
-    overlap). ``workspace_for``, ``min_abs_advantage`` and ``allow_partial`` apply to each
-    collection as in ``collect_records``. After each update each of the batch's collections
+    overlap). ``workspace_for``, ``min_abs_advantage``, ``allow_partial`` and
+    ``visitation_weights`` (each datum's advantage times its edge's visitation factor,
+    ``ActorSample.visitation``; off by default) apply to each collection as in
+    ``collect_records``. After each update each of the batch's collections
     hands its critic records to ``critic_sink`` (one call per tree) with ``behavior_step``
     and ``learner_step`` added, and ``on_step`` receives the StepReport.
 
@@ -604,6 +607,7 @@ async def train(
             actor, critic, failures, _ = await _collect(
                 collector, problem, group_index=index, workspace_for=workspace_for, allow_partial=allow_partial,
                 min_abs_advantage=min_abs_advantage, on_state=lambda state: seen.append(outcomes(SchedulerView(state))),
+                visitation_weights=visitation_weights,
             )
             _add_sequence_ids(actor, policy.sequence_ids)
         finally:
