@@ -24,35 +24,41 @@ package prepare
 // nodes with no completed child, the root excluded. A tree without such
 // leaves gets all zeros.
 func Visitation(v *TreeValues) []float64 {
+	w := Reach(v)
+	if len(w) == 0 {
+		return w
+	}
+	leaves := 0
+	for id := 1; id < len(w); id++ {
+		if !v.Excluded[id] && v.Count[id] == 0 {
+			leaves++
+		}
+	}
+	w[0] = 0
+	r := float64(leaves)
+	for id := 1; id < len(w); id++ {
+		w[id] *= r
+	}
+	return w
+}
+
+// Reach returns π̂(s) for every node, indexed by node id: 1 at the root,
+// π̂(c) = π̂(s)/n_s for a completed child c of s, 0 for excluded nodes. It is
+// the tree's estimate of the probability that the policy reaches s.
+func Reach(v *TreeValues) []float64 {
 	t := v.Tree
 	n := len(t.Nodes)
 	w := make([]float64, n)
 	if n == 0 {
 		return w
 	}
-	order := t.BreadthFirst()
-	leaves := 0
-	for _, id := range order[1:] {
-		if !v.Excluded[id] && v.Count[id] == 0 {
-			leaves++
-		}
-	}
-	if leaves == 0 {
-		return w
-	}
-	// w holds π̂ first, then is scaled by R.
 	w[0] = 1
-	for _, id := range order[1:] {
+	for _, id := range t.BreadthFirst()[1:] {
 		if v.Excluded[id] {
 			continue
 		}
 		p := t.Nodes[id].Parent
 		w[id] = w[p] / float64(v.Count[p]) // Count[p] >= 1: id is a completed child of p
-	}
-	w[0] = 0
-	r := float64(leaves)
-	for id := 1; id < n; id++ {
-		w[id] *= r
 	}
 	return w
 }
