@@ -23,7 +23,7 @@ GO_SOURCES     := $(shell find capi core backends sim -name '*.go' -not -name '*
 export CGO_ENABLED := 1
 export CGO_LDFLAGS := -L$(BUILD)
 
-.PHONY: all lib selftest-lib tokenizers testdata venv test test-go test-py demo bench clean
+.PHONY: all lib selftest-lib tokenizers testdata venv test test-go test-py demo bench bench-signal clean
 
 all: lib
 
@@ -89,6 +89,12 @@ demo: venv
 bench: venv $(LIBSELFTEST) $(BUILD)/loadgen
 	$(VPY) -m pip install --quiet --disable-pip-version-check aiohttp
 	FOCUS_GO_LIBRARY=$(LIBSELFTEST) $(VPY) benchmarks/run.py
+
+# The learning-signal benchmark on bandit trees (benchmarks/learning_signal.py): matplotlib
+# (for its PNG) goes into .venv only; SIGNAL_ARGS passes flags, e.g. SIGNAL_ARGS=--quick.
+bench-signal: venv
+	$(VPY) -m pip install --quiet --disable-pip-version-check matplotlib
+	$(VPY) benchmarks/learning_signal.py $(SIGNAL_ARGS)
 
 $(BUILD)/loadgen: $(LIBTOKENIZERS) $(GO_SOURCES) $(wildcard benchmarks/loadgen/*.go)
 	$(GO) build -o $@ ./benchmarks/loadgen

@@ -443,7 +443,7 @@ def report(args, methods: List[Method], grad: Dict, learn: Dict, default: str) -
     lines.append("| baseline | " + " | ".join(f"tau={t}" for t in grad) + " |")
     lines.append("|---|" + "---|" * len(grad))
     for base in ("root-only", "grpo", "selective:value_refinement"):
-        if base == default:
+        if base == default or base not in next(iter(grad.values())):
             continue
         lines.append(f"| {base} | " + " | ".join(fmt_pm(*paired(grad[t][default]["grad_err"], grad[t][base]["grad_err"])) for t in grad) + " |")
     if learn:
@@ -549,13 +549,13 @@ def main(argv: Optional[List[str]] = None) -> int:
     elapsed = time.time() - t0
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    (out / "signal.json").write_text(json.dumps({"args": {k: v for k, v in vars(args).items()}, "gradient": grad, "learning": learn}))
     lines = report(args, methods, grad, learn, args.default)
     lines.append("")
     lines.append(f"Run time {elapsed:.0f} s.")
     text = "\n".join(lines) + "\n"
     print(text)
     (out / "signal.md").write_text(text)
-    (out / "signal.json").write_text(json.dumps({"args": {k: v for k, v in vars(args).items()}, "gradient": grad, "learning": learn}))
     if not args.quick:
         msg = plot(out / "signal.png", grad, learn, learn_methods)
         if msg:
