@@ -451,7 +451,7 @@ def report(args, methods: List[Method], grad: Dict, learn: Dict, default: str) -
         lines.append("Learning: mean J over the run (equal rollouts), final J, and J at the token budget the "
                      "token-cheapest method used (equal generated tokens); paired differences vs " + default + ":")
         lines.append("")
-        lines.append("| cell | method | mean J | final J | J at equal tokens | mean J diff vs default |")
+        lines.append("| cell | method | mean J | final J | J at equal tokens | mean J diff, candidate minus this |")
         lines.append("|---|---|---|---|---|---|")
         for cell, runs in learn.items():
             tmin = min(r["tokens"][-1] for rs in runs.values() for r in rs)
@@ -521,9 +521,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--lrs", default="16,48,128")
     ap.add_argument("--learn-problems", type=int, default=64)
     ap.add_argument("--per-step", type=int, default=8)
-    ap.add_argument("--steps", type=int, default=24)
+    ap.add_argument("--steps", type=int, default=12)
     ap.add_argument("--learn-methods", default="selective:value_refinement,selective:gradient_variance+w,root-only,grpo")
-    ap.add_argument("--default", default="selective:gradient_variance+w", help="the method the paired differences compare")
+    ap.add_argument("--default", default="selective:gradient_variance+w", help="the candidate the paired differences compare against the others")
     ap.add_argument("--concurrency", type=int, default=64)
     ap.add_argument("--out", default=str(RESULTS / "signal"))
     args = ap.parse_args(argv)

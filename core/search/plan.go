@@ -107,11 +107,6 @@ type Score struct {
 	// reaches s (prepare.Reach at kappa_sel; 1 at the root). Only the
 	// "gradient_variance" score reads it.
 	Reach float64 `json:"reach"`
-	// Spread is the sample variance of the node's branch returns
-	// r(s->c) + gamma V*_sel(c) over its completed children, in units of
-	// (r_max - r_min)^2 (0 with fewer than two). Only "gradient_variance"
-	// reads it.
-	Spread float64 `json:"spread"`
 }
 
 // Scores scores every candidate of a round on the tree as it stands, in
@@ -168,35 +163,11 @@ func scores(t *tree.Tree, cfg Config, reward prepare.RewardConfig, lim Limits) (
 		sc := Score{Node: id, VStarSel: vals.Refined[id], Critic: t.Nodes[id].Critic, Count: vals.Count[id]}
 		if reach != nil {
 			sc.Reach = reach[id]
-			sc.Spread = spread(t, vals, id, sel)
 		}
 		sc.Gain = sc.gain(cfg.Score, sel, 0)
 		out = append(out, sc)
 	}
 	return s, out, nil
-}
-
-// spread is Score.Spread of node id.
-func spread(t *tree.Tree, vals *prepare.TreeValues, id int, sel prepare.RewardConfig) float64 {
-	var xs []float64
-	for _, c := range t.Nodes[id].Children {
-		if c > 0 && c < len(vals.Excluded) && !vals.Excluded[c] {
-			xs = append(xs, (vals.Reward[c]+sel.Gamma*vals.Refined[c]-sel.RewardMin)/(sel.RewardMax-sel.RewardMin))
-		}
-	}
-	if len(xs) < 2 {
-		return 0
-	}
-	m := 0.0
-	for _, x := range xs {
-		m += x
-	}
-	m /= float64(len(xs))
-	v := 0.0
-	for _, x := range xs {
-		v += (x - m) * (x - m)
-	}
-	return v / float64(len(xs)-1)
 }
 
 // selectionConfig is reward with kappa replaced by kappa_sel = max(kappa, 1).
@@ -212,8 +183,7 @@ func (sc *Score) gain(score string, sel prepare.RewardConfig, virtual int) float
 		vphi = *sc.Critic
 	}
 	if score == ScoreGradientVariance {
-		return GradientGain(sc.VStarSel, vphi, hasPhi, sc.Count+virtual, sel.CriticWeight, sel.RewardMin, sel.RewardMax,
-			sc.Reach, sc.Spread, sc.Count, sc.Node == 0)
+		return GradientGain(sc.VStarSel, vphi, hasPhi, sc.Count+virtual, sel.CriticWeight, sel.RewardMin, sel.RewardMax, sc.Reach, sc.Node == 0)
 	}
 	return Gain(score, sc.VStarSel, vphi, hasPhi, sc.Count+virtual, sel.CriticWeight, sel.RewardMin, sel.RewardMax)
 }
@@ -424,30 +394,22 @@ func Gain(score string, vStarSel, vPhi float64, hasPhi bool, n int, kappaSel, rM
 
 // GradientGain is the "gradient_variance" score (docs/signal.md §S): the
 // expected reduction of the visitation-weighted policy gradient's variance
-// that one more branch from s buys, with n = n_s + v_s, reach = π̂(s) and
-// p = V*_sel(s) mapped to [0, 1]:
+// that one more branch from s buys, with n = n_s + v_s and reach = π̂(s):
 //
-//	sigma2 = (kappa_sel p(1-p) + (m-1) spread) / (kappa_sel + m - 1)   (m = n_s real children)
-//	gain   = π̂(s)^2 · [ sigma2/((kappa_sel+n)(kappa_sel+n+1)) + (1[s is not the root] + 1/max(n, 1)) · max(0, VR(n)) ]
+//	gain = π̂(s)^2 · [ PV(n) + (1[s is not the root] + 1/max(n, 1)) · max(0, VR(n)) ]
 //
-// The first term is the sampling term: the n edges out of s carry weight
-// π̂(s)/n each, so their noise falls like sigma2/(kappa_sel+n), and one more
-// branch removes the difference; sigma2 is the variance of a branch return,
-// the sample variance of the node's measured branch returns (spread) shrunk
-// towards the Bernoulli bound p(1-p) with the prior's kappa_sel
-// pseudo-branches. The second is the error one more branch removes from
-// V*(s) (VR, "value_refinement"), which enters the advantage of the edge into
-// s (weight π̂(s)) and the baseline of the n edges out of it. Factors common
-// to every node (the squared norm of ∇log π) are dropped.
-func GradientGain(vStarSel, vPhi float64, hasPhi bool, n int, kappaSel, rMin, rMax, reach, spread float64, measured int, root bool) float64 {
-	nf := float64(n)
-	if reach <= 0 || kappaSel+nf <= 0 {
+// where PV is "posterior_variance" (the sampling term: the edges out of s
+// carry weight π̂(s)/n each, so their sampling noise falls like
+// σ²/(κ_sel+n), and one more branch removes PV of it) and VR is
+// "value_refinement" (the error V*(s) loses; V*(s) enters the advantage of
+// the edge into s, weight π̂(s), and the baseline of the n edges out of it).
+// Constant factors common to every node (the squared norm of ∇log π) are
+// dropped. At the root π̂ = 1 and only the baseline share of VR counts.
+func GradientGain(vStarSel, vPhi float64, hasPhi bool, n int, kappaSel, rMin, rMax, reach float64, root bool) float64 {
+	if reach <= 0 || kappaSel+float64(n) <= 0 {
 		return 0
 	}
-	p := unit(vStarSel, rMin, rMax)
-	m := float64(max(measured-1, 0))
-	sigma2 := (kappaSel*p*(1-p) + m*spread) / (kappaSel + m)
-	pv := sigma2 / ((kappaSel + nf) * (kappaSel + nf + 1))
+	pv := Gain(ScorePosteriorVariance, vStarSel, vPhi, hasPhi, n, kappaSel, rMin, rMax)
 	vr := max(0, Gain(ScoreValueRefinement, vStarSel, vPhi, hasPhi, n, kappaSel, rMin, rMax))
 	c := 1 / float64(max(n, 1))
 	if !root {

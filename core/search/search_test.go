@@ -471,11 +471,7 @@ func TestAlternativeScores(t *testing.T) {
 		require.NoError(t, err)
 		pv := []float64{0.249975 / 30, 0.0475 / 6, 0.09 / 6, 0.1875 / 6, 0.174375 / 6}
 		vr := []float64{0.0066664, 0.0045833, 0.0100000, 0.0312500, 0.0271875}
-		// The root's sigma2 shrinks the sample variance of its branch returns
-		// V*_sel(c_i) = 0.95, 0.10, 0.75, 0.225 (0.166823) towards p(1-p) =
-		// 0.249975 with kappa_sel = 1: (0.249975 + 3*0.166823)/4.
-		spread := (0.44375*0.44375 + 0.40625*0.40625 + 0.24375*0.24375 + 0.28125*0.28125) / 3
-		want := []float64{(0.249975+3*spread)/4/30 + vr[0]/4}
+		want := []float64{pv[0] + vr[0]/4}
 		for i := 1; i < 5; i++ {
 			want = append(want, (pv[i]+2*vr[i])/16)
 		}
@@ -485,14 +481,12 @@ func TestAlternativeScores(t *testing.T) {
 		}
 		assert.Equal(t, 1.0, scores[0].Reach)
 		assert.Equal(t, 0.25, scores[1].Reach)
-		// The root scores highest (0.0079203): shallow first, root included.
+		// The root scores highest (0.0099991): shallow first, root included.
 		picks, err := search.Plan(tr, cfg, kappa1, limits, 1, 28)
 		require.NoError(t, err)
 		require.Len(t, picks, 4)
 		assert.Equal(t, 0, picks[0].Node)
-		assert.InDelta(t, 0.0079203, picks[0].Gain, 1e-7)
-		assert.InDelta(t, 0.166823, scores[0].Spread, 1e-6)
-		assert.Zero(t, scores[1].Spread, "one child: no spread")
+		assert.InDelta(t, 0.0099991, picks[0].Gain, 1e-7)
 		for i := 1; i < 4; i++ {
 			assert.LessOrEqual(t, picks[i].Gain, picks[i-1].Gain+1e-15, "greedy: gains fall")
 		}
