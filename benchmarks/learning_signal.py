@@ -471,6 +471,8 @@ def report(args, methods: List[Method], grad: Dict, learn: Dict, default: str) -
 
 
 def plot(path: Path, grad: Dict, learn: Dict, methods: List[Method]) -> Optional[str]:
+    """Top row: gradient error against critic noise; then one row per learning cell: J
+    against rollouts (left) and against generated tokens (right), mean over seeds."""
     try:
         import matplotlib
 
@@ -479,30 +481,35 @@ def plot(path: Path, grad: Dict, learn: Dict, methods: List[Method]) -> Optional
     except ImportError:
         return "matplotlib is not installed: no plot (pip install matplotlib into .venv)"
     cells = list(learn)
-    fig, axes = plt.subplots(2, max(2, len(cells)), figsize=(4.2 * max(2, len(cells)), 7.5), squeeze=False)
-    ax = axes[0][0]
+    rows = 1 + (len(cells) + 1) // 2
+    fig, axes = plt.subplots(rows, 4, figsize=(17, 3.6 * rows), squeeze=False)
     taus = list(grad)
-    for m in methods:
-        ax.plot(taus, [mean_se(grad[t][m.name]["grad_err"])[0] for t in taus], marker="o", label=m.name)
-    ax.set_title("gradient error vs critic noise")
-    ax.set_xlabel("tau")
+    ax = axes[0][0]
+    for name in grad[taus[0]]:
+        ax.plot(taus, [mean_se(grad[t][name]["grad_err"])[0] for t in taus], marker="o", label=name,
+                linestyle="-" if name.endswith("+w") or not name.startswith("selective") else ":")
+    ax.set_title("gradient error vs critic noise (tau)", fontsize=9)
     ax.set_ylabel("relative gradient error")
-    ax.legend(fontsize=6)
-    for c in range(1, axes.shape[1]):
+    ax.legend(fontsize=5)
+    for c in range(1, 4):
         axes[0][c].axis("off")
-    for c, cell in enumerate(cells):
-        ax = axes[1][c]
+    for i, cell in enumerate(cells):
+        r, c = 1 + i // 2, 2 * (i % 2)
         for name, rs in learn[cell].items():
             n = len(rs[0]["j"])
-            ax.plot([sum(r["rollouts"][i] for r in rs) / len(rs) for i in range(n)],
-                    [sum(r["j"][i] for r in rs) / len(rs) for i in range(n)], label=name)
-        ax.set_title(f"J vs rollouts, {cell}", fontsize=9)
-        ax.set_xlabel("rollouts")
-        ax.set_ylabel("J")
-        if c == 0:
-            ax.legend(fontsize=6)
+            j = [sum(x["j"][k] for x in rs) / len(rs) for k in range(n)]
+            axes[r][c].plot([sum(x["rollouts"][k] for x in rs) / len(rs) for k in range(n)], j, label=name)
+            axes[r][c + 1].plot([sum(x["tokens"][k] for x in rs) / len(rs) for k in range(n)], j, label=name)
+        axes[r][c].set_title(f"J vs rollouts, tau={cell.replace('/lr', ', lr=')}", fontsize=9)
+        axes[r][c + 1].set_title(f"J vs generated tokens, tau={cell.replace('/lr', ', lr=')}", fontsize=9)
+        if i == 0:
+            axes[r][c].legend(fontsize=6)
+    for i in range(len(cells), 2 * (rows - 1)):
+        r, c = 1 + i // 2, 2 * (i % 2)
+        axes[r][c].axis("off")
+        axes[r][c + 1].axis("off")
     fig.tight_layout()
-    fig.savefig(path, dpi=90)
+    fig.savefig(path, dpi=80)
     return None
 
 
@@ -526,7 +533,24 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--default", default="selective:gradient_variance+w", help="the candidate the paired differences compare against the others")
     ap.add_argument("--concurrency", type=int, default=64)
     ap.add_argument("--out", default=str(RESULTS / "signal"))
+    ap.add_argument("--replot", metavar="JSON", help="rewrite signal.md and signal.png from an earlier run's signal.json")
     args = ap.parse_args(argv)
+    if args.replot:
+        saved = json.loads(Path(args.replot).read_text())
+        for k, v in saved["args"].items():
+            if k not in ("replot", "out"):
+                setattr(args, k, v)
+        methods = all_methods([s for s in args.scores.split(",") if s])
+        learn_methods = [m for m in methods if m.name in args.learn_methods.split(",")]
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        text = "\n".join(report(args, methods, saved["gradient"], saved["learning"], args.default)) + "\n"
+        print(text)
+        (out / "signal.md").write_text(text)
+        msg = plot(out / "signal.png", saved["gradient"], saved["learning"], learn_methods)
+        if msg:
+            print(msg, file=sys.stderr)
+        return 0
     if args.quick:
         args.problems, args.seeds, args.budget, args.steps, args.learn_problems, args.per_step = 4, 2, 8, 2, 4, 2
         args.taus, args.learn_taus, args.lrs = "0.2,const", "0.2", "16"
