@@ -509,7 +509,7 @@ def plot(path: Path, grad: Dict, learn: Dict, methods: List[Method]) -> Optional
         axes[r][c].axis("off")
         axes[r][c + 1].axis("off")
     fig.tight_layout()
-    fig.savefig(path, dpi=80)
+    fig.savefig(path, dpi=60)
     return None
 
 
