@@ -52,7 +52,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
-ACTION_CHARS = "ABCDEFGH"  # single tokens in the simulator's tokenizer
+ACTION_CHARS = "ABCDEFGH"  # single tokens in the simulator's tokenizer; K <= 4 (loss / win tokens)
 State = Tuple[int, ...]
 
 
@@ -191,46 +191,51 @@ async def collect_tree(h: Harness, bandit: Bandit, method: Method, budget: int, 
     from focus_go.backends import Policy, SamplingParams
     from focus_go.types import GenerateResult
 
-    ids, action_of, depth = h.action_ids, h.action_of, bandit.depth
-    outcomes: Dict[State, List[float]] = {}
+    ids, action_of, depth, k = h.action_ids, h.action_of, bandit.depth, bandit.k
 
     def actions_of(tokens: Sequence[int]) -> State:
         i = len(tokens)
         while i > 0 and tokens[i - 1] in action_of:
             i -= 1
-        return tuple(action_of[t] for t in tokens[i:])
+        return tuple(action_of[t] % k for t in tokens[i:])
 
     async def complete(tokens, params):
         s = actions_of(tokens)
         p = bandit.probs(s)
         u = _uniform("a", params.seed, len(s))
-        a, acc = bandit.k - 1, 0.0
+        a, acc = k - 1, 0.0
         for j, pj in enumerate(p):
             acc += pj
             if u < acc:
                 a = j
                 break
+        token = ids[a]
         if len(s) + 1 == depth:
-            # The leaf outcome is drawn from the rollout's own seed, so paired rollouts
-            # (same seed, same path) get the same reward; the env pays it.
-            win = 1.0 if _uniform("r", params.seed) < bandit.leaf_p(s + (a,)) else 0.0
-            outcomes.setdefault(s + (a,), []).append(win)
-        return GenerateResult(tokens=(ids[a],), prefix_tokens=tuple(tokens), logprobs=[math.log(p[a])], stop_reason="length")
+            # The leaf outcome is drawn from the rollout's own sampler seed and travels in
+            # the last token (action a is token a on a loss, token K + a on a win), so
+            # paired rollouts (same seed, same path) get the same reward and the env reads
+            # it without any shared state. logprobs are the policy's, log pi(a|s).
+            if _uniform("r", params.seed) < bandit.leaf_p(s + (a,)):
+                token = ids[k + a]
+        return GenerateResult(tokens=(token,), prefix_tokens=tuple(tokens), logprobs=[math.log(p[a])], stop_reason="length")
 
     class BanditEnv(Env):
         action = "tokens"
 
         def __init__(self) -> None:
             self.actions: List[int] = []
+            self.win = False
 
         def reset(self):
             return [{"role": "user", "content": f"bandit problem {bandit.index}"}]
 
         def step(self, action):
-            self.actions.extend(action_of[t] for t in action.tokens)
+            for t in action.tokens:
+                self.actions.append(action_of[t] % k)
+                self.win = action_of[t] >= k
             if len(self.actions) < depth:
                 return Step()
-            return Step(reward=outcomes[tuple(self.actions)].pop(0), done=True)
+            return Step(reward=1.0 if self.win else 0.0, done=True)
 
         def fork(self):
             twin = BanditEnv()
@@ -243,7 +248,7 @@ async def collect_tree(h: Harness, bandit: Bandit, method: Method, budget: int, 
     def score(contexts: List[str]) -> List[float]:
         out = []
         for c in contexts:
-            s = tuple(ACTION_CHARS.index(ch) for ch in text_re.search(c).group(1))
+            s = tuple(ACTION_CHARS.index(ch) % k for ch in text_re.search(c).group(1))
             out.append(min(1.0, max(0.0, values[s] + tau * _gauss("critic", noise_seed, bandit.index, s))))
         return out
 
@@ -260,8 +265,8 @@ async def collect_tree(h: Harness, bandit: Bandit, method: Method, budget: int, 
             edges = []
             for a in batch.actor:
                 span = a.spans[0]
-                k = span.trainable.index(True)
-                edges.append((actions_of(span.tokens[:k]), action_of[span.tokens[k]], a.weight, a.visitation))
+                pos = span.trainable.index(True)
+                edges.append((actions_of(span.tokens[:pos]), action_of[span.tokens[pos]] % k, a.weight, a.visitation))
             return TreeResult(edges, int(batch.stats["rollouts"]), int(batch.stats["generated_tokens"]))
         finally:
             state.close()
@@ -560,6 +565,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     args.lrs = [float(x) for x in str(args.lrs).split(",") if x] if isinstance(args.lrs, str) else args.lrs
     methods = all_methods([s for s in args.scores.split(",") if s])
     learn_methods = [m for m in methods if m.name in args.learn_methods.split(",")]
+    if 2 * args.k > len(ACTION_CHARS):
+        ap.error(f"--k {args.k}: at most {len(ACTION_CHARS) // 2} actions (each has a win and a loss token)")
     if args.default not in {m.name for m in methods}:
         ap.error(f"--default {args.default!r} is not one of the methods")
 
