@@ -23,7 +23,7 @@ GO_SOURCES     := $(shell find capi core backends sim -name '*.go' -not -name '*
 export CGO_ENABLED := 1
 export CGO_LDFLAGS := -L$(BUILD)
 
-.PHONY: all lib selftest-lib tokenizers testdata venv test test-go test-py demo bench clean
+.PHONY: all lib selftest-lib tokenizers testdata venv test test-go test-py demo bench bench-signal clean
 
 all: lib
 
@@ -101,6 +101,12 @@ $(BUILD)/baseline/%/libfocus.so: $(LIBTOKENIZERS)
 	git archive $* | tar -x -C $(BUILD)/baseline/$*
 	cd $(BUILD)/baseline/$* && $(GO) build -trimpath -tags $(SELFTEST_TAGS) -buildmode=c-shared -o libfocus.so ./capi
 	cd $(BUILD)/baseline/$* && $(GO) build -o loadgen ./benchmarks/loadgen
+
+# The learning-signal benchmark on bandit trees (benchmarks/learning_signal.py): matplotlib
+# (for its PNG) goes into .venv only; SIGNAL_ARGS passes flags, e.g. SIGNAL_ARGS=--quick.
+bench-signal: venv
+	$(VPY) -m pip install --quiet --disable-pip-version-check matplotlib
+	$(VPY) benchmarks/learning_signal.py $(SIGNAL_ARGS)
 
 $(BUILD)/loadgen: $(LIBTOKENIZERS) $(GO_SOURCES) $(wildcard benchmarks/loadgen/*.go)
 	$(GO) build -o $@ ./benchmarks/loadgen

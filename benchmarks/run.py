@@ -187,7 +187,7 @@ def _boundary_bytes(batch) -> int:
     from focus_go import _lib
 
     with batch._go_batch() as go:
-        return _take_blob_size("focus_batch_export", go.handle, 0, 0.0, *_lib.text_arg(""))
+        return _take_blob_size("focus_batch_export", go.handle, 0, 0.0, *_lib.text_arg(""), 0)
 
 
 LOADGEN = Path(os.environ.get("FOCUS_BENCH_LOADGEN", ROOT / "build" / "loadgen"))

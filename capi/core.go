@@ -314,13 +314,14 @@ func focus_tree_html(h C.focus_handle, reward *C.char, n C.size_t, batch C.focus
 
 //export focus_batch_export
 func focus_batch_export(h C.focus_handle, groupIndex C.int64_t, minAbs C.double, recordLayout *C.char, recordLayoutLen C.size_t,
-	layout *C.focus_bytes, blob *unsafe.Pointer, size *C.size_t, errOut *C.focus_bytes) C.focus_status {
+	visitation C.int32_t, layout *C.focus_bytes, blob *unsafe.Pointer, size *C.size_t, errOut *C.focus_bytes) C.focus_status {
 	return guard(errOut, func() error {
 		b, err := batchOf(h)
 		if err != nil {
 			return err
 		}
-		opts := export.Options{MinAbsAdvantage: float64(minAbs), Layout: export.Layout(goString(recordLayout, recordLayoutLen))}
+		opts := export.Options{MinAbsAdvantage: float64(minAbs), Layout: export.Layout(goString(recordLayout, recordLayoutLen)),
+			VisitationWeights: visitation != 0}
 		w, err := export.ExportBatch(b, int(groupIndex), opts)
 		if err != nil {
 			return err
@@ -335,14 +336,15 @@ func focus_batch_export(h C.focus_handle, groupIndex C.int64_t, minAbs C.double,
 //
 //export focus_tree_export
 func focus_tree_export(h C.focus_handle, reward *C.char, n C.size_t, estimator *C.char, estimatorLen C.size_t,
-	groupIndex C.int64_t, minAbs C.double, recordLayout *C.char, recordLayoutLen C.size_t,
+	groupIndex C.int64_t, minAbs C.double, recordLayout *C.char, recordLayoutLen C.size_t, visitation C.int32_t,
 	layout *C.focus_bytes, blob *unsafe.Pointer, size *C.size_t, errOut *C.focus_bytes) C.focus_status {
 	return guard(errOut, func() error {
 		t, cfg, est, err := prepareArgs(h, reward, n, estimator, estimatorLen)
 		if err != nil {
 			return err
 		}
-		opts := export.Options{MinAbsAdvantage: float64(minAbs), Layout: export.Layout(goString(recordLayout, recordLayoutLen))}
+		opts := export.Options{MinAbsAdvantage: float64(minAbs), Layout: export.Layout(goString(recordLayout, recordLayoutLen)),
+			VisitationWeights: visitation != 0}
 		r, err := export.FromTree(t, cfg, est, int(groupIndex), opts)
 		if err != nil {
 			return err

@@ -234,7 +234,7 @@ focus_status focus_prepare(focus_handle tree, char *reward, size_t len, char *es
  * focus_buffer_free). *layout (JSON) gives n_actor, n_critic, estimators, the diagnostic
  * names actor_diagnostics and critic_diagnostics (every sample of a lane has the same
  * names; a batch whose samples differ is refused) and, per section, its byte offset and
- * element count: actor_node_id, actor_group_id (i64), actor_weight (f64),
+ * element count: actor_node_id, actor_group_id (i64), actor_weight, actor_visitation (f64),
  * actor_search_pass (i64, -1 = none), actor_estimator (i32 index into estimators),
  * actor_diagnostics (f64, n_actor rows of len(actor_diagnostics)), critic_node_id (i64),
  * critic_target (f64), critic_diagnostics (f64, n_critic rows). */
@@ -277,9 +277,10 @@ focus_status focus_tree_html(focus_handle tree, char *reward, size_t len, focus_
  * 0 keeps every record. record_layout (UTF-8, len 0 = "spans"): "spans" (one actor record per
  * generated span) or "paths" (one per root-to-leaf path, export.LayoutPaths); the layout JSON
  * names it ("layout"), and "paths" adds span_advantages (f64, aligned with span_mask) and the
- * key "advantages" to actor_keys. */
+ * key "advantages" to actor_keys. visitation_weights non-zero exports each actor advantage
+ * multiplied by its sample's visitation factor (export.Options.VisitationWeights). */
 focus_status focus_batch_export(focus_handle batch, int64_t group_index, double min_abs_advantage,
-                                char *record_layout, size_t record_layout_len,
+                                char *record_layout, size_t record_layout_len, int32_t visitation_weights,
                                 focus_bytes *layout, void **blob, size_t *size, focus_bytes *err);
 
 /* A collected tree's trainer records in one call: focus_prepare with the reward config and
@@ -288,7 +289,7 @@ focus_status focus_batch_export(focus_handle batch, int64_t group_index, double 
  * records under min_abs_advantage included). */
 focus_status focus_tree_export(focus_handle tree, char *reward, size_t len, char *estimator,
                                size_t estimator_len, int64_t group_index, double min_abs_advantage,
-                               char *record_layout, size_t record_layout_len,
+                               char *record_layout, size_t record_layout_len, int32_t visitation_weights,
                                focus_bytes *layout, void **blob, size_t *size, focus_bytes *err);
 
 /* --- the simulated inference server (sim/) -------------------------------------- */

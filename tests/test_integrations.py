@@ -189,3 +189,28 @@ def test_collect_records_failures(server, policy):
         asyncio.run(collect_records(collector_for(policy, problem), problem, group_index=0, workspace_for=lambda p: object()))
     with pytest.raises(ConfigError, match="min_abs_advantage"):
         asyncio.run(collect_records(collector_for(policy, problem), problem, group_index=0, min_abs_advantage=-1.0))
+
+
+def test_collect_records_visitation_weights(server, policy):
+    # The same deterministic tree, exported plain and weighted: each weighted advantage is
+    # the sample's weight times its visitation factor (docs/signal.md).
+    problem = server.problems()[2]
+
+    async def samples():
+        async with collector_for(policy, problem) as collector:
+            state = await collector.collect(problem)
+            try:
+                batch = collector.prepare(state)
+                return {a.node_id: (a.weight, a.visitation) for a in batch.actor}
+            finally:
+                state.close()
+
+    want = asyncio.run(samples())
+    assert any(v != 1.0 for _, v in want.values()), "a Selective tree over-samples some checkpoint"
+    plain, _ = asyncio.run(collect_records(collector_for(policy, problem), problem, group_index=1))
+    weighted, _ = asyncio.run(collect_records(collector_for(policy, problem), problem, group_index=1, visitation_weights=True))
+    assert [r["node_id"] for r in plain] == [r["node_id"] for r in weighted]
+    for p, w in zip(plain, weighted):
+        weight, visitation = want[p["node_id"]]
+        assert p["advantage"] == pytest.approx(weight)
+        assert w["advantage"] == pytest.approx(weight * visitation)

@@ -583,3 +583,24 @@ def test_to_datum_paths_same_terms_fewer_tokens():
             paths = [to_datum(r) for r in batch.to_records(0, layout="paths") if r["lane"] == "actor"]
         assert _datum_terms(paths) == _datum_terms(spans)
         assert sum(d.model_input.length for d in paths) <= sum(d.model_input.length for d in spans)
+@pytest.mark.parametrize("flag", [False, True])
+def test_train_passes_visitation_weights_to_each_collection(training_client, model, problems, monkeypatch, flag):
+    # The datums' advantages come from the collection's records (collect_records, where the
+    # weighting itself is tested); train hands its visitation_weights to every collection.
+    import focus_go.integrations.tinker as tinker_mod
+
+    seen = []
+    real = tinker_mod._collect
+
+    async def spy(*a, **kw):
+        seen.append(kw.get("visitation_weights"))
+        return await real(*a, **kw)
+
+    monkeypatch.setattr(tinker_mod, "_collect", spy)
+
+    async def main():
+        return await train(training_client, model=model, problems=problems, collector_for=make_collector_for([]), steps=1,
+                           learning_rate=1e-5, profile="token_chunk", visitation_weights=flag)
+
+    reports = asyncio.run(main())
+    assert len(reports) == 1 and seen and all(v is flag for v in seen)

@@ -64,7 +64,7 @@ def test_tree_records_refuses_a_bad_threshold(searched):
 def _export_layout(batch):
     layout_ptr, blob, size = _lib.Bytes(), ctypes.c_void_p(), ctypes.c_size_t()
     with batch._go_batch() as go:
-        _lib.call("focus_batch_export", _lib.c_handle(go.handle), 0, 0.0, *_lib.text_arg(""), ctypes.byref(layout_ptr), ctypes.byref(blob), ctypes.byref(size))
+        _lib.call("focus_batch_export", _lib.c_handle(go.handle), 0, 0.0, *_lib.text_arg(""), 0, ctypes.byref(layout_ptr), ctypes.byref(blob), ctypes.byref(size))
     _lib.lib().focus_buffer_free(blob)
     return json.loads(_lib.take_string(layout_ptr))
 

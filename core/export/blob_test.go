@@ -126,7 +126,7 @@ func TestEmptyBatchBlobs(t *testing.T) {
 	cols, err := export.BatchColumns(b)
 	require.NoError(t, err)
 	assert.Zero(t, cols.Size())
-	assert.Len(t, cols.Sections(), 9)
+	assert.Len(t, cols.Sections(), 10) // nine columns plus actor_visitation
 	assert.Equal(t, []string{}, cols.Meta["estimators"])
 
 	ctx := export.CriticContexts(b)

@@ -21,7 +21,7 @@ import (
 // batch); a batch whose samples differ is refused.
 //
 // Sections: actor_node_id, actor_group_id, actor_search_pass (int64),
-// actor_weight (float64), actor_estimator (int32, into meta "estimators"),
+// actor_weight, actor_visitation (float64), actor_estimator (int32, into meta "estimators"),
 // actor_diagnostics (float64, n_actor rows of meta "actor_diagnostics"),
 // critic_node_id (int64), critic_target (float64), critic_diagnostics
 // (float64, rows of meta "critic_diagnostics"). Meta: n_actor, n_critic.
@@ -35,7 +35,7 @@ func BatchColumns(b *prepare.Batch) (*Blob, error) {
 		criticDiag = b.Critic[0].Diagnostics
 	}
 	nodeID, groupID, searchPass := make([]int64, na), make([]int64, na), make([]int64, na)
-	weight, estimator := make([]float64, na), make([]int32, na)
+	weight, visitation, estimator := make([]float64, na), make([]float64, na), make([]int32, na)
 	actorValues := make([]float64, 0, na*actorDiag.Len())
 	estimators := []string{}
 	for i := range b.Actor {
@@ -51,6 +51,7 @@ func BatchColumns(b *prepare.Batch) (*Blob, error) {
 			estimators = append(estimators, a.Estimator)
 		}
 		estimator[i] = int32(k)
+		visitation[i] = a.Visitation
 		actorValues = a.Diagnostics.AppendValues(actorValues)
 	}
 	criticNode, target := make([]int64, nc), make([]float64, nc)
@@ -69,6 +70,7 @@ func BatchColumns(b *prepare.Batch) (*Blob, error) {
 	w.Int64s("actor_node_id", nodeID)
 	w.Int64s("actor_group_id", groupID)
 	w.Float64s("actor_weight", weight)
+	w.Float64s("actor_visitation", visitation)
 	w.Int64s("actor_search_pass", searchPass)
 	w.Int32s("actor_estimator", estimator)
 	w.Float64s("actor_diagnostics", actorValues)

@@ -18,7 +18,7 @@ import (
 // record owns a contiguous suffix of its tokens (SpanStart on), and each
 // trained edge is owned by the first record below it. Inside the owned
 // suffix, trained edges keep their trainable mask, behaviour log-probabilities
-// and edgeAdvantage; untrained edges (filtered by min_abs_advantage, inexact)
+// and Options.advantage (visitation-weighted when asked); untrained edges (filtered by min_abs_advantage, inexact)
 // and conditioning tokens get mask false, log-probability 0 and advantage 0.
 // The context before SpanStart is all mask false, advantage 0.
 //
@@ -151,12 +151,12 @@ func encodePaths(b *prepare.Batch, groupIndex int, opts Options, st *SharedToken
 			if k == 0 {
 				limit = lastTrained(&t.Nodes[id])
 			}
-			appendEdge(ac, t, id, b, sampleOf[id], limit)
+			appendEdge(ac, t, id, b, sampleOf[id], limit, opts)
 		}
 		ac.SpanOffsets = append(ac.SpanOffsets, int64(len(ac.SpanMask)))
 		i := int(sampleOf[p.node])
 		a := &b.Actor[i]
-		ac.Advantage = append(ac.Advantage, edgeAdvantage(a))
+		ac.Advantage = append(ac.Advantage, opts.advantage(a))
 		ac.NodeID = append(ac.NodeID, int64(p.node))
 		ac.SearchPass = append(ac.SearchPass, int64(a.SearchPass))
 		ac.Estimator = append(ac.Estimator, f.estimatorIndex(a.Estimator))
@@ -200,10 +200,10 @@ func appendPathTokens(dst []uint32, t *tree.Tree, id, length int) []uint32 {
 // tokens; all of them when limit < 0): its trainable mask, behaviour
 // log-probabilities and advantage when it has kept sample i (>= 0), all
 // false / 0.0 when it has none.
-func appendEdge(ac *ActorColumns, t *tree.Tree, id int, b *prepare.Batch, i int32, limit int) {
+func appendEdge(ac *ActorColumns, t *tree.Tree, id int, b *prepare.Batch, i int32, limit int, opts Options) {
 	adv := 0.0
 	if i >= 0 {
-		adv = edgeAdvantage(&b.Actor[i])
+		adv = opts.advantage(&b.Actor[i])
 	}
 	for _, s := range t.Nodes[id].Spans {
 		k := len(s.Tokens)

@@ -43,6 +43,13 @@ type Options struct {
 	MinAbsAdvantage float64
 	// Layout of the actor records; "" is LayoutSpans.
 	Layout Layout
+	// VisitationWeights exports each actor record's advantage as
+	// Weight * Visitation (prepare.Visitation: the factor that makes a
+	// searched tree's edges an unbiased estimate of the on-policy gradient)
+	// instead of Weight. Off by default (Python visitation_weights=False).
+	// MinAbsAdvantage still compares the unweighted Weight, so the same edges
+	// are kept either way.
+	VisitationWeights bool
 }
 
 // Validate checks MinAbsAdvantage >= 0 (NaN is refused) and the layout. Encode applies it, and the
@@ -234,7 +241,7 @@ func encode(b *prepare.Batch, groupIndex int, opts Options, st *SharedTokens) (*
 				}
 			}
 			ac.SpanOffsets = append(ac.SpanOffsets, int64(len(ac.SpanMask)))
-			ac.Advantage = append(ac.Advantage, edgeAdvantage(a))
+			ac.Advantage = append(ac.Advantage, opts.advantage(a))
 			ac.NodeID = append(ac.NodeID, int64(a.NodeID))
 			ac.SearchPass = append(ac.SearchPass, int64(a.SearchPass))
 			ac.Estimator = append(ac.Estimator, est)
@@ -258,10 +265,6 @@ func checkSample(b *prepare.Batch, i int) error {
 	}
 	return nil
 }
-
-// edgeAdvantage is the advantage every trained token of sample a's edge
-// carries, in either layout: the one place a per-sample factor would apply.
-func edgeAdvantage(a *prepare.ActorSample) float64 { return a.Weight }
 
 // encodeCritic appends b's critic records to f.
 func encodeCritic(f *Flat, b *prepare.Batch) {
@@ -410,6 +413,14 @@ func appendRecordTokens(dst []uint32, t *tree.Tree, sp prepare.SpanSplit, skip i
 	}
 	add(sp.Own.Tokens)
 	return dst
+}
+
+// advantage is the record advantage of a under opts.
+func (o Options) advantage(a *prepare.ActorSample) float64 {
+	if o.VisitationWeights {
+		return a.Weight * a.Visitation
+	}
+	return a.Weight
 }
 
 func keep(a *prepare.ActorSample, opts Options) bool {

@@ -28,6 +28,13 @@ type ActorSample struct {
 	Weight      float64     `json:"weight"`
 	Diagnostics Diagnostics `json:"diagnostics"`
 	SearchPass  int         `json:"search_pass"` // NoSearchPass if unknown
+	// Visitation is the edge's visitation factor w(s->c) = R·π̂(c) (see
+	// Visitation): the multiplier that makes the tree's edges an unbiased
+	// estimate of the on-policy gradient, in units of R independent rollouts.
+	// Weight stays the advantage; trainers opt in to Weight*Visitation
+	// (export.Options.VisitationWeights). Prepare sets it on every sample it
+	// makes; NewActorSample and EdgeSample start at 1 (no reweighting).
+	Visitation float64 `json:"visitation"`
 
 	src   *tree.Tree // prepared samples: spans come from src.Nodes[NodeID]
 	spans []tree.PackedSequence
@@ -41,7 +48,7 @@ type ActorSample struct {
 // context whose trainable tokens are that span's generated tokens (what a
 // Python caller passes as ActorSample(spans=...)).
 func NewActorSample(nodeID, groupID int, estimator string, weight float64, spans []tree.PackedSequence) ActorSample {
-	return ActorSample{NodeID: nodeID, GroupID: groupID, Estimator: estimator, Weight: weight, SearchPass: NoSearchPass, spans: spans}
+	return ActorSample{NodeID: nodeID, GroupID: groupID, Estimator: estimator, Weight: weight, SearchPass: NoSearchPass, Visitation: 1, spans: spans}
 }
 
 // EdgeSample builds a sample for the edge into node id of t, referencing the
@@ -49,7 +56,7 @@ func NewActorSample(nodeID, groupID int, estimator string, weight float64, spans
 func EdgeSample(t *tree.Tree, id int, estimator string, weight float64, diag Diagnostics) ActorSample {
 	nd := &t.Nodes[id]
 	return ActorSample{NodeID: id, GroupID: nd.Parent, Estimator: estimator, Weight: weight,
-		Diagnostics: diag, SearchPass: nd.SearchPass, src: t}
+		Diagnostics: diag, SearchPass: nd.SearchPass, Visitation: 1, src: t}
 }
 
 // NumSpans is the number of generated spans (actor records) of the edge.

@@ -92,9 +92,11 @@ func Prepare(t *tree.Tree, cfg RewardConfig, est Estimator) (*Batch, error) {
 		gen[2*id], gen[2*id+1] = int32(edge), int32(spans)
 		trainable += edge
 	}
+	visit := Visitation(v)
 	for i := range b.Actor {
 		a := &b.Actor[i]
 		if a.src == t {
+			a.Visitation = visit[a.NodeID]
 			a.counted, a.edgeTokens, a.numSpans = true, int(gen[2*a.NodeID]), int(gen[2*a.NodeID+1])
 		}
 	}

@@ -1,6 +1,8 @@
 package prepare
 
 import (
+	"math"
+
 	jsoniter "github.com/json-iterator/go"
 
 	"github.com/focus-go/focus-go/core/status"
@@ -14,14 +16,15 @@ type actorJSON struct {
 	Estimator   string                `json:"estimator"`
 	Weight      float64               `json:"weight"`
 	Diagnostics Diagnostics           `json:"diagnostics"`
-	SearchPass  *int                  `json:"search_pass"` // null: unknown (NoSearchPass)
+	SearchPass  *int                  `json:"search_pass"`          // null: unknown (NoSearchPass)
+	Visitation  *float64              `json:"visitation,omitempty"` // absent: 1
 	Spans       []tree.PackedSequence `json:"spans"`
 }
 
 // MarshalJSON encodes the sample with its spans materialised.
 func (a ActorSample) MarshalJSON() ([]byte, error) {
 	w := actorJSON{NodeID: a.NodeID, GroupID: a.GroupID, Estimator: a.Estimator, Weight: a.Weight,
-		Diagnostics: a.Diagnostics, Spans: a.Spans()}
+		Diagnostics: a.Diagnostics, Spans: a.Spans(), Visitation: &a.Visitation}
 	if a.SearchPass != NoSearchPass {
 		p := a.SearchPass
 		w.SearchPass = &p
@@ -41,6 +44,9 @@ func (a *ActorSample) UnmarshalJSON(data []byte) error {
 	if w.SearchPass != nil {
 		a.SearchPass = *w.SearchPass
 	}
+	if w.Visitation != nil {
+		a.Visitation = *w.Visitation
+	}
 	return nil
 }
 
@@ -54,6 +60,9 @@ func DecodeBatch(data []byte) (*Batch, error) {
 		return nil, status.Wrap(status.InvalidArgument, err, "batch: bad JSON")
 	}
 	for i := range b.Actor {
+		if w := b.Actor[i].Visitation; !(w >= 0) || math.IsInf(w, 0) {
+			return nil, status.Errorf(status.InvalidArgument, "batch: actor sample %d has visitation %g, must be finite and >= 0", i, w)
+		}
 		for k, s := range b.Actor[i].spans {
 			if len(s.Trainable) != len(s.Tokens) || len(s.Logprobs) != len(s.Tokens) {
 				return nil, status.Errorf(status.InvalidArgument,

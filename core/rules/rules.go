@@ -97,7 +97,7 @@ func DefaultValues() Defaults {
 		Agent:       AgentDefaults{MaxSegments: lim.MaxSegments, MaxTotalTokens: lim.MaxTotalTokens},
 		Reward:      prepare.DefaultRewardConfig(),
 		Sampling:    SamplingDefaults{Temperature: generate.DefaultTemperature, MaxTokens: generate.DefaultMaxTokens, TopP: generate.DefaultTopP},
-		Scores:      []string{search.ScoreValueRefinement, search.ScorePosteriorVariance, search.ScoreUniform},
+		Scores:      []string{search.ScoreValueRefinement, search.ScorePosteriorVariance, search.ScoreUniform, search.ScoreGradientVariance},
 		Truncations: []string{prepare.TruncationTerminal, prepare.TruncationBootstrap},
 	}
 }

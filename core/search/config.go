@@ -16,6 +16,11 @@ const (
 	ScorePosteriorVariance = "posterior_variance"
 	// ScoreUniform treats every candidate alike (Tree-GRPO); see Gain.
 	ScoreUniform = "uniform"
+	// ScoreGradientVariance aims at the actor's gradient rather than the
+	// critic target: the expected reduction of the visitation-weighted policy
+	// gradient's variance that one more branch buys (docs/signal.md §S); see
+	// GradientGain. Shallow checkpoints, the root included, score highest.
+	ScoreGradientVariance = "gradient_variance"
 	// ScoreEntropy is listed by ALGORITHM.md but not supported: it needs the
 	// policy's token entropies after each checkpoint, which the tree does not
 	// record. Validate rejects it with that explanation.
@@ -115,13 +120,13 @@ func (c Config) validate() *ConfigError {
 		return &ConfigError{"min_remaining", fmt.Sprintf("is %d, must be >= 0 tokens (0 = the segment length)", c.MinRemaining)}
 	}
 	switch c.Score {
-	case ScoreValueRefinement, ScorePosteriorVariance, ScoreUniform:
+	case ScoreValueRefinement, ScorePosteriorVariance, ScoreUniform, ScoreGradientVariance:
 		return nil
 	case ScoreEntropy:
 		return &ConfigError{"score", fmt.Sprintf("%q is not supported: it needs the policy's token entropies after each checkpoint, "+
-			"which the tree does not record; use %q, %q or %q", c.Score, ScoreValueRefinement, ScorePosteriorVariance, ScoreUniform)}
+			"which the tree does not record; use %q, %q, %q or %q", c.Score, ScoreValueRefinement, ScorePosteriorVariance, ScoreUniform, ScoreGradientVariance)}
 	default:
-		return &ConfigError{"score", fmt.Sprintf("is %q, must be %q, %q or %q", c.Score, ScoreValueRefinement, ScorePosteriorVariance, ScoreUniform)}
+		return &ConfigError{"score", fmt.Sprintf("is %q, must be %q, %q, %q or %q", c.Score, ScoreValueRefinement, ScorePosteriorVariance, ScoreUniform, ScoreGradientVariance)}
 	}
 }
 

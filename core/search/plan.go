@@ -103,6 +103,10 @@ type Score struct {
 	Count int `json:"count"`
 	// Gain is the node's score at n = n_s; eligible iff > 0.
 	Gain float64 `json:"gain"`
+	// Reach is π̂(s), the tree's estimate of the probability that the policy
+	// reaches s (prepare.Reach at kappa_sel; 1 at the root). Only the
+	// "gradient_variance" score reads it.
+	Reach float64 `json:"reach"`
 }
 
 // Scores scores every candidate of a round on the tree as it stands, in
@@ -147,12 +151,19 @@ func scores(t *tree.Tree, cfg Config, reward prepare.RewardConfig, lim Limits) (
 	if err != nil {
 		return nil, nil, status.Wrap(status.CodeOf(err), err, "search")
 	}
+	var reach []float64
+	if cfg.Score == ScoreGradientVariance {
+		reach = prepare.Reach(vals)
+	}
 	out := make([]Score, 0, len(cands))
 	for _, id := range cands {
 		if !vals.HasRefined(id) {
 			continue // no prediction and no completed child: see Plan
 		}
 		sc := Score{Node: id, VStarSel: vals.Refined[id], Critic: t.Nodes[id].Critic, Count: vals.Count[id]}
+		if reach != nil {
+			sc.Reach = reach[id]
+		}
 		sc.Gain = sc.gain(cfg.Score, sel, 0)
 		out = append(out, sc)
 	}
@@ -170,6 +181,9 @@ func (sc *Score) gain(score string, sel prepare.RewardConfig, virtual int) float
 	vphi, hasPhi := 0.0, sc.Critic != nil
 	if hasPhi {
 		vphi = *sc.Critic
+	}
+	if score == ScoreGradientVariance {
+		return GradientGain(sc.VStarSel, vphi, hasPhi, sc.Count+virtual, sel.CriticWeight, sel.RewardMin, sel.RewardMax, sc.Reach, sc.Node == 0)
 	}
 	return Gain(score, sc.VStarSel, vphi, hasPhi, sc.Count+virtual, sel.CriticWeight, sel.RewardMin, sel.RewardMax)
 }
@@ -376,6 +390,32 @@ func Gain(score string, vStarSel, vPhi float64, hasPhi bool, n int, kappaSel, rM
 		return 1 / (1 + nf)
 	}
 	return 0
+}
+
+// GradientGain is the "gradient_variance" score (docs/signal.md §S): the
+// expected reduction of the visitation-weighted policy gradient's variance
+// that one more branch from s buys, with n = n_s + v_s and reach = π̂(s):
+//
+//	gain = π̂(s)^2 · [ PV(n) + (1[s is not the root] + 1/max(n, 1)) · max(0, VR(n)) ]
+//
+// where PV is "posterior_variance" (the sampling term: the edges out of s
+// carry weight π̂(s)/n each, so their sampling noise falls like
+// σ²/(κ_sel+n), and one more branch removes PV of it) and VR is
+// "value_refinement" (the error V*(s) loses; V*(s) enters the advantage of
+// the edge into s, weight π̂(s), and the baseline of the n edges out of it).
+// Constant factors common to every node (the squared norm of ∇log π) are
+// dropped. At the root π̂ = 1 and only the baseline share of VR counts.
+func GradientGain(vStarSel, vPhi float64, hasPhi bool, n int, kappaSel, rMin, rMax, reach float64, root bool) float64 {
+	if reach <= 0 || kappaSel+float64(n) <= 0 {
+		return 0
+	}
+	pv := Gain(ScorePosteriorVariance, vStarSel, vPhi, hasPhi, n, kappaSel, rMin, rMax)
+	vr := max(0, Gain(ScoreValueRefinement, vStarSel, vPhi, hasPhi, n, kappaSel, rMin, rMax))
+	c := 1 / float64(max(n, 1))
+	if !root {
+		c++
+	}
+	return reach * reach * (pv + c*vr)
 }
 
 // unit maps a value to p = clip((v - rMin)/(rMax - rMin), 0, 1).

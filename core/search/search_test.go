@@ -240,7 +240,7 @@ func TestCandidates(t *testing.T) {
 
 func TestPlanNeverPicksANonCandidate(t *testing.T) {
 	tr, ids := mixedTree(t)
-	for _, score := range []string{search.ScoreValueRefinement, search.ScorePosteriorVariance, search.ScoreUniform} {
+	for _, score := range []string{search.ScoreValueRefinement, search.ScorePosteriorVariance, search.ScoreUniform, search.ScoreGradientVariance} {
 		cfg := search.Selective(64, 4)
 		cfg.PerPass, cfg.Score = 32, score
 		picks, err := search.Plan(tr, cfg, kappa1, limits, 3, 64)
@@ -262,11 +262,11 @@ func TestPlanNeverPicksANonCandidate(t *testing.T) {
 func TestPlanRandomTrees(t *testing.T) {
 	r := rand.New(rand.NewPCG(11, 12))
 	lim := search.Limits{MaxTotalTokens: 60, SegmentTokens: 8}
-	scoresTried := []string{search.ScoreValueRefinement, search.ScorePosteriorVariance, search.ScoreUniform}
+	scoresTried := []string{search.ScoreValueRefinement, search.ScorePosteriorVariance, search.ScoreUniform, search.ScoreGradientVariance}
 	for i := range 200 {
 		tr := treetest.Random(r, treetest.Options{Rollouts: 1 + i%24, PFailed: 0.2, PTruncated: 0.2, PCancelled: 0.1, PNoCritic: 0.3, Binary: i%2 == 0})
 		cfg := search.Selective(32, 1)
-		cfg.PerPass, cfg.MaxChildren, cfg.Score, cfg.Seed = 1+i%6, 1+i%4, scoresTried[i%3], uint64(i)
+		cfg.PerPass, cfg.MaxChildren, cfg.Score, cfg.Seed = 1+i%6, 1+i%4, scoresTried[i%len(scoresTried)], uint64(i)
 		rc := prepare.DefaultRewardConfig()
 		rc.CriticWeight = float64(i % 3)
 		picks, err := search.Plan(tr, cfg, rc, lim, i, 5)
@@ -461,6 +461,36 @@ func TestAlternativeScores(t *testing.T) {
 			assert.InDelta(t, w.Gain, picks[i].Gain, 1e-12, "pick %d", i)
 		}
 	})
+	t.Run("gradient_variance", func(t *testing.T) {
+		// docs/signal.md §S on the §6.2 tree: π̂(root) = 1, π̂(c_i) = 1/4;
+		// gain = π̂² (PV + (1[non-root] + 1/n) VR) with PV and VR the
+		// posterior_variance and value_refinement gains above and in §6.2.
+		cfg := search.Selective(32, 4)
+		cfg.Score = search.ScoreGradientVariance
+		scores, err := search.Scores(tr, cfg, kappa1, limits)
+		require.NoError(t, err)
+		pv := []float64{0.249975 / 30, 0.0475 / 6, 0.09 / 6, 0.1875 / 6, 0.174375 / 6}
+		vr := []float64{0.0066664, 0.0045833, 0.0100000, 0.0312500, 0.0271875}
+		want := []float64{pv[0] + vr[0]/4}
+		for i := 1; i < 5; i++ {
+			want = append(want, (pv[i]+2*vr[i])/16)
+		}
+		require.Len(t, scores, 5)
+		for i, w := range want {
+			assert.InDelta(t, w, scores[i].Gain, 1e-7, "node %d", scores[i].Node)
+		}
+		assert.Equal(t, 1.0, scores[0].Reach)
+		assert.Equal(t, 0.25, scores[1].Reach)
+		// The root scores highest (0.0099991): shallow first, root included.
+		picks, err := search.Plan(tr, cfg, kappa1, limits, 1, 28)
+		require.NoError(t, err)
+		require.Len(t, picks, 4)
+		assert.Equal(t, 0, picks[0].Node)
+		assert.InDelta(t, 0.0099991, picks[0].Gain, 1e-7)
+		for i := 1; i < 4; i++ {
+			assert.LessOrEqual(t, picks[i].Gain, picks[i-1].Gain+1e-15, "greedy: gains fall")
+		}
+	})
 	t.Run("uniform spreads a round over distinct nodes", func(t *testing.T) {
 		cfg := search.Selective(32, 4)
 		cfg.Score = search.ScoreUniform
@@ -556,7 +586,7 @@ func TestConfig(t *testing.T) {
 		{"max_children 0", with(func(c *search.Config) { c.MaxChildren = 0 }), "max_children", "is 0, must be >= 1"},
 		{"min_remaining negative", with(func(c *search.Config) { c.MinRemaining = -1 }), "min_remaining", "is -1, must be >= 0"},
 		{"entropy", with(func(c *search.Config) { c.Score = "entropy" }), "score", "token entropies"},
-		{"unknown score", with(func(c *search.Config) { c.Score = "ucb" }), "score", `is "ucb", must be "value_refinement", "posterior_variance" or "uniform"`},
+		{"unknown score", with(func(c *search.Config) { c.Score = "ucb" }), "score", `is "ucb", must be "value_refinement", "posterior_variance", "uniform" or "gradient_variance"`},
 		{"empty score", with(func(c *search.Config) { c.Score = "" }), "score", `is ""`},
 	}
 	for _, tc := range tests {

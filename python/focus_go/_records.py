@@ -43,6 +43,7 @@ def batch_records(
     critic_sample_factory: Any = None,
     min_abs_advantage: Optional[float] = None,
     layout: str = "spans",
+    visitation_weights: bool = False,
 ) -> List[Any]:
     """The records of the Go batch ``go_batch`` gives in its ``with`` block (left before
     the records are built): actor records first (one per generated span, or one per
@@ -58,6 +59,7 @@ def batch_records(
             int(group_index),
             float(min_abs_advantage or 0.0),
             *record_layout,
+            int(bool(visitation_weights)),
             ctypes.byref(layout_ptr),
             ctypes.byref(blob),
             ctypes.byref(size),
@@ -96,13 +98,16 @@ def tree_records(
     group_index: int,
     min_abs_advantage: Optional[float] = None,
     layout: str = "spans",
+    visitation_weights: bool = False,
 ) -> TreeRecords:
     """Prepare the collected tree ``state`` with ``reward_config`` and ``estimator`` (None:
     critic targets only) and export its records for prompt group ``group_index`` in one Go
     call (``focus_tree_export``): the pipeline ``collect_records``, the Slime and Tinker
     integrations and the command line use. ``min_abs_advantage`` drops actor records whose
     advantage is smaller in magnitude (checked in Go); ``layout`` is the actor record
-    layout (``"spans"`` or ``"paths"``, see ``Batch.to_records``). No Batch is built; use
+    layout (``"spans"`` or ``"paths"``, see ``Batch.to_records``); ``visitation_weights`` exports each
+    actor advantage times its sample's visitation factor (``ActorSample.visitation``;
+    ``sample_weights`` stay unweighted). No Batch is built; use
     ``Collector.prepare`` for the samples themselves."""
     record_layout = _layout_arg(layout)
     cfg = reward_config._json()
@@ -117,6 +122,7 @@ def tree_records(
         int(group_index),
         float(min_abs_advantage or 0.0),
         *record_layout,
+        int(bool(visitation_weights)),
         ctypes.byref(layout_ptr),
         ctypes.byref(blob),
         ctypes.byref(size),

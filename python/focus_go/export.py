@@ -55,19 +55,21 @@ def to_samples(
     critic_sample_factory: Optional[CriticSampleFactory[Any]] = None,
     min_abs_advantage: Optional[float] = None,
     layout: str = "spans",
+    visitation_weights: bool = False,
 ) -> List[Any]:
     """Convert a prepared batch into actor and critic records for a trainer: actor
     records first (one per generated span, or one per root-to-leaf path with
     ``layout="paths"``), then critic records. The same as
     ``result.to_records(group_index, actor_factory=sample_factory,
     critic_factory=critic_sample_factory, min_abs_advantage=min_abs_advantage,
-    layout=layout)``."""
+    layout=layout, visitation_weights=visitation_weights)``."""
     return result.to_records(
         group_index,
         actor_factory=sample_factory,
         critic_factory=critic_sample_factory,
         min_abs_advantage=min_abs_advantage,
         layout=layout,
+        visitation_weights=visitation_weights,
     )
 
 

@@ -85,7 +85,11 @@ class ActorSample:
 
     Each span is a full training sequence: the exact context up to and including one
     generated span, trainable only on that span's generated tokens. ``group_id`` is the
-    checkpoint the edge leaves from."""
+    checkpoint the edge leaves from. ``visitation`` is the edge's visitation factor
+    w(s->c) = R * pi_hat(c) (docs/signal.md): multiplying ``weight`` by it makes the
+    searched tree's edges an unbiased estimate of the on-policy gradient, in units of R
+    independent rollouts (1.0 on Independent chains). ``weight`` stays the advantage;
+    ``to_records(visitation_weights=True)`` exports ``weight * visitation``."""
 
     node_id: int
     spans: Tuple[PackedSequence, ...]
@@ -94,6 +98,7 @@ class ActorSample:
     weight: float = 0.0
     diagnostics: Mapping[str, float] = field(default_factory=lambda: _NO_DIAGNOSTICS)
     search_pass: Optional[int] = None
+    visitation: float = 1.0
 
     @property
     def edge_tokens(self) -> int:
@@ -207,6 +212,7 @@ class _PreparedActors(_PreparedSamples, Sequence[ActorSample]):
         self._node_id: Sequence[int] = _lib.section(data, layout, "actor_node_id", "q")
         self._group_id: Sequence[int] = _lib.section(data, layout, "actor_group_id", "q")
         self._weight: Sequence[float] = _lib.section(data, layout, "actor_weight", "d")
+        self._visitation: Sequence[float] = _lib.section(data, layout, "actor_visitation", "d")
         self._search_pass: Sequence[int] = _lib.section(data, layout, "actor_search_pass", "q")
         self._estimator: Sequence[int] = _lib.section(data, layout, "actor_estimator", "i")
         self._estimators = layout["estimators"] or []
@@ -215,8 +221,8 @@ class _PreparedActors(_PreparedSamples, Sequence[ActorSample]):
         self._diagnostics: List[Dict[str, float]] = []
 
     def _load(self) -> None:
-        self._node_id, self._group_id, self._weight, self._search_pass, self._estimator = (
-            c.tolist() for c in (self._node_id, self._group_id, self._weight, self._search_pass, self._estimator)  # type: ignore[attr-defined]
+        self._node_id, self._group_id, self._weight, self._visitation, self._search_pass, self._estimator = (
+            c.tolist() for c in (self._node_id, self._group_id, self._weight, self._visitation, self._search_pass, self._estimator)  # type: ignore[attr-defined]
         )
         self._diagnostics = _diagnostic_rows(self._names, self._values, self._n)
 
@@ -240,6 +246,7 @@ class _PreparedActors(_PreparedSamples, Sequence[ActorSample]):
             weight=self._weight[i],
             diagnostics=MappingProxyType(self._diagnostics[i]),
             search_pass=None if search_pass < 0 else search_pass,
+            visitation=self._visitation[i],
         )
 
 
@@ -299,11 +306,16 @@ class Batch:
         critic_factory: Any = None,
         min_abs_advantage: Optional[float] = None,
         layout: str = "spans",
+        visitation_weights: bool = False,
     ) -> List[Any]:
         """Flatten the batch into trainer records: one per generated actor span and one per
         critic target, as dicts unless factories are given (see ``focus_go.export``).
         ``group_index`` identifies the prompt group; ``min_abs_advantage`` drops actor
-        records whose advantage is too small to matter.
+        records whose advantage (``weight``) is too small to matter.
+        ``visitation_weights=True`` exports each record's advantage as ``weight *
+        visitation`` (see ``ActorSample``), which makes a searched tree's records an
+        unbiased on-policy gradient estimate; off by default. In the path layout the
+        factor applies to each token's own edge.
 
         ``layout="paths"`` (opt-in; the batch must come from ``prepare_samples``) cuts the
         actor records differently: one per root-to-leaf path, ending at the last generated
@@ -323,6 +335,7 @@ class Batch:
             critic_sample_factory=critic_factory,
             min_abs_advantage=min_abs_advantage,
             layout=layout,
+            visitation_weights=visitation_weights,
         )
 
     def describe(self) -> str:
@@ -346,6 +359,7 @@ class Batch:
                     "weight": a.weight,
                     "diagnostics": dict(a.diagnostics),
                     "search_pass": a.search_pass,
+                    "visitation": a.visitation,
                     "spans": [
                         {"tokens": list(s.tokens), "trainable": list(s.trainable), "logprobs": list(s.logprobs)}
                         for s in a.spans

@@ -27,8 +27,12 @@ def _declare(obj: Any, kind: str) -> None:
 class Selective:
     """FOCUS's selective branching. ``max_children`` caps direct children per checkpoint
     (the root is exempt); ``min_remaining`` is the token room a checkpoint needs left to be
-    branched from (default: the segment length); ``score`` picks the branching criterion.
-    The ranges are the Go engine's (``core/search``), checked at construction."""
+    branched from (default: the segment length); ``score`` picks the branching criterion:
+    ``"value_refinement"`` (the default: the critic-target error one more branch removes),
+    ``"gradient_variance"`` (the reduction of the visitation-weighted actor gradient's
+    variance, shallow checkpoints and the root first; see docs/signal.md),
+    ``"posterior_variance"`` or ``"uniform"``. The ranges are the Go engine's
+    (``core/search``), checked at construction."""
 
     budget: int = 32
     warmup: int = 16

@@ -140,13 +140,15 @@ async def _collect(
     keep_dropped: bool = False,
     on_state: Optional[Callable[[Any], None]] = None,
     layout: str = "spans",
+    visitation_weights: bool = False,
 ) -> _Collected:
     """``collect_records`` also returning the failures: collect the tree, then prepare and
     export it in one Go call (``tree_records``, which applies ``min_abs_advantage``).
     ``keep_dropped`` also returns the first actor record when the threshold dropped them
     all (Slime keeps its group's shape with it). ``on_state`` sees the collected tree
     (its SchedulerState) before it is closed. ``layout`` is the actor record layout
-    (``Batch.to_records``)."""
+    (``Batch.to_records``). ``visitation_weights`` exports each actor advantage times its
+    edge's visitation factor (``ActorSample.visitation``)."""
     _check_layout(layout)  # a bad layout fails before any collection
     if not isinstance(problem, Problem):
         raise ConfigError(f"collect_records: problem must be a Problem, got {type(problem).__name__}")
@@ -188,7 +190,7 @@ async def _collect(
         def export(threshold: Optional[float]) -> Any:
             return tree_records(
                 state, reward_config=collector.reward, estimator=collector.estimator, group_index=group_index,
-                min_abs_advantage=threshold, layout=layout,
+                min_abs_advantage=threshold, layout=layout, visitation_weights=visitation_weights,
             )
 
         records = export(min_abs_advantage)
@@ -211,6 +213,7 @@ async def collect_records(
     min_abs_advantage: Optional[float] = None,
     allow_partial: bool = False,
     layout: str = "spans",
+    visitation_weights: bool = False,
 ) -> Tuple[List[Dict[str, Any]], List[Dict[str, Any]]]:
     """Collect one problem with one collector and return its ``(actor, critic)`` records
     (the documented record dicts, ``group_index`` on every record).
@@ -229,6 +232,9 @@ async def collect_records(
     ``min_abs_advantage`` drops actor records whose advantage is smaller in magnitude.
     ``layout="paths"`` returns path records instead of per-span ones (one per
     root-to-leaf path, per-token ``advantages``; see ``Batch.to_records``).
+    ``visitation_weights=True`` exports each actor advantage times its edge's visitation
+    factor (``ActorSample.visitation``: an unbiased on-policy gradient from a searched
+    tree); off by default.
 
     A collection with failed rollouts or critic calls raises CollectionError (its
     ``state`` and ``failures`` keep what was collected; close ``state`` when done) unless
@@ -237,7 +243,7 @@ async def collect_records(
     _check_min_abs_advantage(min_abs_advantage)  # a bad threshold fails before any collection
     actor, critic, _, _ = await _collect(
         collector, problem, group_index=group_index, workspace_for=workspace_for, allow_partial=allow_partial,
-        min_abs_advantage=min_abs_advantage, layout=layout,
+        min_abs_advantage=min_abs_advantage, layout=layout, visitation_weights=visitation_weights,
     )
     return actor, critic
 

@@ -820,6 +820,7 @@ class _Generate(_SlimeHook):
         min_abs_advantage: Optional[float],
         allow_partial: bool,
         layout: str = "spans",
+        visitation_weights: bool = False,
     ) -> None:
         super().__init__(collector_for, profile, workspace_for)
         _check_min_abs_advantage(min_abs_advantage)  # validate the threshold now, not per sample
@@ -828,6 +829,7 @@ class _Generate(_SlimeHook):
         self.min_abs_advantage = min_abs_advantage
         self.allow_partial = allow_partial
         self.layout = layout
+        self.visitation_weights = bool(visitation_weights)
 
     async def __call__(self, args: Any, sample: Any, sampling_params: Any = None, evaluation: bool = False) -> Any:
         """Collect one tree for ``sample`` and return its actor segments as a TreeSamples
@@ -865,6 +867,7 @@ class _Generate(_SlimeHook):
                     allow_partial=self.allow_partial,
                     min_abs_advantage=self.min_abs_advantage,
                     layout=self.layout,
+                    visitation_weights=self.visitation_weights,
                     keep_dropped=True,
                     on_state=lambda state: stats.update(state.stats),
                 )
@@ -983,6 +986,7 @@ def make_generate(
     min_abs_advantage: Optional[float] = None,
     allow_partial: bool = False,
     layout: str = "spans",
+    visitation_weights: bool = False,
 ) -> GenerateHook:
     """Build Slime's custom generate function from your CollectorFor.
 
@@ -1004,7 +1008,10 @@ def make_generate(
     Slime reads group elements. A generation Slime aborted returns ``[sample]`` (a
     TreeSamples, status ABORTED, no reward), never a zero reward. If
     ``min_abs_advantage`` drops every edge, one sample with ``remove_sample=True`` and
-    reward 0 is returned so Slime's group keeps its shape.
+    reward 0 is returned so Slime's group keeps its shape. ``visitation_weights=True``
+    sets each sample's advantage to the edge's advantage times its visitation factor
+    (``ActorSample.visitation``), so a searched tree trains as an unbiased on-policy
+    gradient; off by default.
 
     Called with ``evaluation=True`` (an eval dataset without its own
     ``custom_generate_function_path``), it answers as ``make_evaluate``'s hook does: one
@@ -1048,6 +1055,7 @@ def make_generate(
         min_abs_advantage=min_abs_advantage,
         allow_partial=allow_partial,
         layout=layout,
+        visitation_weights=visitation_weights,
     )
 
 

@@ -500,6 +500,7 @@ async def train(
     resume_from: Optional[Union[str, "os.PathLike[str]", TrainCheckpoint]] = None,
     share_warmup_prompt: bool = True,
     layout: str = "spans",
+    visitation_weights: bool = False,
 ) -> List[StepReport]:
     """Run the one-step asynchronous Tinker loop: collect one problem per update from a
     frozen sampler, train on it, and publish a new sampler, overlapping the next collection
@@ -515,10 +516,12 @@ async def train(
     of batch b+1 starts, from the newest published sampler, before update b: each batch is
     at most one update behind the learner and every batch trains exactly once.
     ``async_depth=0`` publishes a fresh sampler before each collection (no lag, no
-    overlap). ``workspace_for``, ``min_abs_advantage``, ``allow_partial`` and ``layout``
-    apply to each collection as in ``collect_records`` (``layout="paths"``: one datum per
-    root-to-leaf path with per-token advantages, the same gradient from fewer tokens,
-    since Tinker's losses sum over tokens). After each update each of the batch's collections
+    overlap). ``workspace_for``, ``min_abs_advantage``, ``allow_partial``, ``layout`` and
+    ``visitation_weights`` apply to each collection as in ``collect_records``
+    (``layout="paths"``: one datum per root-to-leaf path with per-token advantages, the
+    same gradient from fewer tokens, since Tinker's losses sum over tokens;
+    ``visitation_weights``: each datum's advantage times its edge's visitation factor,
+    ``ActorSample.visitation``; off by default). After each update each of the batch's collections
     hands its critic records to ``critic_sink`` (one call per tree) with ``behavior_step``
     and ``learner_step`` added, and ``on_step`` receives the StepReport.
 
@@ -621,6 +624,7 @@ async def train(
                 collector, problem, group_index=index, workspace_for=workspace_for, allow_partial=allow_partial,
                 min_abs_advantage=min_abs_advantage, on_state=lambda state: seen.append(outcomes(SchedulerView(state))),
                 layout=layout,
+                visitation_weights=visitation_weights,
             )
             _add_sequence_ids(actor, policy.sequence_ids)
         finally:

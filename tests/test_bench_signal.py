@@ -1,0 +1,50 @@
+"""The learning-signal benchmark (benchmarks/learning_signal.py, `make bench-signal`) runs end
+to end on tiny sizes, and its exact quantities are right on a problem small enough to check
+by hand. No timing assertions."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def bench():
+    spec = importlib.util.spec_from_file_location("learning_signal", ROOT / "benchmarks" / "learning_signal.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["learning_signal"] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_exact_values_and_gradient(bench):
+    b = bench.Bandit(0, depth=2, k=2, b=0.0, w=[[1.0, -1.0], [0.5, 0.0]])
+    b.theta[()] = [math.log(3), 0.0]  # pi(0) = 3/4 at the root; uniform below
+    v = b.values()
+    s = bench.sigmoid
+    v0 = (s(1.5) + s(1.0)) / 2
+    v1 = (s(-0.5) + s(-1.0)) / 2
+    assert v[(0,)] == pytest.approx(v0) and v[(1,)] == pytest.approx(v1)
+    assert v[()] == pytest.approx(0.75 * v0 + 0.25 * v1)
+    g = b.gradient(v)
+    assert g[()] == pytest.approx([0.75 * (v0 - v[()]), 0.25 * (v1 - v[()])])
+    # Below the root: reach pi(0) = 3/4, pi(a|s) = 1/2.
+    assert g[(0,)] == pytest.approx([0.75 * 0.5 * (s(1.5) - v0), 0.75 * 0.5 * (s(1.0) - v0)])
+    # Finite differences of J agree.
+    eps = 1e-6
+    b.theta[()] = [math.log(3) + eps, 0.0]
+    assert (b.values()[()] - v[()]) / eps == pytest.approx(g[()][0], rel=1e-4)
+
+
+def test_quick_run_writes_its_table(bench, tmp_path):
+    assert bench.main(["--quick", "--out", str(tmp_path)]) == 0
+    text = (tmp_path / "signal.md").read_text()
+    for name in ("selective:value_refinement", "selective:gradient_variance+w", "root-only", "grpo"):
+        assert f"| {name} |" in text
+    assert "Learning:" in text
