@@ -110,3 +110,22 @@ def test_layout_errors():
     with pytest.raises(ConfigError, match="needs samples prepared from a tree"):
         explicit.to_records(0, layout="paths")
     assert explicit.to_records(0)[0]["advantage"] == 0.4, "the per-span layout stays the default"
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_visitation_weights_apply_per_token_in_paths(seed):
+    """visitation_weights=True scales each trained token by its own edge's factor in the path
+    layout: the same trained terms as the weighted per-span records, whose advantages are
+    weight * visitation."""
+    rng = random.Random(seed)
+    with SchedulerState.from_json(random_tree(rng)) as state:
+        batch = prepare_samples(state, reward_config=RewardConfig(), estimator=DirectBranchTd())
+        factor = {a.node_id: a.visitation for a in batch.actor}
+        weight = {a.node_id: a.weight for a in batch.actor}
+        spans = [r for r in batch.to_records(0, visitation_weights=True) if r["lane"] == "actor"]
+        paths = [r for r in batch.to_records(0, layout="paths", visitation_weights=True) if r["lane"] == "actor"]
+        assert all(r["advantage"] == weight[r["node_id"]] * factor[r["node_id"]] for r in spans)
+        assert terms(paths) == terms(spans)
+        plain = [r for r in batch.to_records(0, layout="paths") if r["lane"] == "actor"]
+        if any(f != 1.0 and weight[n] != 0.0 for n, f in factor.items()):
+            assert terms(paths) != terms(plain), "a factor other than 1 changes some token's advantage"
