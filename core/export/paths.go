@@ -115,17 +115,8 @@ func encodePaths(b *prepare.Batch, groupIndex int, opts Options, st *SharedToken
 		st.Offsets = make([]int64, 1, records+1)
 		st.Tokens = make([]uint32, 0, tokens)
 	}
-	ac.SpanStart = make([]int64, 0, records)
-	ac.SpanOffsets = make([]int64, 1, records+1)
-	ac.SpanMask = make([]bool, 0, own)
-	ac.SpanLogprobs = make([]float64, 0, own)
+	ac.reserve(records, own)
 	ac.SpanAdvantages = make([]float64, 0, own)
-	ac.Advantage = make([]float64, 0, records)
-	ac.NodeID = make([]int64, 0, records)
-	ac.SearchPass = make([]int64, 0, records)
-	ac.Estimator = make([]int32, 0, records)
-	ac.Sample = make([]int64, 0, records)
-	ac.Span = make([]int64, 0, records)
 	var suffix []int // the own suffix's nodes, top first
 	for _, p := range paths {
 		// Paths rarely prefix one another: every record stores its tokens whole.

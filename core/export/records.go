@@ -100,6 +100,21 @@ type ActorColumns struct {
 	Span           []int64 // index of the generated span within that sample; -1 for a path record
 }
 
+// reserve makes the per-record and own-part columns, empty with room for records
+// records and own own-part tokens (the full tokens are the caller's: plain or shared).
+func (ac *ActorColumns) reserve(records, own int) {
+	ac.SpanStart = make([]int64, 0, records)
+	ac.SpanOffsets = make([]int64, 1, records+1)
+	ac.SpanMask = make([]bool, 0, own)
+	ac.SpanLogprobs = make([]float64, 0, own)
+	ac.Advantage = make([]float64, 0, records)
+	ac.NodeID = make([]int64, 0, records)
+	ac.SearchPass = make([]int64, 0, records)
+	ac.Estimator = make([]int32, 0, records)
+	ac.Sample = make([]int64, 0, records)
+	ac.Span = make([]int64, 0, records)
+}
+
 // CriticColumns holds every critic record column-wise. Record i's context is
 // the UTF-8 bytes Context[Offsets[i]:Offsets[i+1]].
 type CriticColumns struct {
@@ -199,16 +214,7 @@ func encode(b *prepare.Batch, groupIndex int, opts Options, st *SharedTokens) (*
 	} else {
 		sh = newSharer(b, st, records, own)
 	}
-	ac.SpanStart = make([]int64, 0, records)
-	ac.SpanOffsets = make([]int64, 1, records+1)
-	ac.SpanMask = make([]bool, 0, own)
-	ac.SpanLogprobs = make([]float64, 0, own)
-	ac.Advantage = make([]float64, 0, records)
-	ac.NodeID = make([]int64, 0, records)
-	ac.SearchPass = make([]int64, 0, records)
-	ac.Estimator = make([]int32, 0, records)
-	ac.Sample = make([]int64, 0, records)
-	ac.Span = make([]int64, 0, records)
+	ac.reserve(records, own)
 	for i := range b.Actor {
 		a := &b.Actor[i]
 		if !keep(a, opts) {

@@ -327,6 +327,23 @@ def collect(manager: Any, rollout_id: int, res: Result) -> List[Any]:
     return data
 
 
+def rollout_data_of(manager: Any, samples: List[Any]) -> Dict[str, Any]:
+    """The train actor's rollout data for samples: the rollout manager's
+    _convert_samples_to_train_data and _split_train_data_by_dp, then process_rollout_data,
+    with the dtypes the Megatron backend's data loader gives its tensors."""
+    import torch
+
+    from slime.utils.data import process_rollout_data
+
+    refs = manager._split_train_data_by_dp(manager._convert_samples_to_train_data(samples))
+    rollout_data = process_rollout_data(manager.args, refs, 0, 1)
+    rollout_data["tokens"] = [t.to(dtype=torch.long) for t in rollout_data["tokens"]]
+    rollout_data["loss_masks"] = [t.to(dtype=torch.int) for t in rollout_data["loss_masks"]]
+    if "rollout_mask_sums" in rollout_data:
+        rollout_data["rollout_mask_sums"] = rollout_data["rollout_mask_sums"].to(dtype=torch.float32)
+    return rollout_data
+
+
 def train(manager: Any, data: List[Any], res: Result, *, rollout_id: int = 0) -> Dict[str, Any]:
     """The rest of RolloutManager.generate (_convert_samples_to_train_data,
     _split_train_data_by_dp) and of the train actor: process_rollout_data,
@@ -338,18 +355,11 @@ def train(manager: Any, data: List[Any], res: Result, *, rollout_id: int = 0) ->
     from slime.backends.megatron_utils.data import get_batch, get_data_iterator
     from slime.backends.megatron_utils.loss import compute_advantages_and_returns, loss_function
     from slime.observability import train_metric_utils
-    from slime.utils.data import process_rollout_data
 
     init_parallel_state()
     init_ray()
     args = manager.args
-    train_data = manager._convert_samples_to_train_data(data)
-    refs = manager._split_train_data_by_dp(train_data)
-    rollout_data = process_rollout_data(args, refs, 0, 1)
-    rollout_data["tokens"] = [t.to(dtype=torch.long) for t in rollout_data["tokens"]]
-    rollout_data["loss_masks"] = [t.to(dtype=torch.int) for t in rollout_data["loss_masks"]]
-    if "rollout_mask_sums" in rollout_data:
-        rollout_data["rollout_mask_sums"] = rollout_data["rollout_mask_sums"].to(dtype=torch.float32)
+    rollout_data = rollout_data_of(manager, data)
 
     compute_advantages_and_returns(args, rollout_data)
     rewards = [float(r) for r in rollout_data["rewards"]]
@@ -870,20 +880,10 @@ def _slime_train_side(args: Any, samples: List[Any], res: Result, name: str) -> 
     _convert_samples_to_train_data (focus's preserve_advantages) and
     _split_train_data_by_dp, process_rollout_data, compute_advantages_and_returns (focus's
     advantages hook) and the train-side log_rollout_data. Returns the rollout data."""
-    import torch
-
     from slime.backends.megatron_utils.loss import compute_advantages_and_returns
     from slime.observability import train_metric_utils
-    from slime.utils.data import process_rollout_data
 
-    manager = rollout_manager(args)
-    train_data = manager._convert_samples_to_train_data(samples)
-    refs = manager._split_train_data_by_dp(train_data)
-    rd = process_rollout_data(args, refs, 0, 1)
-    rd["tokens"] = [t.to(dtype=torch.long) for t in rd["tokens"]]
-    rd["loss_masks"] = [t.to(dtype=torch.int) for t in rd["loss_masks"]]
-    if "rollout_mask_sums" in rd:
-        rd["rollout_mask_sums"] = rd["rollout_mask_sums"].to(dtype=torch.float32)
+    rd = rollout_data_of(rollout_manager(args), samples)
     compute_advantages_and_returns(args, rd)
     res.expect(all(isinstance(r, float) for r in rd["rewards"]), f"{name}: rollout_data rewards are not floats after the advantages hook")
     train_metric_utils.log_rollout_data(0, args, rd)
@@ -909,8 +909,6 @@ def _slime_loss(args: Any, rd: Dict[str, Any], logits_of: Any, weight: Any, redu
     """Slime's loss_function over every micro-batch of rd with the prefix model, each
     micro-batch's loss divided by the step's micro-batch count as Megatron's schedule does
     before backward: the objective and d objective / dW the optimiser would see."""
-    import torch
-
     from slime.backends.megatron_utils.data import get_batch, get_data_iterator
     from slime.backends.megatron_utils.loss import loss_function
 
