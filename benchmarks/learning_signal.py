@@ -41,7 +41,6 @@ import hashlib
 import itertools
 import json
 import math
-import random
 import re
 import struct
 import sys

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 # (parent, reward, done, critic, generated tokens)
@@ -49,7 +50,7 @@ def figure61() -> str:
     )
 
 
-def random_tree(rng: "random.Random") -> str:
+def random_tree(rng: random.Random) -> str:
     """A random searched tree in the core's JSON format: rollouts from the root or from a
     random open checkpoint, 1-4 segments each, edges of glue + generated tokens."""
     def spans(n_glue: int, n_gen: int):
