@@ -281,9 +281,14 @@ func ctxError(ctx context.Context, what string) error {
 }
 
 // take chooses the replica for one request of tree (see Routing) and waits for one of its
-// slots, FIFO behind the requests already waiting there.
-func (f *Fleet) take(ctx context.Context, tree uint64, tried uint64) (int, error) {
+// slots, FIFO behind the requests already waiting there. first (a request's first attempt)
+// turns a unit of the tree's reservation into this request in the same critical section,
+// so demand never dips between the two and lets an Admit through that does not fit.
+func (f *Fleet) take(ctx context.Context, tree uint64, tried uint64, first bool) (int, error) {
 	f.mu.Lock()
+	if first {
+		f.consume(tree)
+	}
 	i := f.choose(tree, tried)
 	r := f.reps[i]
 	if len(r.queue) == 0 && r.inFlight < r.slots {
@@ -344,13 +349,10 @@ func (f *Fleet) consume(tree uint64) {
 // cannot be reached or answers 5xx (after its own retries) is skipped for the cooldown and
 // the request goes to another replica; the tree then stays there.
 func (f *Fleet) Generate(ctx context.Context, req generate.Request) (*generate.Result, error) {
-	f.mu.Lock()
-	f.consume(req.Tree)
-	f.mu.Unlock()
 	var tried uint64 // replicas already tried (bit i); past 64 replicas retries may repeat one
 	var lastErr error
 	for attempt := 0; attempt < len(f.reps); attempt++ {
-		i, err := f.take(ctx, req.Tree, tried)
+		i, err := f.take(ctx, req.Tree, tried, attempt == 0)
 		if err != nil {
 			return nil, err
 		}
@@ -493,6 +495,19 @@ func (f *Fleet) Admit(ctx context.Context, width int) (*Ticket, error) {
 	f.mu.Lock()
 	f.admitting = append(f.admitting, t)
 	for {
+		// An ended context is never admitted, even when room and its end arrive together:
+		// its reservation would have no tree to turn into requests or release it.
+		if ctx.Err() != nil {
+			for i, a := range f.admitting {
+				if a == t {
+					f.admitting = append(f.admitting[:i], f.admitting[i+1:]...)
+					break
+				}
+			}
+			f.signal()
+			f.mu.Unlock()
+			return nil, ctxError(ctx, "waiting to admit a tree")
+		}
 		if f.admitting[0] == t && f.demand() < f.capacity() {
 			f.admitting = f.admitting[1:]
 			f.reserved += width
@@ -506,19 +521,9 @@ func (f *Fleet) Admit(ctx context.Context, width int) (*Ticket, error) {
 		f.mu.Unlock()
 		select {
 		case <-ch:
-			f.mu.Lock()
 		case <-ctx.Done():
-			f.mu.Lock()
-			for i, a := range f.admitting {
-				if a == t {
-					f.admitting = append(f.admitting[:i], f.admitting[i+1:]...)
-					break
-				}
-			}
-			f.signal()
-			f.mu.Unlock()
-			return nil, ctxError(ctx, "waiting to admit a tree")
 		}
+		f.mu.Lock()
 	}
 }
 

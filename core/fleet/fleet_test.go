@@ -152,6 +152,19 @@ func TestCancelFreesEverything(t *testing.T) {
 	assert.Equal(t, 0, f.Load().Reserved)
 }
 
+// TestAdmitCancelledContext: a context already ended is not admitted, even on an idle
+// fleet with room (it would hold a reservation nobody releases).
+func TestAdmitCancelledContext(t *testing.T) {
+	f, err := New(Config{Replicas: []Replica{{Name: "a", Policy: newGated(), Capacity: 3}}})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	tk, err := f.Admit(ctx, 2)
+	assert.Nil(t, tk)
+	assert.Equal(t, status.Cancelled, status.CodeOf(err))
+	assert.Equal(t, 0, f.Load().Reserved)
+}
+
 // TestAdmitWaitsForDemandBelowCapacity: a ticket reserves its tree's first burst until the
 // tree's requests arrive; further trees are admitted only once in-flight + queued +
 // reserved is below the capacity again.
