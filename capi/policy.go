@@ -76,37 +76,37 @@ func focus_policy_open(config *C.char, n C.size_t, out *C.focus_handle, errOut *
 		var replicas []fleet.Replica
 		for _, url := range urls {
 			r := fleet.Replica{Name: url, Capacity: cfg.Capacity}
+			var c tokenPolicy
+			var err error
 			switch cfg.Backend {
 			case sglang.Name:
-				c, err := sglang.New(sglang.Config{BaseURL: url, APIKey: cfg.APIKey, Headers: cfg.Headers,
+				var sc *sglang.Client
+				sc, err = sglang.New(sglang.Config{BaseURL: url, APIKey: cfg.APIKey, Headers: cfg.Headers,
 					Timeout: seconds(cfg.TimeoutSeconds), MaxConcurrency: slots, Retry: retry})
-				if err != nil {
-					p.Close()
-					return err
-				}
-				p.clients = append(p.clients, c)
-				r.Policy = c
+				c = sc
 				r.Check = func(ctx context.Context) (any, int, error) {
-					info, err := c.StartupCheck(ctx)
+					info, err := sc.StartupCheck(ctx)
 					return info, info.MaxRunningRequests, err
 				}
 			case vllm.Name:
-				c, err := vllm.New(vllm.Config{BaseURL: url, Model: cfg.Model, ServedModel: cfg.ServedModel,
+				var vc *vllm.Client
+				vc, err = vllm.New(vllm.Config{BaseURL: url, Model: cfg.Model, ServedModel: cfg.ServedModel,
 					APIKey: cfg.APIKey, Headers: cfg.Headers, Timeout: seconds(cfg.TimeoutSeconds),
 					MaxConcurrency: slots, Retry: retry})
-				if err != nil {
-					p.Close()
-					return err
-				}
-				p.clients = append(p.clients, c)
-				r.Policy = c
+				c = vc
 				r.Check = func(ctx context.Context) (any, int, error) {
-					info, err := c.StartupCheck(ctx)
+					info, err := vc.StartupCheck(ctx)
 					return info, 0, err // vLLM does not report max_num_seqs
 				}
 			default:
 				return status.Errorf(status.InvalidArgument, "policy config: unknown backend %q, expected sglang or vllm", cfg.Backend)
 			}
+			if err != nil {
+				p.Close()
+				return err
+			}
+			p.clients = append(p.clients, c)
+			r.Policy = c
 			replicas = append(replicas, r)
 		}
 		f, err := fleet.New(fleet.Config{Replicas: replicas, Limit: cfg.MaxConcurrency, Routing: fleet.Routing(cfg.Routing)})
