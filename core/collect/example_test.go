@@ -64,8 +64,12 @@ func Example() {
 	for _, nd := range t.Nodes[1:] {
 		fmt.Printf("node %2d <- %2d pass %d %-8q reward %.0f done %t\n", nd.ID, nd.Parent, nd.SearchPass, nd.Text, nd.Reward, nd.Done)
 	}
+	// Pass 1 is Selective's branching round: the default score,
+	// gradient_variance, spends both branches at the root, where most of the
+	// actor's gradient is (docs/signal.md §S), so no prefix is reused.
+
 	// Output:
-	// rollouts 6 unspent 0 reused 16
+	// rollouts 6 unspent 0 reused 0
 	// node  1 <-  0 pass 0 "x=\\b"  reward 0 done false
 	// node  2 <-  1 pass 0 "oxed"   reward 0 done false
 	// node  3 <-  2 pass 0 "{5}"    reward 1 done true
@@ -78,6 +82,10 @@ func Example() {
 	// node 10 <-  0 pass 0 "x=\\b"  reward 0 done false
 	// node 11 <- 10 pass 0 "oxed"   reward 0 done false
 	// node 12 <- 11 pass 0 "{5}"    reward 1 done true
-	// node 13 <-  2 pass 1 "{5}"    reward 1 done true
-	// node 14 <- 11 pass 1 "{5}"    reward 1 done true
+	// node 13 <-  0 pass 1 "x=\\b"  reward 0 done false
+	// node 14 <- 13 pass 1 "oxed"   reward 0 done false
+	// node 15 <- 14 pass 1 "{4}"    reward 0 done true
+	// node 16 <-  0 pass 1 "x=\\b"  reward 0 done false
+	// node 17 <- 16 pass 1 "oxed"   reward 0 done false
+	// node 18 <- 17 pass 1 "{5}"    reward 1 done true
 }

@@ -33,7 +33,8 @@ const (
 var Kinds = []string{KindSelective, KindIndependent, KindSegments, KindAgent, KindConstantCritic, KindMinAbsAdvantage, KindRecordLayout, KindSampling, KindReward}
 
 // SelectiveDefaults are Selective(budget=32, warmup=16, *, per_pass=4,
-// max_children=4, min_remaining=None, score="value_refinement", seed=0).
+// max_children=4, min_remaining=None, score="gradient_variance", seed=0):
+// search.Selective and search.DefaultScore.
 type SelectiveDefaults struct {
 	Budget       int    `json:"budget"`
 	Warmup       int    `json:"warmup"`
@@ -61,6 +62,15 @@ type AgentDefaults struct {
 	MaxTotalTokens int `json:"max_total_tokens"`
 }
 
+// RecordsDefaults are the record export's defaults in the binding
+// (Batch.to_records, to_samples, collect_records, the integrations, the
+// command line): the actor layout and whether advantages carry the
+// visitation weights (export.DefaultVisitationWeights).
+type RecordsDefaults struct {
+	Layout            string `json:"layout"`
+	VisitationWeights bool   `json:"visitation_weights"`
+}
+
 // SamplingDefaults are what an unset SamplingParams field means.
 type SamplingDefaults struct {
 	Temperature float64 `json:"temperature"`
@@ -76,6 +86,7 @@ type Defaults struct {
 	Agent       AgentDefaults        `json:"agent"`
 	Reward      prepare.RewardConfig `json:"reward"`
 	Sampling    SamplingDefaults     `json:"sampling"`
+	Records     RecordsDefaults      `json:"records"`
 	// Scores are the Selective scores Validate accepts; Truncations the
 	// RewardConfig truncation modes.
 	Scores      []string `json:"scores"`
@@ -97,6 +108,7 @@ func DefaultValues() Defaults {
 		Agent:       AgentDefaults{MaxSegments: lim.MaxSegments, MaxTotalTokens: lim.MaxTotalTokens},
 		Reward:      prepare.DefaultRewardConfig(),
 		Sampling:    SamplingDefaults{Temperature: generate.DefaultTemperature, MaxTokens: generate.DefaultMaxTokens, TopP: generate.DefaultTopP},
+		Records:     RecordsDefaults{Layout: string(export.LayoutSpans), VisitationWeights: export.DefaultVisitationWeights},
 		Scores:      []string{search.ScoreValueRefinement, search.ScorePosteriorVariance, search.ScoreUniform, search.ScoreGradientVariance},
 		Truncations: []string{prepare.TruncationTerminal, prepare.TruncationBootstrap},
 	}

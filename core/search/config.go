@@ -8,8 +8,9 @@ import (
 
 // Scores a Config may name (ALGORITHM.md §5.7.4).
 const (
-	// ScoreValueRefinement is the default: the reduction of the critic
-	// target's mean squared error that one more branch buys.
+	// ScoreValueRefinement is the reduction of the critic target's mean
+	// squared error that one more branch buys (ALGORITHM.md §5.7.4; the
+	// default before 2026-12-02).
 	ScoreValueRefinement = "value_refinement"
 	// ScorePosteriorVariance is p(1-p)/((kappa_sel+n)(kappa_sel+n+1)), the
 	// Beta posterior variance of the node's value.
@@ -20,6 +21,7 @@ const (
 	// critic target: the expected reduction of the visitation-weighted policy
 	// gradient's variance that one more branch buys (docs/signal.md §S); see
 	// GradientGain. Shallow checkpoints, the root included, score highest.
+	// The default (DefaultScore).
 	ScoreGradientVariance = "gradient_variance"
 	// ScoreEntropy is listed by ALGORITHM.md but not supported: it needs the
 	// policy's token entropies after each checkpoint, which the tree does not
@@ -34,10 +36,14 @@ const (
 	DefaultPerPass     = 4
 	DefaultMaxChildren = 4
 	DefaultIndependent = 16
+	// DefaultScore is Selective's score: the one that gives the actor the
+	// best gradient and learning on the benchmark of docs/signal.md §B
+	// (README, "Learning signal"). The bindings read it from core/rules.
+	DefaultScore = ScoreGradientVariance
 )
 
 // Config mirrors Python's Selective(budget=32, warmup=16, *, per_pass=4,
-// max_children=4, min_remaining=None, score="value_refinement", seed=0) and
+// max_children=4, min_remaining=None, score="gradient_variance", seed=0) and
 // Independent(n=16, *, seed=0).
 type Config struct {
 	// Budget is B, the rollouts (generate-until-terminal calls) per tree;
@@ -63,12 +69,12 @@ type Config struct {
 
 // Selective returns Selective(budget, warmup) with the documented defaults
 // for the rest: per_pass 4, max_children 4, min_remaining = L, score
-// "value_refinement", seed 0.
+// DefaultScore, seed 0.
 func Selective(budget, warmup int) Config {
 	return Config{
 		Budget: budget, Warmup: warmup,
 		PerPass: DefaultPerPass, MaxChildren: DefaultMaxChildren,
-		Score: ScoreValueRefinement,
+		Score: DefaultScore,
 	}
 }
 

@@ -9,8 +9,10 @@ import (
 )
 
 // The scheduler vector of ALGORITHM.md §6.2: after a warmup of four chains,
-// one round of Selective(budget=32, warmup=4) branches twice from each of the
-// two chains whose critic was furthest from their outcome.
+// one round of Selective(budget=32, warmup=4, score="value_refinement")
+// branches twice from each of the two chains whose critic was furthest from
+// their outcome. (The default score, gradient_variance, picks the root first
+// on this tree: docs/signal.md §S.3.)
 func Example() {
 	generated := func(n int) []tree.PackedSequence {
 		s := tree.PackedSequence{Tokens: make([]uint32, n), Trainable: make([]bool, n), Logprobs: make([]float64, n)}
@@ -29,6 +31,7 @@ func Example() {
 	}
 
 	cfg := search.Selective(32, 4)
+	cfg.Score = search.ScoreValueRefinement
 	reward := prepare.DefaultRewardConfig()
 	limits := search.DefaultLimits()
 	scores, _ := search.Scores(t, cfg, reward, limits)

@@ -71,6 +71,15 @@ func fig62(t *testing.T) (*tree.Tree, []int) {
 	return chainTree(t, ptr(0.5), []*float64{ptr(0.9), ptr(0.2), ptr(0.5), ptr(0.45)}, []float64{1, 0, 1, 0}, false)
 }
 
+// valueRefinement is Selective(budget, warmup) with score "value_refinement":
+// the rule ALGORITHM.md §6.2's scheduler vector, and the tests built on its
+// gains, are for (the default score is gradient_variance since 2026-12-02).
+func valueRefinement(budget, warmup int) search.Config {
+	c := search.Selective(budget, warmup)
+	c.Score = search.ScoreValueRefinement
+	return c
+}
+
 var (
 	kappa1 = prepare.DefaultRewardConfig()
 	limits = search.DefaultLimits()
@@ -78,7 +87,7 @@ var (
 
 func TestScheduler62(t *testing.T) {
 	tr, cs := fig62(t)
-	cfg := search.Selective(32, 4)
+	cfg := valueRefinement(32, 4)
 	scores, err := search.Scores(tr, cfg, kappa1, limits)
 	require.NoError(t, err)
 	require.Len(t, scores, 5)
@@ -304,7 +313,7 @@ func TestPlanStops(t *testing.T) {
 	}{
 		{"empty C", fig, func() search.Config { c := search.Selective(32, 4); c.MinRemaining = 8193; return c }(), 28},
 		{"every gain is 0", certain, search.Selective(32, 2), 30},
-		{"all warmup failed, scored root gains 0", allFailed(ptr(0.5)), search.Selective(32, 3), 29},
+		{"all warmup failed, scored root gains 0", allFailed(ptr(0.5)), valueRefinement(32, 3), 29},
 		{"all warmup failed, unscored root is skipped", allFailed(nil), search.Selective(32, 3), 29},
 		{"all warmup failed, uniform skips the unscored root", allFailed(nil), func() search.Config { c := search.Selective(32, 3); c.Score = search.ScoreUniform; return c }(), 29},
 		{"no budget left", fig, search.Selective(32, 4), 0},
@@ -332,7 +341,7 @@ func TestPlanRemainingCapsPicks(t *testing.T) {
 		{6, 6, []int{cs[2], cs[3], cs[2], cs[3], cs[1], cs[2]}},
 	} {
 		t.Run(fmt.Sprintf("R=%d remaining=%d", tc.perPass, tc.remaining), func(t *testing.T) {
-			cfg := search.Selective(32, 4)
+			cfg := valueRefinement(32, 4)
 			cfg.PerPass = tc.perPass
 			picks, err := search.Plan(tr, cfg, kappa1, limits, 1, tc.remaining)
 			require.NoError(t, err)
@@ -357,7 +366,7 @@ func TestPlanMaxChildrenAndRootExemption(t *testing.T) {
 	for range 6 {
 		add(t, tr, 0, tree.Node{Spans: gen(10), Done: true, Reward: 1})
 	}
-	cfg := search.Selective(32, 7)
+	cfg := valueRefinement(32, 7)
 	cfg.PerPass = 5
 	picks, err := search.Plan(tr, cfg, kappa1, limits, 1, 25)
 	require.NoError(t, err)
@@ -415,7 +424,7 @@ func TestTieBreak(t *testing.T) {
 					interleave bool
 				}{{same, false}, {same, true}, {near, false}, {near, true}} {
 					tr, _ := chainTree(t, ptr(0.5), tc.phis, rewards, tc.interleave)
-					cfg := search.Selective(32, k)
+					cfg := valueRefinement(32, k)
 					cfg.Seed, cfg.PerPass = seed, k
 					picks, err := search.Plan(tr, cfg, kappa1, limits, round, 26)
 					require.NoError(t, err)
@@ -436,7 +445,7 @@ func TestTieBreak(t *testing.T) {
 	last := tieOrder(0, "p-62", 1, k)[k-1]
 	clear[last] = ptr(0.5 - 1e-6) // more bias: a larger gain
 	tr, _ := chainTree(t, ptr(0.5), clear, rewards, false)
-	picks, err := search.Plan(tr, search.Selective(32, k), kappa1, limits, 1, 26)
+	picks, err := search.Plan(tr, valueRefinement(32, k), kappa1, limits, 1, 26)
 	require.NoError(t, err)
 	assert.Equal(t, last, pickKeys(tr, picks)[0])
 }
@@ -513,7 +522,7 @@ func TestAlternativeScores(t *testing.T) {
 func TestMissingCritic(t *testing.T) {
 	t.Run("no critic anywhere", func(t *testing.T) {
 		tr, _ := chainTree(t, nil, []*float64{nil, nil, nil, nil}, []float64{1, 0, 1, 0}, false)
-		scores, err := search.Scores(tr, search.Selective(32, 4), kappa1, limits)
+		scores, err := search.Scores(tr, valueRefinement(32, 4), kappa1, limits)
 		require.NoError(t, err)
 		require.Len(t, scores, 5)
 		assert.InDelta(t, 0.5, scores[0].VStarSel, 1e-15, "V*_sel = G_bar without a prior")
@@ -521,7 +530,7 @@ func TestMissingCritic(t *testing.T) {
 		for _, s := range scores[1:] {
 			assert.Zero(t, s.Gain, "a certain chain gains nothing")
 		}
-		picks, err := search.Plan(tr, search.Selective(32, 4), kappa1, limits, 1, 28)
+		picks, err := search.Plan(tr, valueRefinement(32, 4), kappa1, limits, 1, 28)
 		require.NoError(t, err)
 		require.Len(t, picks, 4)
 		for i, p := range picks {
@@ -558,8 +567,9 @@ func TestMissingCritic(t *testing.T) {
 }
 
 func TestConfig(t *testing.T) {
-	assert.Equal(t, search.Config{Budget: 32, Warmup: 16, PerPass: 4, MaxChildren: 4, Score: "value_refinement"}, search.Selective(32, 16))
-	assert.Equal(t, search.Config{Budget: 16, Warmup: 16, PerPass: 4, MaxChildren: 4, Score: "value_refinement", Independent: true}, search.Independent(16))
+	// The default score is gradient_variance (docs/signal.md §S; README, "Learning signal").
+	assert.Equal(t, search.Config{Budget: 32, Warmup: 16, PerPass: 4, MaxChildren: 4, Score: "gradient_variance"}, search.Selective(32, 16))
+	assert.Equal(t, search.Config{Budget: 16, Warmup: 16, PerPass: 4, MaxChildren: 4, Score: "gradient_variance", Independent: true}, search.Independent(16))
 	assert.Equal(t, 256, search.Selective(32, 16).MinRemainingTokens(limits))
 	c := search.Selective(32, 16)
 	c.MinRemaining = 100
