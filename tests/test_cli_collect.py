@@ -265,3 +265,37 @@ def test_resume_refuses_another_problems_file(tmp_path, problems_file, server, c
     assert main(["collect", str(other), "--out", str(out), "--resume", *SMALL]) == 2
     assert "is not a tree of this problems file" in capsys.readouterr().err
     assert main(["collect", str(problems_file), "--out", str(out), "--resume", "--overwrite"]) == 2
+
+
+def _advantages(out: Path) -> Dict[Any, float]:
+    return {(r["group_index"], r["node_id"]): r["advantage"] for r in lines(out / "actor.jsonl")}
+
+
+def test_visitation_weights_are_on_unless_switched_off(tmp_path, problems_file):
+    # README "Changed defaults": actor records carry weight * visitation unless
+    # --no-visitation-weights. value_refinement branches below the root, so the factors
+    # are not all 1 and the two runs' records differ.
+    from focus_go import DirectBranchTd, RewardConfig
+    from focus_go.extend import SchedulerState
+    from focus_go.preparation import prepare_samples
+
+    args = ["collect", str(problems_file), "--budget", "8", "--warmup", "2", "--score", "value_refinement"]
+    outs = {flag: tmp_path / flag.strip("-") for flag in ("--visitation-weights", "--no-visitation-weights")}
+    assert main([*args, "--out", str(tmp_path / "default")]) == 0
+    for flag, out in outs.items():
+        assert main([*args, "--out", str(out), flag]) == 0
+    default, weighted, plain = (_advantages(tmp_path / "default"), _advantages(outs["--visitation-weights"]),
+                                _advantages(outs["--no-visitation-weights"]))
+    assert default == weighted and set(weighted) == set(plain)
+    factors = {}
+    for tree in sorted(outs["--no-visitation-weights"].glob("trees/*.json")):
+        with SchedulerState.from_json(tree.read_text()) as state:
+            batch = prepare_samples(state, reward_config=RewardConfig(), estimator=DirectBranchTd())
+            factors.update({(int(tree.name[:5]), a.node_id): (a.weight, a.visitation) for a in batch.actor})
+    assert any(abs(v - 1) > 1e-9 for _, v in factors.values()), "some edge is over-sampled"
+    for key, (w, v) in factors.items():
+        assert plain[key] == pytest.approx(w, abs=1e-12)
+        assert weighted[key] == pytest.approx(w * v, abs=1e-12)
+    for flag, out in outs.items():
+        run = json.loads((out / "run.json").read_text())
+        assert run["settings"]["visitation_weights"] is (flag == "--visitation-weights")

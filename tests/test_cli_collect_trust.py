@@ -641,3 +641,27 @@ def test_a_torn_line_in_a_large_file_is_cut_back_to_the_last_newline(tmp_path):
     path.write_text(whole + '{"i": 2000, "pad": "' + "y" * 100000)
     os.close(outdir._open_append(path))
     assert path.read_text() == whole
+
+
+def test_resume_refuses_switching_visitation_weights(tmp_path, problems_file, capsys):
+    out = tmp_path / "out"
+    assert main(["collect", str(problems_file), "--out", str(out), "--limit", "1", *SMALL]) == 0
+    capsys.readouterr()
+    assert main(["collect", str(problems_file), "--out", str(out), "--resume", *SMALL, "--no-visitation-weights"]) == 2
+    assert "visitation_weights: True before, False now" in capsys.readouterr().err
+
+
+def test_resume_reads_a_run_json_from_before_visitation_weights_as_unweighted(tmp_path, problems_file, capsys):
+    # A run.json written before the flag existed has no visitation_weights: its records
+    # are unweighted, so it resumes with --no-visitation-weights and only with it.
+    out = tmp_path / "out"
+    old = [*SMALL, "--score", "value_refinement", "--no-visitation-weights"]
+    assert main(["collect", str(problems_file), "--out", str(out), "--limit", "1", *old]) == 0
+    run = json.loads((out / "run.json").read_text())
+    del run["settings"]["visitation_weights"]
+    (out / "run.json").write_text(json.dumps(run))
+    capsys.readouterr()
+    assert main(["collect", str(problems_file), "--out", str(out), "--resume", *SMALL, "--score", "value_refinement"]) == 2
+    assert "visitation_weights: False before, True now" in capsys.readouterr().err
+    assert main(["collect", str(problems_file), "--out", str(out), "--resume", "--limit", "2", *old]) == 0
+    assert consistent(out)["settings"]["visitation_weights"] is False

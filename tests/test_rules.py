@@ -41,6 +41,46 @@ def test_python_literal_defaults_equal_the_librarys():
         lib["sampling"]["temperature"], lib["sampling"]["max_tokens"], lib["sampling"]["top_p"])
 
 
+def _record_option_defaults():
+    """{qualified name: {parameter: default}} of every function and method of the record
+    pipeline that takes ``visitation_weights`` or ``layout``."""
+    import focus_go._records
+    import focus_go.export
+    import focus_go.integrations
+    import focus_go.integrations.slime
+    import focus_go.integrations.tinker
+    import focus_go.preparation
+
+    found = {}
+    for module in (focus_go._records, focus_go.export, focus_go.preparation, focus_go.integrations,
+                   focus_go.integrations.slime, focus_go.integrations.tinker):
+        members = [(n, f) for n, f in vars(module).items() if inspect.isfunction(f) and f.__module__ == module.__name__]
+        for cname, cls in vars(module).items():
+            if inspect.isclass(cls) and cls.__module__ == module.__name__:
+                members += [(f"{cname}.{n}", f) for n, f in vars(cls).items() if inspect.isfunction(f)]
+        for name, fn in members:
+            params = inspect.signature(fn).parameters
+            options = {k: params[k].default for k in ("visitation_weights", "layout")
+                       if k in params and params[k].default is not inspect.Parameter.empty}
+            if options:
+                found[f"{module.__name__}.{name}"] = options
+    return found
+
+
+def test_record_option_defaults_equal_the_librarys():
+    # Visitation weights are on by default everywhere records are exported (README,
+    # "Changed defaults"); the per-span layout stays the default.
+    lib = _rules.defaults()["records"]
+    assert lib == {"layout": "spans", "visitation_weights": True}
+    found = _record_option_defaults()
+    for public in ("focus_go.preparation.Batch.to_records", "focus_go.export.to_samples",
+                   "focus_go.integrations.collect_records", "focus_go.integrations.slime.make_generate",
+                   "focus_go.integrations.tinker.train", "focus_go._records.tree_records"):
+        assert set(found[public]) == {"visitation_weights", "layout"}, public
+    for name, options in found.items():
+        assert options == {k: lib[k] for k in options}, name
+
+
 def _collect_args(*extra):
     parser = argparse.ArgumentParser()
     collect_command.add_parser(parser.add_subparsers())
@@ -54,6 +94,9 @@ def test_cli_defaults_equal_the_librarys():
     assert (args.budget, args.warmup, args.per_pass, args.max_children, args.score, args.seed) == (
         sel["budget"], sel["warmup"], sel["per_pass"], sel["max_children"], sel["score"], sel["seed"])
     assert args.segment_tokens == lib["segments"]["tokens"]
+    assert args.visitation_weights is lib["records"]["visitation_weights"] is True
+    assert _collect_args("--no-visitation-weights").visitation_weights is False
+    assert _collect_args("--visitation-weights").visitation_weights is True
     assert (args.max_segments, args.max_total_tokens) == (lib["agent"]["max_segments"], lib["agent"]["max_total_tokens"])
     run = settings(args)
     # The flags' defaults describe exactly the library's default objects.

@@ -43,7 +43,7 @@ def batch_records(
     critic_sample_factory: Any = None,
     min_abs_advantage: Optional[float] = None,
     layout: str = "spans",
-    visitation_weights: bool = False,
+    visitation_weights: bool = True,
 ) -> List[Any]:
     """The records of the Go batch ``go_batch`` gives in its ``with`` block (left before
     the records are built): actor records first (one per generated span, or one per
@@ -98,7 +98,7 @@ def tree_records(
     group_index: int,
     min_abs_advantage: Optional[float] = None,
     layout: str = "spans",
-    visitation_weights: bool = False,
+    visitation_weights: bool = True,
 ) -> TreeRecords:
     """Prepare the collected tree ``state`` with ``reward_config`` and ``estimator`` (None:
     critic targets only) and export its records for prompt group ``group_index`` in one Go

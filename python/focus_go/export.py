@@ -55,7 +55,7 @@ def to_samples(
     critic_sample_factory: Optional[CriticSampleFactory[Any]] = None,
     min_abs_advantage: Optional[float] = None,
     layout: str = "spans",
-    visitation_weights: bool = False,
+    visitation_weights: bool = True,
 ) -> List[Any]:
     """Convert a prepared batch into actor and critic records for a trainer: actor
     records first (one per generated span, or one per root-to-leaf path with

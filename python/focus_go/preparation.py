@@ -89,7 +89,8 @@ class ActorSample:
     w(s->c) = R * pi_hat(c) (docs/signal.md): multiplying ``weight`` by it makes the
     searched tree's edges an unbiased estimate of the on-policy gradient, in units of R
     independent rollouts (1.0 on Independent chains). ``weight`` stays the advantage;
-    ``to_records(visitation_weights=True)`` exports ``weight * visitation``."""
+    ``to_records()`` exports ``weight * visitation`` (``visitation_weights=False``:
+    ``weight``)."""
 
     node_id: int
     spans: Tuple[PackedSequence, ...]
@@ -306,15 +307,17 @@ class Batch:
         critic_factory: Any = None,
         min_abs_advantage: Optional[float] = None,
         layout: str = "spans",
-        visitation_weights: bool = False,
+        visitation_weights: bool = True,
     ) -> List[Any]:
         """Flatten the batch into trainer records: one per generated actor span and one per
         critic target, as dicts unless factories are given (see ``focus_go.export``).
         ``group_index`` identifies the prompt group; ``min_abs_advantage`` drops actor
         records whose advantage (``weight``) is too small to matter.
-        ``visitation_weights=True`` exports each record's advantage as ``weight *
+        By default (``visitation_weights=True``) each record's advantage is ``weight *
         visitation`` (see ``ActorSample``), which makes a searched tree's records an
-        unbiased on-policy gradient estimate; off by default. In the path layout the
+        unbiased on-policy gradient estimate (1.0 on Independent chains, so their records
+        are unchanged); ``visitation_weights=False`` exports ``weight`` itself, the
+        behaviour before 2026-12-02 (README, "Changed defaults"). In the path layout the
         factor applies to each token's own edge.
 
         ``layout="paths"`` (opt-in; the batch must come from ``prepare_samples``) cuts the

@@ -1,10 +1,11 @@
 """Search schedulers: how a collection spends its rollout budget.
 
 ``Selective(budget, warmup)`` runs ``warmup`` independent rollouts from the root, then
-rounds of ``per_pass`` branches from the checkpoints whose next branch most reduces the
-error of their value estimate (ALGORITHM.md §5.7), until the budget is spent or no
-checkpoint gains. ``Independent(n)`` is n rollouts from the root with no branching (GRPO
-groups), the baseline every comparison runs against. Budgets count rollouts
+rounds of ``per_pass`` branches from the checkpoints whose next branch gains most under its
+``score`` (by default the reduction of the actor gradient's variance, docs/signal.md §S;
+ALGORITHM.md §5.7 for the rest), until the budget is spent or no checkpoint gains.
+``Independent(n)`` is n rollouts from the root with no branching (GRPO groups), the
+baseline every comparison runs against. Budgets count rollouts
 (generate-until-terminal calls), not tokens. The same inputs and seed give the same tree
 whatever order responses arrive in.
 """
@@ -28,18 +29,19 @@ class Selective:
     """FOCUS's selective branching. ``max_children`` caps direct children per checkpoint
     (the root is exempt); ``min_remaining`` is the token room a checkpoint needs left to be
     branched from (default: the segment length); ``score`` picks the branching criterion:
-    ``"value_refinement"`` (the default: the critic-target error one more branch removes),
-    ``"gradient_variance"`` (the reduction of the visitation-weighted actor gradient's
-    variance, shallow checkpoints and the root first; see docs/signal.md),
-    ``"posterior_variance"`` or ``"uniform"``. The ranges are the Go engine's
-    (``core/search``), checked at construction."""
+    ``"gradient_variance"`` (the default: the reduction of the visitation-weighted actor
+    gradient's variance, shallow checkpoints and the root first; see docs/signal.md),
+    ``"value_refinement"`` (the critic-target error one more branch removes; the default
+    before 2026-12-02, README "Changed defaults"), ``"posterior_variance"`` or
+    ``"uniform"``. The defaults and ranges are the Go engine's (``core/search``; the
+    literal defaults here are tested against them), checked at construction."""
 
     budget: int = 32
     warmup: int = 16
     per_pass: int = field(default=4, kw_only=True)
     max_children: int = field(default=4, kw_only=True)
     min_remaining: Optional[int] = field(default=None, kw_only=True)
-    score: str = field(default="value_refinement", kw_only=True)
+    score: str = field(default="gradient_variance", kw_only=True)
     seed: int = field(default=0, kw_only=True)
 
     def __post_init__(self) -> None:

@@ -84,7 +84,7 @@ def add_parser(commands: Any) -> None:
     """Register ``collect`` on the ``focus-go`` subcommand parser. The search, agent and
     reward flags default to the library's own defaults (``_rules.defaults()``, Go's)."""
     lib = _rules.defaults()
-    sel, agent, reward = lib["selective"], lib["agent"], lib["reward"]
+    sel, agent, reward, records = lib["selective"], lib["agent"], lib["reward"], lib["records"]
     p = commands.add_parser(
         "collect",
         help="collect trees for the problems of a JSONL file on your SGLang / vLLM server (or the simulator)",
@@ -174,4 +174,8 @@ def add_parser(commands: Any) -> None:
     c.add_argument("--truncation", choices=lib["truncations"], default=reward["truncation"])
     c.add_argument("--estimator", choices=("direct-branch-td", "group-baseline"), default="direct-branch-td")
     c.add_argument("--min-abs-advantage", type=_finite, default=None, help="drop actor records with smaller |advantage|")
+    c.add_argument("--visitation-weights", action=argparse.BooleanOptionalAction, default=records["visitation_weights"],
+                   help="export each actor advantage times its edge's visitation factor (an unbiased on-policy "
+                        "gradient from a searched tree, docs/signal.md §V); --no-visitation-weights exports the "
+                        "unweighted advantage (the default before 2026-12-02)")
     p.set_defaults(run=run_collect)

@@ -42,6 +42,11 @@ RESUMABLE_FLAGS = ("--concurrency", "--capacity", "--max-in-flight", "--routing"
 recorded in run.json and must match)."""
 
 
+RECORDED_SINCE: Dict[str, Any] = {"visitation_weights": False}
+"""Settings an older run.json does not record, with the value its data was collected with
+(records were unweighted before ``--visitation-weights`` existed)."""
+
+
 def problem_digest(problem: Any) -> str:
     """A digest of what a problem feeds the collection: id, prompt, label and metadata."""
     text = json.dumps({"id": problem.id, "prompt": problem.prompt, "label": problem.label,
@@ -72,6 +77,7 @@ def check_same_run(out: Path, settings: Mapping[str, Any], digests: Sequence[str
         raise ConfigError(f"--resume: {out / 'run.json'} does not record the earlier run's settings and problems "
                           "(it is missing, damaged, or from an older focus-go), so a resumed run cannot be checked "
                           "against it; use --overwrite or another --out")
+    old_settings = {**RECORDED_SINCE, **old_settings}
     changed = [f"{key}: {old_settings.get(key)!r} before, {value!r} now"
                for key, value in settings.items() if old_settings.get(key) != value]
     changed += [f"{key}: {value!r} before, not set now" for key, value in old_settings.items() if key not in settings]

@@ -127,6 +127,7 @@ def recorded_settings(args: argparse.Namespace, run: Settings) -> Dict[str, Any]
         "reward": asdict(run.reward),
         "estimator": run.estimator.name,
         "min_abs_advantage": args.min_abs_advantage,
+        "visitation_weights": args.visitation_weights,
         "strict": args.strict,
         "keys": [args.prompt_key, args.label_key, args.id_key],
         "env": getattr(args, "env", None),
@@ -202,7 +203,8 @@ async def collect_all(args: argparse.Namespace, run: Settings, problems: List[Lo
                 if finished == 0:
                     raise CollectionError(f"every rollout failed ({len(failures)} failures; first: {failures[0][1] if failures else '-'})")
                 records = tree_records(state, reward_config=collector.reward, estimator=collector.estimator,
-                                       group_index=item.index, min_abs_advantage=args.min_abs_advantage)
+                                       group_index=item.index, min_abs_advantage=args.min_abs_advantage,
+                                       visitation_weights=args.visitation_weights)
                 stats = records.stats
                 edges = [abs(w) for w in records.sample_weights]
                 tree_json = state.to_json()

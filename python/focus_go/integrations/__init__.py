@@ -140,7 +140,7 @@ async def _collect(
     keep_dropped: bool = False,
     on_state: Optional[Callable[[Any], None]] = None,
     layout: str = "spans",
-    visitation_weights: bool = False,
+    visitation_weights: bool = True,
 ) -> _Collected:
     """``collect_records`` also returning the failures: collect the tree, then prepare and
     export it in one Go call (``tree_records``, which applies ``min_abs_advantage``).
@@ -213,7 +213,7 @@ async def collect_records(
     min_abs_advantage: Optional[float] = None,
     allow_partial: bool = False,
     layout: str = "spans",
-    visitation_weights: bool = False,
+    visitation_weights: bool = True,
 ) -> Tuple[List[Dict[str, Any]], List[Dict[str, Any]]]:
     """Collect one problem with one collector and return its ``(actor, critic)`` records
     (the documented record dicts, ``group_index`` on every record).
@@ -232,9 +232,10 @@ async def collect_records(
     ``min_abs_advantage`` drops actor records whose advantage is smaller in magnitude.
     ``layout="paths"`` returns path records instead of per-span ones (one per
     root-to-leaf path, per-token ``advantages``; see ``Batch.to_records``).
-    ``visitation_weights=True`` exports each actor advantage times its edge's visitation
-    factor (``ActorSample.visitation``: an unbiased on-policy gradient from a searched
-    tree); off by default.
+    By default (``visitation_weights=True``) each actor advantage is exported times its
+    edge's visitation factor (``ActorSample.visitation``: an unbiased on-policy gradient
+    from a searched tree); ``visitation_weights=False`` exports the unweighted advantage
+    (the behaviour before 2026-12-02).
 
     A collection with failed rollouts or critic calls raises CollectionError (its
     ``state`` and ``failures`` keep what was collected; close ``state`` when done) unless

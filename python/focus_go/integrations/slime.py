@@ -820,7 +820,7 @@ class _Generate(_SlimeHook):
         min_abs_advantage: Optional[float],
         allow_partial: bool,
         layout: str = "spans",
-        visitation_weights: bool = False,
+        visitation_weights: bool = True,
     ) -> None:
         super().__init__(collector_for, profile, workspace_for)
         _check_min_abs_advantage(min_abs_advantage)  # validate the threshold now, not per sample
@@ -986,7 +986,7 @@ def make_generate(
     min_abs_advantage: Optional[float] = None,
     allow_partial: bool = False,
     layout: str = "spans",
-    visitation_weights: bool = False,
+    visitation_weights: bool = True,
 ) -> GenerateHook:
     """Build Slime's custom generate function from your CollectorFor.
 
@@ -1008,10 +1008,11 @@ def make_generate(
     Slime reads group elements. A generation Slime aborted returns ``[sample]`` (a
     TreeSamples, status ABORTED, no reward), never a zero reward. If
     ``min_abs_advantage`` drops every edge, one sample with ``remove_sample=True`` and
-    reward 0 is returned so Slime's group keeps its shape. ``visitation_weights=True``
-    sets each sample's advantage to the edge's advantage times its visitation factor
-    (``ActorSample.visitation``), so a searched tree trains as an unbiased on-policy
-    gradient; off by default.
+    reward 0 is returned so Slime's group keeps its shape. By default
+    (``visitation_weights=True``) each sample's advantage is the edge's advantage times
+    its visitation factor (``ActorSample.visitation``), so a searched tree trains as an
+    unbiased on-policy gradient; ``visitation_weights=False`` gives the unweighted
+    advantage (the behaviour before 2026-12-02).
 
     Called with ``evaluation=True`` (an eval dataset without its own
     ``custom_generate_function_path``), it answers as ``make_evaluate``'s hook does: one

@@ -500,7 +500,7 @@ async def train(
     resume_from: Optional[Union[str, "os.PathLike[str]", TrainCheckpoint]] = None,
     share_warmup_prompt: bool = True,
     layout: str = "spans",
-    visitation_weights: bool = False,
+    visitation_weights: bool = True,
 ) -> List[StepReport]:
     """Run the one-step asynchronous Tinker loop: collect one problem per update from a
     frozen sampler, train on it, and publish a new sampler, overlapping the next collection
@@ -521,7 +521,7 @@ async def train(
     (``layout="paths"``: one datum per root-to-leaf path with per-token advantages, the
     same gradient from fewer tokens, since Tinker's losses sum over tokens;
     ``visitation_weights``: each datum's advantage times its edge's visitation factor,
-    ``ActorSample.visitation``; off by default). After each update each of the batch's collections
+    ``ActorSample.visitation``; on by default, False for the unweighted advantage). After each update each of the batch's collections
     hands its critic records to ``critic_sink`` (one call per tree) with ``behavior_step``
     and ``learner_step`` added, and ``on_step`` receives the StepReport.
 
