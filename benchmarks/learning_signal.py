@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import hashlib
 import itertools
 import json
@@ -146,6 +147,20 @@ class Method:
 
 
 SCORES = ["value_refinement", "gradient_variance", "posterior_variance", "uniform"]
+
+
+@functools.lru_cache(maxsize=None)
+def library_default() -> str:
+    """The method the library's defaults run: ``Selective()``'s score, ``+w`` when records
+    carry the visitation weights by default (Go's core/rules decide both)."""
+    from focus_go import Selective, _rules
+
+    return f"selective:{Selective().score}" + ("+w" if _rules.defaults()["records"]["visitation_weights"] else "")
+
+
+def label(name: str) -> str:
+    """A method's name in the tables, marking the library's defaults."""
+    return f"{name} (the default)" if name == library_default() else name
 
 
 def all_methods(scores: Sequence[str]) -> List[Method]:
@@ -440,7 +455,7 @@ def report(args, methods: List[Method], grad: Dict, learn: Dict, default: str) -
         ge = [mean_se(grad[t][m.name]["grad_err"]) for t in grad]
         am = [mean_se(grad[t][m.name]["adv_mse"]) for t in grad]
         tok = next(iter(grad.values()))[m.name]["tokens_per_tree"]
-        lines.append(f"| {m.name} | " + " | ".join(f"{x:.3f}" for x, _ in ge) + " | " + " | ".join(f"{x:.4f}" for x, _ in am) + f" | {tok:.0f} |")
+        lines.append(f"| {label(m.name)} | " + " | ".join(f"{x:.3f}" for x, _ in ge) + " | " + " | ".join(f"{x:.4f}" for x, _ in am) + f" | {tok:.0f} |")
     lines.append("")
     lines.append(f"Paired gradient-error difference, {default} minus baseline (negative: {default} better):")
     lines.append("")
@@ -449,7 +464,7 @@ def report(args, methods: List[Method], grad: Dict, learn: Dict, default: str) -
     for base in ("root-only", "grpo", "selective:value_refinement"):
         if base == default or base not in next(iter(grad.values())):
             continue
-        lines.append(f"| {base} | " + " | ".join(fmt_pm(*paired(grad[t][default]["grad_err"], grad[t][base]["grad_err"])) for t in grad) + " |")
+        lines.append(f"| {label(base)} | " + " | ".join(fmt_pm(*paired(grad[t][default]["grad_err"], grad[t][base]["grad_err"])) for t in grad) + " |")
     if learn:
         lines.append("")
         lines.append("Learning: mean J over the run (equal rollouts), final J, and J at the token budget the "
@@ -469,7 +484,7 @@ def report(args, methods: List[Method], grad: Dict, learn: Dict, default: str) -
             mj = {n: [sum(r["j"]) / len(r["j"]) for r in rs] for n, rs in runs.items()}
             for n, rs in runs.items():
                 d = "" if n == default else fmt_pm(*paired(mj[default], mj[n]))
-                lines.append(f"| {cell} | {n} | {mean_se(mj[n])[0]:.4f} | {mean_se([r['j'][-1] for r in rs])[0]:.4f} | "
+                lines.append(f"| {cell} | {label(n)} | {mean_se(mj[n])[0]:.4f} | {mean_se([r['j'][-1] for r in rs])[0]:.4f} | "
                              f"{mean_se([at_tokens(r) for r in rs])[0]:.4f} | {d} |")
     return lines
 
@@ -490,7 +505,7 @@ def plot(path: Path, grad: Dict, learn: Dict, methods: List[Method]) -> Optional
     taus = list(grad)
     ax = axes[0][0]
     for name in grad[taus[0]]:
-        ax.plot(taus, [mean_se(grad[t][name]["grad_err"])[0] for t in taus], marker="o", label=name,
+        ax.plot(taus, [mean_se(grad[t][name]["grad_err"])[0] for t in taus], marker="o", label=label(name),
                 linestyle="-" if name.endswith("+w") or not name.startswith("selective") else ":")
     ax.set_title("gradient error vs critic noise (tau)", fontsize=9)
     ax.set_ylabel("relative gradient error")
@@ -502,8 +517,8 @@ def plot(path: Path, grad: Dict, learn: Dict, methods: List[Method]) -> Optional
         for name, rs in learn[cell].items():
             n = len(rs[0]["j"])
             j = [sum(x["j"][k] for x in rs) / len(rs) for k in range(n)]
-            axes[r][c].plot([sum(x["rollouts"][k] for x in rs) / len(rs) for k in range(n)], j, label=name)
-            axes[r][c + 1].plot([sum(x["tokens"][k] for x in rs) / len(rs) for k in range(n)], j, label=name)
+            axes[r][c].plot([sum(x["rollouts"][k] for x in rs) / len(rs) for k in range(n)], j, label=label(name))
+            axes[r][c + 1].plot([sum(x["tokens"][k] for x in rs) / len(rs) for k in range(n)], j, label=label(name))
         axes[r][c].set_title(f"J vs rollouts, tau={cell.replace('/lr', ', lr=')}", fontsize=9)
         axes[r][c + 1].set_title(f"J vs generated tokens, tau={cell.replace('/lr', ', lr=')}", fontsize=9)
         if i == 0:
@@ -533,8 +548,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--learn-problems", type=int, default=64)
     ap.add_argument("--per-step", type=int, default=8)
     ap.add_argument("--steps", type=int, default=12)
-    ap.add_argument("--learn-methods", default="selective:value_refinement,selective:gradient_variance+w,root-only,grpo")
-    ap.add_argument("--default", default="selective:gradient_variance+w", help="the candidate the paired differences compare against the others")
+    default = library_default()
+    ap.add_argument("--learn-methods", default=",".join(dict.fromkeys(["selective:value_refinement", default, "root-only", "grpo"])))
+    ap.add_argument("--default", default=default,
+                    help="the candidate the paired differences compare against the others (default: the library's "
+                         "defaults, marked '(the default)' in the tables)")
     ap.add_argument("--concurrency", type=int, default=64)
     ap.add_argument("--out", default=str(RESULTS / "signal"))
     ap.add_argument("--replot", metavar="JSON", help="rewrite signal.md and signal.png from an earlier run's signal.json")

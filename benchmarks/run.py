@@ -11,8 +11,8 @@ Sections (--sections throughput,latency,prepare,memory):
   aiohttp client replaying the same requests; the engine in Go alone (loadgen collect);
   (2a) the all-Go path through the Python API; (2b) a Python Completion policy and a Python
   Env through the bridge; (2c) the plain-Python reference collector (benchmarks/reference).
-  Every collector runs 32 concurrent Selective(32, 16) trees with Segments(256) and is
-  measured in a steady-state window (benchmarks/reference/window.py); segments/s and
+  Every collector runs 32 concurrent Selective(32, 16, score="value_refinement") trees
+  (the reference's rule) with Segments(256) and is measured in a steady-state window (benchmarks/reference/window.py); segments/s and
   process CPU per segment, ratios to the ceiling and to (2c).
 3. latency hiding: Selective(32, 16) trees against a server with latency on, wall time as a
   ratio of the critical path (sum over rounds of the slowest rollout's modelled latency),
@@ -20,7 +20,7 @@ Sections (--sections throughput,latency,prepare,memory):
 4. prepare + export: Selective-shaped trees of 32 to 4,096 rollouts x 8 segments of 256
   tokens; the Go core alone (`go test -bench` on core/export), then through the Python API
   (prepare_samples + Batch.to_records) against the reference's Python implementation of the
-  same formulas producing identical records; records/s and bytes crossing the C boundary.
+  same formulas producing identical records (unweighted: visitation_weights=False); records/s and bytes crossing the C boundary.
 5. memory: RSS over 1,000 trees collected, prepared and exported one after another.
 6. record layouts: the demo's trees (the four hardest bundled problems, Selective(32, 16))
   with Segments(256) and Segments(32), exported as per-segment records (the default) and
@@ -127,7 +127,8 @@ def python_prepare_export() -> list[str]:
             go_p = min(go_p, t)
             t, (adv, targets) = _best(ref_prep, 1)
             ref_p = min(ref_p, t)
-            t, records = _best(lambda: batch.to_records(0), 1)
+            # Unweighted: the reference's records carry the plain advantage.
+            t, records = _best(lambda: batch.to_records(0, visitation_weights=False), 1)
             go_r = min(go_r, t)
             n_records = len(records)
             del records
@@ -140,7 +141,7 @@ def python_prepare_export() -> list[str]:
         # the two implementations produce the same records
         key = lambda r: (r["lane"], r["node_id"])  # noqa: E731
         if n <= 1024:
-            assert sorted(algorithm.records(ref_tree, adv, targets), key=key) == sorted(batch.to_records(0), key=key), "reference records differ"
+            assert sorted(algorithm.records(ref_tree, adv, targets), key=key) == sorted(batch.to_records(0, visitation_weights=False), key=key), "reference records differ"
         prep_bytes, rec_bytes = _prepare_bytes(state), _boundary_bytes(batch)
         rows.append(
             f"| {n:,} | {len(ref_tree.nodes):,} | {n_records:,} | {go_p * 1e3:.1f} / {ref_p * 1e3:.1f} | {ref_p / go_p:.2f} "
@@ -342,7 +343,10 @@ async def _collect_trees(sim: SimProcess, seconds: float, bridged: bool, paralle
         problem = problems[i % len(problems)]
         env = PyMathEnv(problem.label, policy.decode) if bridged else MathEnv(problem.label, policy.decode)
         agent = Agent(policy=policy, env=env, system_prompt="Solve the problem.", context=Segments(256))
-        async with Collector(agent, critic=Critic.constant(0.5), search=Selective(32, 16, seed=i)) as collector:
+        # value_refinement: the rule of the reference collector (benchmarks/reference) and of
+        # checkouts before 2026-12-02 (BASELINE=), so every collector builds the same trees.
+        search = Selective(32, 16, score="value_refinement", seed=i)
+        async with Collector(agent, critic=Critic.constant(0.5), search=search) as collector:
             state = await collector.collect(problem, allow_partial=True)
         def count() -> int:
             n = len(state) - 1  # segments: every node but the root

@@ -19,10 +19,11 @@ def math_collector(
     warmup: int = 2,
     sampling: Optional[SamplingParams] = TEMPERATURE_1,
     system_prompt: str = "Solve the problem.",
+    score: Optional[str] = None,
 ) -> Collector:
     """A Selective(budget, warmup) collector of a MathEnv agent with Segments(segment) and
     a constant 0.5 critic; ``sampling=None`` leaves the sampling to the policy (or, under
-    Slime, to Slime's settings)."""
+    Slime, to Slime's settings); ``score`` None is Selective's default."""
     agent = Agent(
         policy=policy,
         env=MathEnv(problem.label, policy.decode),
@@ -30,4 +31,5 @@ def math_collector(
         context=Segments(segment),
         sampling=sampling,
     )
-    return Collector(agent, critic=Critic.constant(0.5), search=Selective(budget=budget, warmup=warmup))
+    search = Selective(budget=budget, warmup=warmup) if score is None else Selective(budget=budget, warmup=warmup, score=score)
+    return Collector(agent, critic=Critic.constant(0.5), search=search)

@@ -45,6 +45,9 @@ def test_exact_values_and_gradient(bench):
 def test_quick_run_writes_its_table(bench, tmp_path):
     assert bench.main(["--quick", "--out", str(tmp_path)]) == 0
     text = (tmp_path / "signal.md").read_text()
-    for name in ("selective:value_refinement", "selective:gradient_variance+w", "root-only", "grpo"):
+    for name in ("selective:value_refinement", "root-only", "grpo"):
         assert f"| {name} |" in text
+    # The library's defaults (Selective() with visitation-weighted records) are marked.
+    assert bench.library_default() == "selective:gradient_variance+w"
+    assert "| selective:gradient_variance+w (the default) |" in text
     assert "Learning:" in text

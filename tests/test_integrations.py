@@ -158,8 +158,11 @@ def test_collect_records(server, policy, tmp_path):
     assert all(r["lane"] == "actor" and r["group_index"] == 5 and r["problem_id"] == problem.id for r in actor)
     assert all(r["lane"] == "critic" and r["group_index"] == 5 for r in critic)
     assert {"tokens", "loss_mask", "behavior_logprobs", "advantage", "estimator", "node_id", "search_pass"} <= set(actor[0])
-    big = max(abs(r["advantage"]) for r in actor)
-    kept, _ = asyncio.run(collect_records(collector_for(policy, problem), problem, group_index=5, min_abs_advantage=big))
+    # The threshold compares the unweighted advantage: read it off unweighted records.
+    plain, _ = asyncio.run(collect_records(collector_for(policy, problem), problem, group_index=5, visitation_weights=False))
+    big = max(abs(r["advantage"]) for r in plain)
+    kept, _ = asyncio.run(collect_records(collector_for(policy, problem), problem, group_index=5, min_abs_advantage=big,
+                                          visitation_weights=False))
     assert kept and all(abs(r["advantage"]) >= big for r in kept)
 
 
@@ -193,7 +196,8 @@ def test_collect_records_failures(server, policy):
 
 def test_collect_records_visitation_weights(server, policy):
     # The same deterministic tree, exported plain and weighted: each weighted advantage is
-    # the sample's weight times its visitation factor (docs/signal.md).
+    # the sample's weight times its visitation factor (docs/signal.md); weighted is the
+    # default.
     problem = server.problems()[2]
 
     async def samples():
@@ -207,8 +211,10 @@ def test_collect_records_visitation_weights(server, policy):
 
     want = asyncio.run(samples())
     assert any(v != 1.0 for _, v in want.values()), "a Selective tree over-samples some checkpoint"
-    plain, _ = asyncio.run(collect_records(collector_for(policy, problem), problem, group_index=1))
-    weighted, _ = asyncio.run(collect_records(collector_for(policy, problem), problem, group_index=1, visitation_weights=True))
+    plain, _ = asyncio.run(collect_records(collector_for(policy, problem), problem, group_index=1, visitation_weights=False))
+    weighted, _ = asyncio.run(collect_records(collector_for(policy, problem), problem, group_index=1))
+    explicit, _ = asyncio.run(collect_records(collector_for(policy, problem), problem, group_index=1, visitation_weights=True))
+    assert weighted == explicit
     assert [r["node_id"] for r in plain] == [r["node_id"] for r in weighted]
     for p, w in zip(plain, weighted):
         weight, visitation = want[p["node_id"]]

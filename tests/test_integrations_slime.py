@@ -490,9 +490,12 @@ def test_make_generate_paths(server, args):
         assert len(advs) == s.response_length == len(s.loss_mask)
         assert all(a == 0.0 for a, m in zip(advs, s.loss_mask) if not m)
         assert s.loss_mask[0] == 1
+
+
 def test_generate_visitation_weights(server, args):
     # Each Slime sample's reward (the FOCUS advantage) is the edge's advantage times its
-    # visitation factor with visitation_weights=True, the plain advantage without.
+    # visitation factor by default (visitation_weights=True), the plain advantage with
+    # visitation_weights=False.
     from focus.integrations.slime import make_generate
 
     def node_rewards(**kw):
@@ -503,7 +506,8 @@ def test_generate_visitation_weights(server, args):
             generate.close()
         return {s.metadata["focus"]["node_id"]: s.reward for s in out}
 
-    plain, weighted = node_rewards(), node_rewards(visitation_weights=True)
+    plain, weighted = node_rewards(visitation_weights=False), node_rewards()
+    assert weighted == node_rewards(visitation_weights=True)
     assert plain.keys() == weighted.keys()
     ratios = {n: weighted[n] / plain[n] for n in plain if abs(plain[n]) > 1e-12}
     assert ratios and all(r > 0 for r in ratios.values())

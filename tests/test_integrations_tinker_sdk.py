@@ -367,12 +367,19 @@ def requests_per_tree(server, standin, problems):
     return {s: ([c for c in calls if c.prompt in roots], len(calls)) for s, calls in per_session.items()}
 
 
+def value_refinement_collector_for(policy, problem):
+    # value_refinement never branches from the root after warmup, so every request from the
+    # root prompt is a warmup rollout (the default gradient_variance also branches there).
+    return math_collector(policy, problem, score="value_refinement")
+
+
 def test_warmup_rollouts_share_one_sample_request(server, sim_policy, problems):
     counts = {}
     for share in (False, True):
         standin = StandinTinker(sim_policy)
         try:
-            run_train(standin, server, problems, steps=2, async_depth=0, share_warmup_prompt=share)
+            run_train(standin, server, problems, steps=2, async_depth=0, share_warmup_prompt=share,
+                      collector_for=value_refinement_collector_for)
             counts[share] = requests_per_tree(server, standin, problems)
         finally:
             standin.close()

@@ -68,7 +68,8 @@ def test_figure61_paths():
     with SchedulerState.from_json(figure61()) as state:
         batch = prepare_samples(state, reward_config=RewardConfig(), estimator=DirectBranchTd())
         weight = {a.node_id: a.weight for a in batch.actor}
-        recs = [r for r in batch.to_records(2, layout="paths") if r["lane"] == "actor"]
+        # Unweighted, so each token carries its edge's weight (the factors: below).
+        recs = [r for r in batch.to_records(2, layout="paths", visitation_weights=False) if r["lane"] == "actor"]
         assert [r["node_id"] for r in recs] == [3, 4, 5, 6]
         first = recs[0]
         n = len(first["tokens"])
@@ -84,7 +85,7 @@ def test_figure61_paths():
             seen.append((span, reward, extra["advantages"], extra["node_id"]))
             return extra["node_id"]
 
-        out = to_samples(batch, 2, sample_factory=factory, layout="paths")
+        out = to_samples(batch, 2, sample_factory=factory, layout="paths", visitation_weights=False)
         assert out[:4] == [3, 4, 5, 6]
         assert seen[0][0] == PackedSequence(tuple(first["tokens"]), tuple(first["loss_mask"]), tuple(first["behavior_logprobs"]))
         assert seen[0][1] == weight[3] and seen[0][2] == first["advantages"]
@@ -114,9 +115,9 @@ def test_layout_errors():
 
 @pytest.mark.parametrize("seed", range(12))
 def test_visitation_weights_apply_per_token_in_paths(seed):
-    """visitation_weights=True scales each trained token by its own edge's factor in the path
-    layout: the same trained terms as the weighted per-span records, whose advantages are
-    weight * visitation."""
+    """visitation_weights=True (the default) scales each trained token by its own edge's
+    factor in the path layout: the same trained terms as the weighted per-span records, whose
+    advantages are weight * visitation."""
     rng = random.Random(seed)
     with SchedulerState.from_json(random_tree(rng)) as state:
         batch = prepare_samples(state, reward_config=RewardConfig(), estimator=DirectBranchTd())
@@ -126,6 +127,7 @@ def test_visitation_weights_apply_per_token_in_paths(seed):
         paths = [r for r in batch.to_records(0, layout="paths", visitation_weights=True) if r["lane"] == "actor"]
         assert all(r["advantage"] == weight[r["node_id"]] * factor[r["node_id"]] for r in spans)
         assert terms(paths) == terms(spans)
-        plain = [r for r in batch.to_records(0, layout="paths") if r["lane"] == "actor"]
+        assert [r for r in batch.to_records(0, layout="paths") if r["lane"] == "actor"] == paths
+        plain = [r for r in batch.to_records(0, layout="paths", visitation_weights=False) if r["lane"] == "actor"]
         if any(f != 1.0 and weight[n] != 0.0 for n, f in factor.items()):
             assert terms(paths) != terms(plain), "a factor other than 1 changes some token's advantage"

@@ -30,6 +30,9 @@ type benchProblem struct {
 // native MathEnv and a constant critic against URL, the engine's all-Go path without
 // Python, and prints the steady-state {"sps", "cpu_us_per_segment"} over a -d second
 // window opening -warmup seconds in, with {"trees", "segments", "credited_segments"}.
+// The score is value_refinement, the rule of the plain-Python reference collector and of
+// checkouts before 2026-12-02, so every collector of the comparison builds trees the
+// same way.
 func collectTrees(args []string) error {
 	if len(args) < 1 {
 		return fmt.Errorf("collect needs a URL")
@@ -107,11 +110,13 @@ func collectTrees(args []string) error {
 			defer wg.Done()
 			for i := w; time.Now().Before(winEnd); i += *trees {
 				p := problems[i%len(problems)]
+				sel := search.Selective(32, 16)
+				sel.Score = search.ScoreValueRefinement
 				spec := session.Spec{
 					Config: collect.Config{
 						ProblemID: p.ID, PromptTokens: p.PromptTokens, Segments: 256,
 						Sampling: generate.SamplingParams{Temperature: generate.Float64(1), Logprobs: generate.Int(0)},
-						Search:   search.Selective(32, 16), Reward: prepare.DefaultRewardConfig(), AllowPartial: true,
+						Search:   sel, Reward: prepare.DefaultRewardConfig(), AllowPartial: true,
 					},
 					Codec:  1,
 					Policy: session.Part{Kind: "native", Handle: 1},

@@ -216,9 +216,13 @@ func (sc *Score) gain(score string, sel prepare.RewardConfig, virtual int) float
 // critic never scored — and is skipped: it is never picked, and it is left
 // out of its parent's backup and n_s (prepare.Values would refuse such a
 // non-root node). Skipping rather than scoring it as p = 0.5, n = 0 agrees
-// with the default score, which gives an unmeasured node exactly 0 at
+// with value_refinement, which gives an unmeasured node exactly 0 at
 // kappa_sel = 1, and keeps the other scores from spending budget on a prompt
-// whose every rollout failed, which contributes nothing to training.
+// whose every rollout failed, which contributes nothing to training. A root
+// the critic did score has a value: after a warmup that failed whole,
+// value_refinement gains 0 there and the plan stops, while gradient_variance
+// (the default) and posterior_variance keep its sampling term and branch from
+// it again.
 func Plan(t *tree.Tree, cfg Config, reward prepare.RewardConfig, lim Limits, round, remaining int) ([]Pick, error) {
 	switch {
 	case t == nil:

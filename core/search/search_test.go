@@ -328,6 +328,34 @@ func TestPlanStops(t *testing.T) {
 	}
 }
 
+func TestPlanRetriesAScoredRootAfterAFailedWarmup(t *testing.T) {
+	// Every warmup rollout failed but the critic scored the root: V*_sel =
+	// V_phi = 0.5 and n counts only the virtual picks, so the sampling term of
+	// gradient_variance (the default) and posterior_variance stays positive
+	// and the root takes every pick (value_refinement stops: TestPlanStops).
+	gain := map[string]func(n int) float64{
+		search.ScoreGradientVariance:  func(n int) float64 { return search.GradientGain(0.5, 0.5, true, n, 1, 0, 1, 1, true) },
+		search.ScorePosteriorVariance: func(n int) float64 { return search.Gain(search.ScorePosteriorVariance, 0.5, 0.5, true, n, 1, 0, 1) },
+	}
+	assert.InDelta(t, 0.125, gain[search.ScoreGradientVariance](0), 1e-15, "PV = 0.25/(1*2), VR = 0 at n = 0")
+	tr := tree.New("p", cond(4), "Q")
+	tr.Root().Critic = ptr(0.5)
+	for range 3 {
+		add(t, tr, 0, tree.Node{Spans: gen(5), Failed: "server error"})
+	}
+	for _, score := range []string{search.ScoreGradientVariance, search.ScorePosteriorVariance} {
+		cfg := search.Selective(32, 3)
+		cfg.Score = score
+		picks, err := search.Plan(tr, cfg, kappa1, limits, 1, 29)
+		require.NoError(t, err)
+		require.Len(t, picks, 4, score)
+		for i, p := range picks {
+			assert.Equal(t, 0, p.Node, score)
+			assert.InDelta(t, gain[score](i), p.Gain, 1e-15, "%s pick %d", score, i)
+		}
+	}
+}
+
 func TestPlanRemainingCapsPicks(t *testing.T) {
 	tr, cs := fig62(t)
 	for _, tc := range []struct {
