@@ -139,7 +139,8 @@ def add_parser(commands: Any) -> None:
     s.add_argument("--warmup", type=_positive, default=sel["warmup"], help="Selective: independent rollouts before branching (at most --budget)")
     s.add_argument("--per-pass", type=_positive, default=sel["per_pass"], help="Selective: branches per round")
     s.add_argument("--max-children", type=_positive, default=sel["max_children"], help="Selective: direct children per checkpoint")
-    s.add_argument("--score", choices=lib["scores"], default=sel["score"])
+    s.add_argument("--score", choices=lib["scores"], default=sel["score"],
+                   help="Selective: the branching score (docs/signal.md §S; value_refinement was the default before 2026-12-02)")
     s.add_argument("--seed", type=int, default=sel["seed"], help="search seed")
     s.add_argument("--segment-tokens", type=_positive, default=lib["segments"]["tokens"], help="Segments(n): tokens per segment (with a tool or text --env: of one assistant turn)")
     s.add_argument("--max-segments", type=_positive, default=agent["max_segments"])
