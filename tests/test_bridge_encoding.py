@@ -150,6 +150,47 @@ def test_continued_prefixes_are_the_earlier_tuples_and_always_the_polled_ids(ser
         b.close()
 
 
+def test_serving_the_bridge_leaves_no_reference_cycles_per_request(server, policy):
+    # Every request a bridged collection serves (polls, replies, generate calls) is freed
+    # by reference counting: garbage for the cycle collector would cost its time on every
+    # segment (a ctypes.cast per poll left one cycle each). A collection's end leaves a few
+    # cycles (its ending exception's traceback), whatever its size, and nothing big.
+    import gc
+
+    problem = server.problems()[3]
+    served = []
+
+    async def complete(tokens, params):
+        served.append(len(tokens))
+        return await policy.agenerate_tokens(tokens, params)
+
+    custom = Policy(format=policy.format, model="custom", complete=complete, default_params=SAMPLING)
+
+    def garbage(budget: int, segment: int):
+        agent = Agent(policy=custom, env=RecordingEnv(problem.label, policy.decode, []), context=Segments(segment))
+        collector = Collector(agent, critic=Critic.constant(0.5), search=Selective(budget, min(budget, 4), seed=1))
+
+        async def main():
+            state = await collector.collect(problem, allow_partial=True)
+            state.close()
+
+        served.clear()
+        gc.collect()
+        gc.disable()
+        try:
+            asyncio.run(main())
+            found = gc.collect()
+        finally:
+            gc.enable()
+        return found, len(served)
+
+    garbage(2, 64)  # first-use caches are not garbage
+    small, few = garbage(2, 64)
+    large, many = garbage(8, 8)
+    assert many > few + 40
+    assert large - small < (many - few) / 4, f"{small} objects in cycles for {few} requests, {large} for {many}"
+
+
 def test_bridged_tree_matches_the_native_one_with_empty_and_long_chunks(server, policy):
     # Segments(1) makes one-token chunks, Segments(300) chunks longer than 256 ids; both
     # paths give the same tree.

@@ -99,7 +99,9 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "focus_collect_start": (ctypes.c_int32, [ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(c_handle), _err_p]),
     "focus_collection_poll": (
         ctypes.c_int32,
-        [c_handle, ctypes.c_uint64, ctypes.c_int64, ctypes.c_int32, _str_out, ctypes.POINTER(ctypes.POINTER(ctypes.c_uint32)), ctypes.POINTER(ctypes.c_size_t), _err_p],
+        # The ids' buffer (uint32_t **) is read as an address: ctypes.cast of a pointer
+        # leaves a reference cycle per call for the garbage collector.
+        [c_handle, ctypes.c_uint64, ctypes.c_int64, ctypes.c_int32, _str_out, ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_size_t), _err_p],
     ),
     "focus_collection_resolve": (ctypes.c_int32, [c_handle, ctypes.c_uint64, ctypes.c_char_p, ctypes.c_size_t, _err_p]),
     "focus_collection_resolve_generate": (

@@ -231,6 +231,9 @@ class _RecentIds:
     def __len__(self) -> int:
         return len(self._entries)
 
+    def clear(self) -> None:
+        self._entries.clear()
+
     @staticmethod
     def _key(buf: "array.array[int]") -> Tuple[int, bytes]:
         return len(buf), memoryview(buf)[-_TAIL_IDS:].tobytes()
@@ -606,13 +609,13 @@ async def _poll(handle: Any, recent: _RecentIds) -> List[Dict[str, Any]]:
     JSON go back into the payloads as tuples (recent ones where equal, see _RecentIds): a
     policy.generate prefix as "tokens", with its uint32 array as "ids" (see
     _lib.share_ids); an env.step token action's as the action's "tokens"."""
-    out, tokens, count = _lib.Bytes(), ctypes.POINTER(ctypes.c_uint32)(), ctypes.c_size_t()
+    out, tokens, count = _lib.Bytes(), ctypes.c_void_p(), ctypes.c_size_t()
 
     def convert() -> List[Dict[str, Any]]:
         try:
             requests = json.loads(_lib.take_string(out))
             if tokens:
-                raw = _lib.view(ctypes.cast(tokens, ctypes.c_void_p).value, count.value * 4, "B")
+                raw = _lib.view(tokens.value, count.value * 4, "B")
                 for req in requests:
                     span = req.pop("tokens", None)
                     if span is None:
@@ -675,6 +678,7 @@ class _Run:
             return self._result(_lib.c_handle(handle))
         finally:
             self.handle = None
+            self.remote.recent.clear()  # now, not when the ending exception's cycle is collected
             collection.close()
 
     async def _serve(self, handle: int) -> None:
