@@ -210,9 +210,10 @@ class _Remote:
 
 
 # Contexts a collection's _RecentIds keeps (each with its generated ids): a tree has at most
-# 16 rollouts in flight, and a rollout's next request comes right after its env step.
+# 16 rollouts in flight, and a rollout's next request comes right after its env step. In
+# the benchmark's trees 95% of prefixes and actions are found with 32 (88% with 16), for
+# at most about 0.7 MB per bridged collection (1,800-id contexts: a tuple and an array).
 _RECENT_CONTEXTS = 32
-_TAIL_IDS = 8
 
 
 class _RecentIds:
@@ -221,12 +222,12 @@ class _RecentIds:
     the poll's buffer (about 40 µs for a 1,500-id prefix): a continuing segment's prefix is
     the previous request's prefix plus the ids generated from it, and an env.step token
     action is those generated ids. A tuple is handed back only when its ids equal the
-    polled ones (a memcmp of the two arrays); the key (length and last ids) only finds the
-    candidate. The oldest entries go first."""
+    polled ones (a memcmp of the two arrays); the key (the length, the last and the middle
+    id) only finds the candidate. The oldest entries go first."""
 
     def __init__(self, limit: int = _RECENT_CONTEXTS) -> None:
         self.limit = limit
-        self._entries: Dict[Tuple[int, bytes], Tuple[Tuple[int, ...], "array.array[int]"]] = {}
+        self._entries: Dict[Tuple[int, int, int], Tuple[Tuple[int, ...], "array.array[int]"]] = {}
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -235,8 +236,9 @@ class _RecentIds:
         self._entries.clear()
 
     @staticmethod
-    def _key(buf: "array.array[int]") -> Tuple[int, bytes]:
-        return len(buf), memoryview(buf)[-_TAIL_IDS:].tobytes()
+    def _key(buf: "array.array[int]") -> Tuple[int, int, int]:
+        n = len(buf)
+        return (n, buf[-1], buf[n // 2]) if n else (0, 0, 0)
 
     def ids(self, buf: "array.array[int]") -> Tuple[int, ...]:
         """The ids in buf (a uint32 array) as a tuple: a recent one when equal."""
