@@ -190,7 +190,7 @@ class _Remote:
             tokens = array.array("I", result.tokens)
         except (OverflowError, TypeError):
             raise ConfigError("policy returned token ids that are not integers in [0, 2**32)") from None
-        self.recent.add(prefix, ids, result.tokens, tokens)
+        self.recent.add(prefix, ids, tokens)
         # exact=False (or a result with exact_generation False) makes the edge inexact: its
         # tokens condition later turns but train no actor; critic targets still use it.
         meta = {
@@ -249,13 +249,14 @@ class _RecentIds:
             return hit[0]
         return tuple(buf.tolist())
 
-    def add(self, prefix: Tuple[int, ...], prefix_buf: Optional["array.array[int]"], generated: Any,
-            generated_buf: "array.array[int]") -> None:
-        """Record a served request: its prefix (a tuple) and prefix_buf (its array, None when
-        empty), and the generated ids (validated, so generated_buf holds the same values)."""
+    def add(self, prefix: Tuple[int, ...], prefix_buf: Optional["array.array[int]"], generated_buf: "array.array[int]") -> None:
+        """Record a served request: its prefix (a tuple of ints, as polled) and prefix_buf
+        (its array, None when empty), and the generated ids as an array."""
         if not generated_buf:
             return
-        generated = tuple(generated)
+        # From the array, not the policy's result: exact ints, whatever int-like values
+        # (numpy's, bools) the policy returned, as ids built from the poll's buffer are.
+        generated = tuple(generated_buf.tolist())
         self.keep(generated, generated_buf)
         self.keep(prefix + generated, generated_buf if prefix_buf is None else prefix_buf + generated_buf)
 
@@ -553,9 +554,11 @@ class Collector:
             # Every rollout's first request has the root prompt as its prefix (ids that are
             # not uint32 fail in the engine's config check, below).
             try:
-                remote.recent.keep(tuple(prompt.tokens), array.array("I", prompt.tokens))
+                root = array.array("I", prompt.tokens)
             except (OverflowError, TypeError):
                 pass
+            else:
+                remote.recent.keep(tuple(root.tolist()), root)
         sampling = agent.sampling or agent.policy.default_params or SamplingParams()
         sampling_json = json.loads(params_json(sampling))
         sampling_json.setdefault("logprobs", 0)
