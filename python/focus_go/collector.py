@@ -96,22 +96,19 @@ def _then(value: Any, fn: Callable[[Any], Any]) -> Any:
     return later()
 
 
+# json.dumps(allow_nan=False)'s C encoder, made once (json.dumps makes one per call). No
+# circular-reference check: a cyclic reply fails its request with RecursionError
+# (json.dumps: ValueError); NaN and infinities are refused as json.dumps refuses them.
+_REPLY_ENCODER = json.encoder.c_make_encoder and json.encoder.c_make_encoder(
+    None, json.JSONEncoder().default, json.encoder.encode_basestring_ascii, None, ": ", ", ", False, False, False
+)
+
+
 def _plain_json(obj: Any) -> bytes:
-    """json.dumps(obj, allow_nan=False), encoded: the reply payloads (the same text, from
-    one C encoder made once instead of an encoder per call)."""
-    return "".join(_REPLY_ENCODER(obj, 0)).encode()
-
-
-if json.encoder.c_make_encoder is not None:
-    # No circular-reference check: a cyclic reply fails its request with RecursionError
-    # (json.dumps: ValueError); NaN and infinities are refused as json.dumps refuses them.
-    _REPLY_ENCODER = json.encoder.c_make_encoder(
-        None, json.JSONEncoder().default, json.encoder.encode_basestring_ascii, None, ": ", ", ", False, False, False
-    )
-else:  # a Python without the _json accelerator
-
-    def _plain_json(obj: Any) -> bytes:
+    """json.dumps(obj, allow_nan=False), encoded: the reply payloads."""
+    if _REPLY_ENCODER is None:  # a Python without the _json accelerator
         return json.dumps(obj, allow_nan=False).encode()
+    return "".join(_REPLY_ENCODER(obj, 0)).encode()
 
 
 def _native_tokenizer(obj: Any) -> Optional[HFTokenizer]:
