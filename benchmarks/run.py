@@ -476,15 +476,18 @@ def throughput_sections(seconds: float, reps: int, baseline: Optional[Path] = No
                 ("bridged", lambda: asyncio.run(_collect_trees(sim, seconds, bridged=True))),
                 ("reference", lambda: _reference(sim, problems, seconds)),
             ]
+            pairs: dict = {}
             if baseline is not None:
-                # The same engine variants of an earlier commit, interleaved with these.
-                variants += [
-                    ("before_" + name, lambda name=name: _baseline_variant(baseline, name, sim, seconds, tmpdir / "problems.json"))
-                    for name in ("go_engine", "native", "bridged")
-                ]
-            for _ in range(reps):
+                # The same engine variants of an earlier commit, each run right beside this
+                # tree's (first in every other repetition), so that the machine's drift
+                # over a repetition does not fall on one side of a before/after ratio.
+                pairs = {name: ("before_" + name, lambda name=name: _baseline_variant(baseline, name, sim, seconds, tmpdir / "problems.json"))
+                         for name in ("go_engine", "native", "bridged")}
+            for rep in range(reps):
                 for name, fn in variants:
-                    rows.setdefault(name, []).append(sim.measure(fn))
+                    side = [(name, fn)] + ([pairs[name]] if name in pairs else [])
+                    for n, f in side[::-1] if rep % 2 else side:
+                        rows.setdefault(n, []).append(sim.measure(f))
     finally:
         sim.close()
 

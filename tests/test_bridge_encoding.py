@@ -17,7 +17,8 @@ import pytest
 
 from focus_go import Agent, Collector, Critic, Env, MathEnv, Segments, Selective, Step, _lib
 from focus_go.backends import Policy, SamplingParams, SGLangPolicy
-from focus_go.collector import _has_positive
+from focus_go.collector import _awaitable, _has_positive, _plain_json, _RecentIds
+from focus_go.generation.servers import _PARAM_FIELDS, params_json
 from focus_go.env import _grade, grade_math
 from focus_go.errors import ConfigError, InternalError, InvalidHandleError
 from focus_go.extend import SchedulerView
@@ -86,6 +87,112 @@ def test_prefixes_and_actions_arrive_as_tuples_of_ints(server, policy):
         assert root is None or all(p[: len(root)] == root for p in prefixes)
     finally:
         state.close()
+
+
+def test_recent_ids_hand_back_the_same_tuple_only_for_equal_ids():
+    recent = _RecentIds(limit=2)
+    prefix, generated = (5, 6, 7, 8, 9, 10, 11, 12, 13), (14, 15)
+    recent.add(prefix, array.array("I", prefix), array.array("I", generated))
+    context = recent.ids(array.array("I", prefix + generated))
+    assert context == prefix + generated and type(context) is tuple
+    assert recent.ids(array.array("I", prefix + generated)) is context, "a continuation reuses the tuple"
+    assert all(x is y for x, y in zip(context, prefix)), "the prefix's ints are not rebuilt"
+    action = recent.ids(array.array("I", generated))
+    assert action == generated and recent.ids(array.array("I", generated)) is action, "an env action reuses the generated tuple"
+    # Same length and same last ids, different earlier ones: built afresh, never reused.
+    other = (4,) + (prefix + generated)[1:]
+    assert recent.ids(array.array("I", other)) == other and recent.ids(array.array("I", other)) is not context
+    assert recent.ids(array.array("I", [])) == ()
+    # At most `limit` recent contexts (each with its generated ids) are kept, oldest out first.
+    for i in range(3):
+        recent.add((i,), array.array("I", [i]), array.array("I", [100 + i]))
+    assert recent.ids(array.array("I", prefix + generated)) is not context
+    assert len(recent) <= 4
+
+
+def test_continued_prefixes_are_the_earlier_tuples_and_always_the_polled_ids(server, policy):
+    # Each continuation's prefix is the earlier request's prefix plus its generated ids;
+    # the collector hands over that tuple instead of building ints from the poll's buffer,
+    # and what the Completion gets is still exactly the ids Go sent (the native tree's).
+    problem = server.problems()[4]
+    prefixes: list = []
+    results: list = []
+
+    class Id(int):
+        """An int-like id of the kind a policy may return (numpy's, say)."""
+
+    async def complete(tokens, params):
+        prefixes.append(tokens)
+        result = await policy.agenerate_tokens(tokens, params)
+        results.append((tokens, result.tokens))
+        return dataclasses.replace(result, tokens=tuple(Id(t) for t in result.tokens))
+
+    custom = Policy(format=policy.format, model="custom", complete=complete, default_params=SAMPLING)
+    search = Selective(6, 3, seed=2)
+    bridged = Agent(policy=custom, env=RecordingEnv(problem.label, policy.decode, []), context=Segments(48))
+    native = Agent(policy=policy, env=MathEnv(problem.label, policy.decode), context=Segments(48))
+    b = asyncio.run(Collector(bridged, critic=Critic.constant(0.5), search=search).collect(problem))
+    a = asyncio.run(Collector(native, critic=Critic.constant(0.5), search=search).collect(problem))
+    try:
+        strip = lambda s: [{k: v for k, v in n.items() if "time" not in k} for n in json.loads(s.to_json())["nodes"]]  # noqa: E731
+        assert strip(a) == strip(b), "reused tuples hold exactly the polled ids"
+        contexts = {p + t: (p, t) for p, t in results}
+        continued = [p for p in prefixes if p in contexts]
+        assert continued, "some requests continue an earlier one"
+        assert all(type(p) is tuple and all(type(t) is int for t in p) for p in prefixes), "exact ints, as polled"
+
+        # The earlier context's tuple is handed on: its ids are the very int objects of the
+        # earlier prefix (ids above 256 are new objects when built from the buffer).
+        def same_objects(p):
+            q, _ = contexts[p]
+            return all(x is y for x, y in zip(p, q))
+
+        assert any(t > 256 for p in continued for t in p)
+        assert sum(same_objects(p) for p in continued) >= len(continued) // 2, len(continued)
+    finally:
+        a.close()
+        b.close()
+
+
+def test_serving_the_bridge_leaves_no_reference_cycles_per_request(server, policy):
+    # Every request a bridged collection serves (polls, replies, generate calls) is freed
+    # by reference counting: garbage for the cycle collector would cost its time on every
+    # segment (a ctypes.cast per poll left one cycle each). A collection's end leaves a few
+    # cycles (its ending exception's traceback), whatever its size, and nothing big.
+    import gc
+
+    problem = server.problems()[3]
+    served = []
+
+    async def complete(tokens, params):
+        served.append(len(tokens))
+        return await policy.agenerate_tokens(tokens, params)
+
+    custom = Policy(format=policy.format, model="custom", complete=complete, default_params=SAMPLING)
+
+    def garbage(budget: int, segment: int):
+        agent = Agent(policy=custom, env=RecordingEnv(problem.label, policy.decode, []), context=Segments(segment))
+        collector = Collector(agent, critic=Critic.constant(0.5), search=Selective(budget, min(budget, 4), seed=1))
+
+        async def main():
+            state = await collector.collect(problem, allow_partial=True)
+            state.close()
+
+        served.clear()
+        gc.collect()
+        gc.disable()
+        try:
+            asyncio.run(main())
+            found = gc.collect()
+        finally:
+            gc.enable()
+        return found, len(served)
+
+    garbage(2, 64)  # first-use caches are not garbage
+    small, few = garbage(2, 64)
+    large, many = garbage(8, 8)
+    assert many > few + 40
+    assert large - small < (many - few) / 4, f"{small} objects in cycles for {few} requests, {large} for {many}"
 
 
 def test_bridged_tree_matches_the_native_one_with_empty_and_long_chunks(server, policy):
@@ -200,6 +307,52 @@ def test_answer_batches_refuse_bad_arrays_and_handles(server, policy):
         assert state.failures == () and SchedulerView(state).stats["rollouts"] == 3, "refused batches answered nothing"
     finally:
         state.close()
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"observation": None, "reward": 0.5, "done": True, "info": {"a": [1, "é\\\"", None, -0.0, 1e300]}, "object": 3},
+        {"text": "\\boxed{x}\n\u2028", "stop_reason": "length", "matched_stop": 7, "exact": False},
+        [],
+        "plain",
+    ],
+)
+def test_reply_json_is_the_text_of_json_dumps(value):
+    assert _plain_json(value) == json.dumps(value, allow_nan=False).encode()
+
+
+@pytest.mark.parametrize("bad,error", [({"reward": math.nan}, ValueError), ({"reward": -math.inf}, ValueError),
+                                       ({"info": object()}, TypeError), ({1.5: "key"}, None)])
+def test_reply_json_refuses_what_json_dumps_refuses(bad, error):
+    try:
+        expected = json.dumps(bad, allow_nan=False).encode()
+    except Exception as exc:
+        assert type(exc) is error
+        with pytest.raises(error):
+            _plain_json(bad)
+    else:
+        assert error is None and _plain_json(bad) == expected
+
+
+def test_params_json_is_the_text_of_json_dumps():
+    for values in ({}, {"max_tokens": 256, "temperature": 1.0, "logprobs": 0, "seed": 5, "stop": ['x"é'], "stop_token_ids": [1, 2]}):
+        params = SamplingParams._from_engine(values)
+        expected = json.dumps({k: getattr(params, k) for k in _PARAM_FIELDS if getattr(params, k) is not None}).encode()
+        assert params_json(params) == expected
+
+
+def test_awaitable_check_matches_inspect():
+    import inspect
+
+    async def coro():
+        return 1
+
+    c = coro()
+    future = asyncio.Future(loop=asyncio.new_event_loop())
+    for value in ({}, Step(), "", (), [], None, 3, c, future, object()):
+        assert _awaitable(value) == inspect.isawaitable(value)
+    c.close()
 
 
 def test_view_and_ids_arg():

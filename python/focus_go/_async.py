@@ -57,6 +57,11 @@ async def call(name: str, handle: int, *args: Any, slots: Sequence[Any], convert
     except asyncio.CancelledError:
         _lib.call("focus_async_cancel", ctypes.c_uint64(ticket))
         raise
+    finally:
+        # A failed call's exception holds its traceback, hence this frame: without the
+        # future (which holds the exception) that is no cycle, and what the callers' frames
+        # keep is freed at once instead of by the garbage collector.
+        del future
 
 
 def _watch(loop: asyncio.AbstractEventLoop) -> None:

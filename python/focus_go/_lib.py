@@ -99,7 +99,9 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "focus_collect_start": (ctypes.c_int32, [ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(c_handle), _err_p]),
     "focus_collection_poll": (
         ctypes.c_int32,
-        [c_handle, ctypes.c_uint64, ctypes.c_int64, ctypes.c_int32, _str_out, ctypes.POINTER(ctypes.POINTER(ctypes.c_uint32)), ctypes.POINTER(ctypes.c_size_t), _err_p],
+        # The ids' buffer (uint32_t **) is read as an address: ctypes.cast of a pointer
+        # leaves a reference cycle per call for the garbage collector.
+        [c_handle, ctypes.c_uint64, ctypes.c_int64, ctypes.c_int32, _str_out, ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_size_t), _err_p],
     ),
     "focus_collection_resolve": (ctypes.c_int32, [c_handle, ctypes.c_uint64, ctypes.c_char_p, ctypes.c_size_t, _err_p]),
     "focus_collection_resolve_generate": (
@@ -483,8 +485,13 @@ def share_ids(ids: tuple, buf: "array.array[int]") -> None:
     _shared_ids[id(ids)] = (ids, buf)
 
 
-def unshare_ids(ids: tuple) -> None:
-    _shared_ids.pop(id(ids), None)
+def unshare_ids(ids: tuple, buf: "Optional[array.array[int]]" = None) -> None:
+    """End share_ids(ids, buf). The same tuple may be shared by requests served at once
+    (siblings continuing one context, see collector._RecentIds): given buf, the entry is
+    removed only while it is still that request's."""
+    shared = _shared_ids.get(id(ids))
+    if shared is not None and (buf is None or shared[1] is buf):
+        del _shared_ids[id(ids)]
 
 
 def ids_arg(ids: Sequence[int]) -> tuple[Any, int]:

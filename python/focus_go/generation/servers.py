@@ -25,11 +25,20 @@ from .policy import Policy
 _PARAM_FIELDS = tuple(f.name for f in dataclasses.fields(SamplingParams))
 
 
+# json.dumps's C encoder, made once instead of per call (a third of params_json's time).
+_C_ENCODER = json.encoder.c_make_encoder and json.encoder.c_make_encoder(
+    None, json.JSONEncoder().default, json.encoder.encode_basestring_ascii, None, ": ", ", ", False, False, True
+)
+
+
 def params_json(params: SamplingParams) -> bytes:
-    """SamplingParams as the Go core reads them: unset (None) fields are left out."""
+    """SamplingParams as the Go core reads them: unset (None) fields are left out; the
+    text of json.dumps."""
     # Not dataclasses.asdict: it deep-copies every field, on every request.
-    fields = ((k, getattr(params, k)) for k in _PARAM_FIELDS)
-    return json.dumps({k: v for k, v in fields if v is not None}).encode()
+    values = {k: v for k in _PARAM_FIELDS if (v := getattr(params, k)) is not None}
+    if _C_ENCODER is None:
+        return json.dumps(values).encode()
+    return "".join(_C_ENCODER(values, 0)).encode()
 
 
 def call_result(name: str, prefix: Sequence[TokenId], *args: Any) -> GenerateResult:
