@@ -145,7 +145,7 @@ class Method:
         return (self.search, self.score, self.estimator)
 
 
-SCORES = ["value_refinement", "gradient_variance", "posterior_variance", "uniform"]
+SCORES = ["value_refinement", "gradient_variance", "shallow_first", "critic_adaptive", "posterior_variance", "uniform"]
 
 
 def all_methods(scores: Sequence[str]) -> List[Method]:
@@ -446,7 +446,7 @@ def report(args, methods: List[Method], grad: Dict, learn: Dict, default: str) -
     lines.append("")
     lines.append("| baseline | " + " | ".join(f"tau={t}" for t in grad) + " |")
     lines.append("|---|" + "---|" * len(grad))
-    for base in ("root-only", "grpo", "selective:value_refinement"):
+    for base in ("root-only", "grpo", "selective:gradient_variance+w", "selective:value_refinement"):
         if base == default or base not in next(iter(grad.values())):
             continue
         lines.append(f"| {base} | " + " | ".join(fmt_pm(*paired(grad[t][default]["grad_err"], grad[t][base]["grad_err"])) for t in grad) + " |")

@@ -97,7 +97,7 @@ func DefaultValues() Defaults {
 		Agent:       AgentDefaults{MaxSegments: lim.MaxSegments, MaxTotalTokens: lim.MaxTotalTokens},
 		Reward:      prepare.DefaultRewardConfig(),
 		Sampling:    SamplingDefaults{Temperature: generate.DefaultTemperature, MaxTokens: generate.DefaultMaxTokens, TopP: generate.DefaultTopP},
-		Scores:      []string{search.ScoreValueRefinement, search.ScorePosteriorVariance, search.ScoreUniform, search.ScoreGradientVariance},
+		Scores:      []string{search.ScoreValueRefinement, search.ScorePosteriorVariance, search.ScoreUniform, search.ScoreGradientVariance, search.ScoreShallowFirst, search.ScoreCriticAdaptive},
 		Truncations: []string{prepare.TruncationTerminal, prepare.TruncationBootstrap},
 	}
 }

@@ -30,7 +30,7 @@ func TestCheck(t *testing.T) {
 		{rules.KindSelective, `{"per_pass": 0}`, nil, "Selective: per_pass is 0, must be >= 1"},
 		{rules.KindSelective, `{"max_children": -1}`, nil, "Selective: max_children is -1, must be >= 1"},
 		{rules.KindSelective, `{"min_remaining": -1}`, nil, "Selective: min_remaining is -1, must be >= 0"},
-		{rules.KindSelective, `{"score": "ucb"}`, nil, `Selective: score is "ucb", must be "value_refinement", "posterior_variance", "uniform" or "gradient_variance"`},
+		{rules.KindSelective, `{"score": "ucb"}`, nil, `Selective: score is "ucb", must be "value_refinement", "posterior_variance", "uniform", "gradient_variance", "shallow_first" or "critic_adaptive"`},
 		{rules.KindSelective, `{"budget": 2.5}`, nil, "Selective: budget must be an integer, got 2.5"},
 		{rules.KindSelective, `{"budget": "8"}`, nil, `Selective: budget must be an integer, got "8"`},
 		{rules.KindSelective, `{"budget": true}`, nil, "Selective: budget must be an integer, got true"},

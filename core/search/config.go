@@ -21,6 +21,18 @@ const (
 	// gradient's variance that one more branch buys (docs/signal.md §S); see
 	// GradientGain. Shallow checkpoints, the root included, score highest.
 	ScoreGradientVariance = "gradient_variance"
+	// ScoreShallowFirst ranks checkpoints by depth before gain: depth-1
+	// checkpoints first, then the root, then deeper ones, each tier ordered
+	// by the gradient_variance gain (docs/signal.md §F). A branch below a
+	// depth-1 checkpoint c shrinks the critic's share of V*(c), which the
+	// root edge into c carries; see ShallowTier.
+	ScoreShallowFirst = "shallow_first"
+	// ScoreCriticAdaptive is gradient_variance on a tree whose critic looks
+	// reliable and shallow_first on one whose critic looks noisy: the tiers
+	// apply when the critic-error estimate over the root's children,
+	// CriticErrorAtDepthOne, exceeds CriticAdaptiveThreshold (docs/signal.md
+	// §F).
+	ScoreCriticAdaptive = "critic_adaptive"
 	// ScoreEntropy is listed by ALGORITHM.md but not supported: it needs the
 	// policy's token entropies after each checkpoint, which the tree does not
 	// record. Validate rejects it with that explanation.
@@ -120,13 +132,13 @@ func (c Config) validate() *ConfigError {
 		return &ConfigError{"min_remaining", fmt.Sprintf("is %d, must be >= 0 tokens (0 = the segment length)", c.MinRemaining)}
 	}
 	switch c.Score {
-	case ScoreValueRefinement, ScorePosteriorVariance, ScoreUniform, ScoreGradientVariance:
+	case ScoreValueRefinement, ScorePosteriorVariance, ScoreUniform, ScoreGradientVariance, ScoreShallowFirst, ScoreCriticAdaptive:
 		return nil
 	case ScoreEntropy:
 		return &ConfigError{"score", fmt.Sprintf("%q is not supported: it needs the policy's token entropies after each checkpoint, "+
-			"which the tree does not record; use %q, %q, %q or %q", c.Score, ScoreValueRefinement, ScorePosteriorVariance, ScoreUniform, ScoreGradientVariance)}
+			"which the tree does not record; use %q, %q, %q, %q, %q or %q", c.Score, ScoreValueRefinement, ScorePosteriorVariance, ScoreUniform, ScoreGradientVariance, ScoreShallowFirst, ScoreCriticAdaptive)}
 	default:
-		return &ConfigError{"score", fmt.Sprintf("is %q, must be %q, %q, %q or %q", c.Score, ScoreValueRefinement, ScorePosteriorVariance, ScoreUniform, ScoreGradientVariance)}
+		return &ConfigError{"score", fmt.Sprintf("is %q, must be %q, %q, %q, %q, %q or %q", c.Score, ScoreValueRefinement, ScorePosteriorVariance, ScoreUniform, ScoreGradientVariance, ScoreShallowFirst, ScoreCriticAdaptive)}
 	}
 }
 
