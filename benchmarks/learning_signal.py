@@ -533,8 +533,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--learn-problems", type=int, default=64)
     ap.add_argument("--per-step", type=int, default=8)
     ap.add_argument("--steps", type=int, default=12)
-    ap.add_argument("--learn-methods", default="selective:value_refinement,selective:gradient_variance+w,root-only,grpo")
-    ap.add_argument("--default", default="selective:gradient_variance+w", help="the candidate the paired differences compare against the others")
+    ap.add_argument("--learn-methods", default="selective:value_refinement,selective:value_refinement+w,selective:gradient_variance+w,"
+                    "selective:critic_adaptive+w,root-only,grpo")
+    ap.add_argument("--default", default="selective:critic_adaptive+w", help="the candidate the paired differences compare against the others")
     ap.add_argument("--concurrency", type=int, default=64)
     ap.add_argument("--out", default=str(RESULTS / "signal"))
     ap.add_argument("--replot", metavar="JSON", help="rewrite signal.md and signal.png from an earlier run's signal.json")

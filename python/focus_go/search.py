@@ -31,6 +31,9 @@ class Selective:
     ``"value_refinement"`` (the default: the critic-target error one more branch removes),
     ``"gradient_variance"`` (the reduction of the visitation-weighted actor gradient's
     variance, shallow checkpoints and the root first; see docs/signal.md),
+    ``"shallow_first"`` (depth-1 checkpoints, then the root, then deeper ones),
+    ``"critic_adaptive"`` (shallow_first when the critic's error over the root's children
+    looks large, else gradient_variance; docs/signal.md §F),
     ``"posterior_variance"`` or ``"uniform"``. The ranges are the Go engine's
     (``core/search``), checked at construction."""
 
