@@ -19,6 +19,7 @@ Methods (same rollout budget B per tree):
 - selective:<score>[+w]: Selective(B, B/2, score=<score>) + DirectBranchTd; +w multiplies
   each edge by its visitation factor (ActorSample.visitation, docs/signal.md);
 - root-only: Independent(B) + DirectBranchTd; grpo: Independent(B) + GroupBaseline.
+Every collection runs at kappa = 1 (RewardConfig.critic_weight; --kappa changes it).
 
 A tree's gradient estimate is (1/R) sum_edges c * A * grad log pi(a|s) with R its completed
 rollouts and c = 1 (or the visitation factor). Metrics:
@@ -146,7 +147,7 @@ class Method:
         return (self.search, self.score, self.estimator)
 
 
-SCORES = ["value_refinement", "gradient_variance", "posterior_variance", "uniform"]
+SCORES = ["value_refinement", "gradient_variance", "shallow_first", "critic_adaptive", "posterior_variance", "uniform"]
 
 
 @functools.lru_cache(maxsize=None)
@@ -200,8 +201,8 @@ class TreeResult:
 
 
 async def collect_tree(h: Harness, bandit: Bandit, method: Method, budget: int, seed: int,
-                       tau: Optional[float], noise_seed: int) -> TreeResult:
-    from focus_go import Agent, Collector, Critic, DirectBranchTd, Env, GroupBaseline, Independent, Segments, Selective, Step
+                       tau: Optional[float], noise_seed: int, kappa: float = 1.0) -> TreeResult:
+    from focus_go import Agent, Collector, Critic, DirectBranchTd, Env, GroupBaseline, Independent, RewardConfig, Segments, Selective, Step
     from focus_go.backends import Policy, SamplingParams
     from focus_go.types import GenerateResult
 
@@ -272,7 +273,7 @@ async def collect_tree(h: Harness, bandit: Bandit, method: Method, budget: int, 
     search = (Independent(budget, seed=seed) if method.search == "independent"
               else Selective(budget, budget // 2, score=method.score, seed=seed))
     estimator = GroupBaseline() if method.estimator == "GroupBaseline" else DirectBranchTd()
-    async with Collector(agent, critic=critic, search=search, estimator=estimator) as collector:
+    async with Collector(agent, critic=critic, search=search, estimator=estimator, reward=RewardConfig(critic_weight=kappa)) as collector:
         state = await collector.collect(f"bandit-{bandit.index}")
         try:
             batch = collector.prepare(state)
@@ -338,7 +339,7 @@ async def gradient_cells(h: Harness, args, methods: List[Method], taus: List[Opt
             for key in keys:
                 m = next(m for m in methods if m.tree_key == key)
                 for p in problems:
-                    jobs.append((seed, key, p, collect_tree(h, p, m, args.budget, seed, tau, seed)))
+                    jobs.append((seed, key, p, collect_tree(h, p, m, args.budget, seed, tau, seed, args.kappa)))
         results = await gather_limited([j[3] for j in jobs], args.concurrency)
         trees: Dict = {}
         for (seed, key, p, _), res in zip(jobs, results):
@@ -397,7 +398,7 @@ async def learning_run(h: Harness, args, method: Method, tau: Optional[float], l
     for step in range(args.steps):
         batch = [problems[(step * per_step + i) % len(problems)] for i in range(per_step)]
         trees = await asyncio.gather(*(
-            collect_tree(h, p, method, args.budget, _u64("learn", seed, step, p.index) % (1 << 62), tau, seed)
+            collect_tree(h, p, method, args.budget, _u64("learn", seed, step, p.index) % (1 << 62), tau, seed, args.kappa)
             for p in batch))
         grads = [tree_gradient(p, t, method.weighted) for p, t in zip(batch, trees)]
         for p, g, t in zip(batch, grads, trees):
@@ -444,7 +445,7 @@ def fmt_pm(m: float, se: float) -> str:
 
 
 def report(args, methods: List[Method], grad: Dict, learn: Dict, default: str) -> List[str]:
-    lines = [f"Bandit trees: D={args.depth}, K={args.k}, weight scale {args.scale}, B={args.budget} rollouts per tree, "
+    lines = [f"Bandit trees: D={args.depth}, K={args.k}, weight scale {args.scale}, B={args.budget} rollouts per tree, kappa {getattr(args, 'kappa', 1.0):g}, "
              f"{args.problems} problems x {args.seeds} seeds per gradient cell; learning: {args.learn_problems} problems, "
              f"{args.per_step} per step, {args.steps} steps, {args.seeds} paired seeds. '*' = paired difference > 2 s.e.", ""]
     lines.append("Gradient error (relative, best global step size; lower is better) and advantage MSE, mean over seeds:")
@@ -461,7 +462,7 @@ def report(args, methods: List[Method], grad: Dict, learn: Dict, default: str) -
     lines.append("")
     lines.append("| baseline | " + " | ".join(f"tau={t}" for t in grad) + " |")
     lines.append("|---|" + "---|" * len(grad))
-    for base in ("root-only", "grpo", "selective:value_refinement"):
+    for base in ("root-only", "grpo", "selective:gradient_variance+w", "selective:value_refinement"):
         if base == default or base not in next(iter(grad.values())):
             continue
         lines.append(f"| {label(base)} | " + " | ".join(fmt_pm(*paired(grad[t][default]["grad_err"], grad[t][base]["grad_err"])) for t in grad) + " |")
@@ -549,10 +550,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--per-step", type=int, default=8)
     ap.add_argument("--steps", type=int, default=12)
     default = library_default()
-    ap.add_argument("--learn-methods", default=",".join(dict.fromkeys(["selective:value_refinement", default, "root-only", "grpo"])))
+    ap.add_argument("--learn-methods", default=",".join(dict.fromkeys([
+        "selective:value_refinement", "selective:value_refinement+w", "selective:gradient_variance+w", default, "root-only", "grpo"])))
     ap.add_argument("--default", default=default,
                     help="the candidate the paired differences compare against the others (default: the library's "
                          "defaults, marked '(the default)' in the tables)")
+    ap.add_argument("--kappa", type=float, default=1.0, help="RewardConfig.critic_weight (kappa) of every collection; the search selects with max(kappa, 1)")
     ap.add_argument("--concurrency", type=int, default=64)
     ap.add_argument("--out", default=str(RESULTS / "signal"))
     ap.add_argument("--replot", metavar="JSON", help="rewrite signal.md and signal.png from an earlier run's signal.json")

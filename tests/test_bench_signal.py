@@ -48,6 +48,6 @@ def test_quick_run_writes_its_table(bench, tmp_path):
     for name in ("selective:value_refinement", "root-only", "grpo"):
         assert f"| {name} |" in text
     # The library's defaults (Selective() with visitation-weighted records) are marked.
-    assert bench.library_default() == "selective:gradient_variance+w"
-    assert "| selective:gradient_variance+w (the default) |" in text
+    assert bench.library_default() == "selective:critic_adaptive+w"
+    assert "| selective:critic_adaptive+w (the default) |" in text
     assert "Learning:" in text

@@ -369,7 +369,7 @@ def requests_per_tree(server, standin, problems):
 
 def value_refinement_collector_for(policy, problem):
     # value_refinement never branches from the root after warmup, so every request from the
-    # root prompt is a warmup rollout (the default gradient_variance also branches there).
+    # root prompt is a warmup rollout (the default critic_adaptive may branch there too).
     return math_collector(policy, problem, score="value_refinement")
 
 

@@ -125,6 +125,14 @@ def test_independent_runs_as_gos_independent():
     assert Selective(8, 4, min_remaining=None)._config()["min_remaining"] == 0
 
 
+@pytest.mark.parametrize("score", ["gradient_variance", "shallow_first", "critic_adaptive"])
+def test_gradient_aimed_scores_are_selectable(score):
+    # docs/signal.md §S and §F: the Go rules accept them, and so does the command line.
+    assert score in _rules.defaults()["scores"]
+    assert Selective(score=score)._config()["score"] == score
+    assert settings(_collect_args("--score", score)).search == Selective(score=score)
+
+
 @pytest.mark.parametrize(
     "make, message",
     [

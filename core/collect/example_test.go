@@ -65,8 +65,9 @@ func Example() {
 		fmt.Printf("node %2d <- %2d pass %d %-8q reward %.0f done %t\n", nd.ID, nd.Parent, nd.SearchPass, nd.Text, nd.Reward, nd.Done)
 	}
 	// Pass 1 is Selective's branching round: the default score,
-	// gradient_variance, spends both branches at the root, where most of the
-	// actor's gradient is (docs/signal.md §S), so no prefix is reused.
+	// critic_adaptive, spends both branches at the root here, as
+	// gradient_variance does: most of the actor's gradient is there
+	// (docs/signal.md §S, §F), so no prefix is reused.
 
 	// Output:
 	// rollouts 6 unspent 0 reused 0

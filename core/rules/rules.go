@@ -33,7 +33,7 @@ const (
 var Kinds = []string{KindSelective, KindIndependent, KindSegments, KindAgent, KindConstantCritic, KindMinAbsAdvantage, KindRecordLayout, KindSampling, KindReward}
 
 // SelectiveDefaults are Selective(budget=32, warmup=16, *, per_pass=4,
-// max_children=4, min_remaining=None, score="gradient_variance", seed=0):
+// max_children=4, min_remaining=None, score="critic_adaptive", seed=0):
 // search.Selective and search.DefaultScore.
 type SelectiveDefaults struct {
 	Budget       int    `json:"budget"`
@@ -109,7 +109,7 @@ func DefaultValues() Defaults {
 		Reward:      prepare.DefaultRewardConfig(),
 		Sampling:    SamplingDefaults{Temperature: generate.DefaultTemperature, MaxTokens: generate.DefaultMaxTokens, TopP: generate.DefaultTopP},
 		Records:     RecordsDefaults{Layout: string(export.LayoutSpans), VisitationWeights: export.DefaultVisitationWeights},
-		Scores:      []string{search.ScoreValueRefinement, search.ScorePosteriorVariance, search.ScoreUniform, search.ScoreGradientVariance},
+		Scores:      []string{search.ScoreValueRefinement, search.ScorePosteriorVariance, search.ScoreUniform, search.ScoreGradientVariance, search.ScoreShallowFirst, search.ScoreCriticAdaptive},
 		Truncations: []string{prepare.TruncationTerminal, prepare.TruncationBootstrap},
 	}
 }

@@ -24,13 +24,13 @@ func TestCheck(t *testing.T) {
 		{rules.KindSelective, `{}`, search.Selective(32, 16), ""},
 		{rules.KindSelective, `{"budget": 8, "warmup": 4, "per_pass": 2, "max_children": 3, "min_remaining": null, "score": "uniform", "seed": 7}`,
 			search.Config{Budget: 8, Warmup: 4, PerPass: 2, MaxChildren: 3, Score: "uniform", Seed: 7}, ""},
-		{rules.KindSelective, `{"min_remaining": 128}`, search.Config{Budget: 32, Warmup: 16, PerPass: 4, MaxChildren: 4, MinRemaining: 128, Score: "gradient_variance"}, ""},
+		{rules.KindSelective, `{"min_remaining": 128}`, search.Config{Budget: 32, Warmup: 16, PerPass: 4, MaxChildren: 4, MinRemaining: 128, Score: "critic_adaptive"}, ""},
 		{rules.KindSelective, `{"budget": 4, "warmup": 8}`, nil, "Selective: warmup is 8, must be in [1, budget=4]: warmup (8) must not exceed budget (4)"},
 		{rules.KindSelective, `{"budget": 0, "warmup": 0}`, nil, "Selective: budget is 0, must be >= 1"},
 		{rules.KindSelective, `{"per_pass": 0}`, nil, "Selective: per_pass is 0, must be >= 1"},
 		{rules.KindSelective, `{"max_children": -1}`, nil, "Selective: max_children is -1, must be >= 1"},
 		{rules.KindSelective, `{"min_remaining": -1}`, nil, "Selective: min_remaining is -1, must be >= 0"},
-		{rules.KindSelective, `{"score": "ucb"}`, nil, `Selective: score is "ucb", must be "value_refinement", "posterior_variance", "uniform" or "gradient_variance"`},
+		{rules.KindSelective, `{"score": "ucb"}`, nil, `Selective: score is "ucb", must be "value_refinement", "posterior_variance", "uniform", "gradient_variance", "shallow_first" or "critic_adaptive"`},
 		{rules.KindSelective, `{"budget": 2.5}`, nil, "Selective: budget must be an integer, got 2.5"},
 		{rules.KindSelective, `{"budget": "8"}`, nil, `Selective: budget must be an integer, got "8"`},
 		{rules.KindSelective, `{"budget": true}`, nil, "Selective: budget must be an integer, got true"},
@@ -108,9 +108,9 @@ func TestCheck(t *testing.T) {
 func TestDefaultsAreTheLibrarys(t *testing.T) {
 	d := rules.DefaultValues()
 	sel := search.Selective(search.DefaultBudget, search.DefaultWarmup)
-	assert.Equal(t, rules.SelectiveDefaults{Budget: 32, Warmup: 16, PerPass: 4, MaxChildren: 4, Score: "gradient_variance"}, d.Selective,
+	assert.Equal(t, rules.SelectiveDefaults{Budget: 32, Warmup: 16, PerPass: 4, MaxChildren: 4, Score: "critic_adaptive"}, d.Selective,
 		"DESIGN.md §8 / ALGORITHM.md §5.8: Selective(budget=32, warmup=16, per_pass=4, max_children=4); "+
-			"the score is gradient_variance since 2026-12-02 (README, \"Changed defaults\")")
+			"the score is critic_adaptive since 2026-12-02 (README, \"Changed defaults\")")
 	assert.Equal(t, rules.RecordsDefaults{Layout: "spans", VisitationWeights: true}, d.Records,
 		"per-span records (DESIGN.md §6), visitation-weighted since 2026-12-02")
 	assert.Equal(t, sel.PerPass, d.Selective.PerPass)

@@ -21,8 +21,19 @@ const (
 	// critic target: the expected reduction of the visitation-weighted policy
 	// gradient's variance that one more branch buys (docs/signal.md §S); see
 	// GradientGain. Shallow checkpoints, the root included, score highest.
-	// The default (DefaultScore).
 	ScoreGradientVariance = "gradient_variance"
+	// ScoreShallowFirst ranks checkpoints by depth before gain: depth-1
+	// checkpoints first, then the root, then deeper ones, each tier ordered
+	// by the gradient_variance gain (docs/signal.md §F). A branch below a
+	// depth-1 checkpoint c shrinks the critic's share of V*(c), which the
+	// root edge into c carries; see ShallowTier.
+	ScoreShallowFirst = "shallow_first"
+	// ScoreCriticAdaptive is gradient_variance on a tree whose critic looks
+	// reliable and shallow_first on one whose critic looks noisy: the tiers
+	// apply when the critic-error estimate over the root's children,
+	// CriticErrorAtDepthOne, exceeds CriticAdaptiveThreshold (docs/signal.md
+	// §F). The default (DefaultScore).
+	ScoreCriticAdaptive = "critic_adaptive"
 	// ScoreEntropy is listed by ALGORITHM.md but not supported: it needs the
 	// policy's token entropies after each checkpoint, which the tree does not
 	// record. Validate rejects it with that explanation.
@@ -39,11 +50,11 @@ const (
 	// DefaultScore is Selective's score: the one that gives the actor the
 	// best gradient and learning on the benchmark of docs/signal.md §B
 	// (README, "Learning signal"). The bindings read it from core/rules.
-	DefaultScore = ScoreGradientVariance
+	DefaultScore = ScoreCriticAdaptive
 )
 
 // Config mirrors Python's Selective(budget=32, warmup=16, *, per_pass=4,
-// max_children=4, min_remaining=None, score="gradient_variance", seed=0) and
+// max_children=4, min_remaining=None, score="critic_adaptive", seed=0) and
 // Independent(n=16, *, seed=0).
 type Config struct {
 	// Budget is B, the rollouts (generate-until-terminal calls) per tree;
@@ -126,13 +137,13 @@ func (c Config) validate() *ConfigError {
 		return &ConfigError{"min_remaining", fmt.Sprintf("is %d, must be >= 0 tokens (0 = the segment length)", c.MinRemaining)}
 	}
 	switch c.Score {
-	case ScoreValueRefinement, ScorePosteriorVariance, ScoreUniform, ScoreGradientVariance:
+	case ScoreValueRefinement, ScorePosteriorVariance, ScoreUniform, ScoreGradientVariance, ScoreShallowFirst, ScoreCriticAdaptive:
 		return nil
 	case ScoreEntropy:
 		return &ConfigError{"score", fmt.Sprintf("%q is not supported: it needs the policy's token entropies after each checkpoint, "+
-			"which the tree does not record; use %q, %q, %q or %q", c.Score, ScoreValueRefinement, ScorePosteriorVariance, ScoreUniform, ScoreGradientVariance)}
+			"which the tree does not record; use %q, %q, %q, %q, %q or %q", c.Score, ScoreValueRefinement, ScorePosteriorVariance, ScoreUniform, ScoreGradientVariance, ScoreShallowFirst, ScoreCriticAdaptive)}
 	default:
-		return &ConfigError{"score", fmt.Sprintf("is %q, must be %q, %q, %q or %q", c.Score, ScoreValueRefinement, ScorePosteriorVariance, ScoreUniform, ScoreGradientVariance)}
+		return &ConfigError{"score", fmt.Sprintf("is %q, must be %q, %q, %q, %q, %q or %q", c.Score, ScoreValueRefinement, ScorePosteriorVariance, ScoreUniform, ScoreGradientVariance, ScoreShallowFirst, ScoreCriticAdaptive)}
 	}
 }
 

@@ -1,8 +1,10 @@
 // Package search owns the branch-selection rule of FOCUS (ALGORITHM.md §5.7):
 // the Selective and Independent search configurations, the candidate set C of
-// a round, the scores that rank candidates ("gradient_variance", the default,
-// "value_refinement", "posterior_variance", "uniform"), the greedy per-round plan with virtual
-// counts, and the seeded hash H that gives sampler seeds and tie-breaks. It
+// a round, the scores that rank candidates (the actor-gradient scores of
+// docs/signal.md, "critic_adaptive" (the default), "gradient_variance" and
+// "shallow_first", and "value_refinement", "posterior_variance" and
+// "uniform"), the greedy per-round plan with virtual counts and tiers, and
+// the seeded hash H that gives sampler seeds and tie-breaks. It
 // decides where to branch; running rollouts, spending budget and scoring
 // checkpoints with the critic belong to the collection engine (core/collect).
 //

@@ -11,7 +11,7 @@ import (
 // The scheduler vector of ALGORITHM.md §6.2: after a warmup of four chains,
 // one round of Selective(budget=32, warmup=4, score="value_refinement")
 // branches twice from each of the two chains whose critic was furthest from
-// their outcome. (The default score, gradient_variance, picks the root first
+// their outcome. (gradient_variance, and the default critic_adaptive, pick the root first
 // on this tree: docs/signal.md §S.3.)
 func Example() {
 	generated := func(n int) []tree.PackedSequence {

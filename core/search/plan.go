@@ -20,13 +20,14 @@ type scan struct {
 	excluded []bool // failed or under a failed node (tree.Excluded)
 	live     []int  // |ch(s)|: children that did not fail
 	tokens   []int  // generated policy tokens on the path root..s
+	depth    []int  // edges on the path root..s (0 at the root)
 }
 
 func scanTree(t *tree.Tree) *scan {
 	n := len(t.Nodes)
 	s := &scan{
 		order: t.BreadthFirst(), reached: make([]bool, n),
-		live: make([]int, n), tokens: make([]int, n),
+		live: make([]int, n), tokens: make([]int, n), depth: make([]int, n),
 	}
 	s.excluded = t.Excluded(s.order)
 	for _, id := range s.order {
@@ -37,6 +38,7 @@ func scanTree(t *tree.Tree) *scan {
 		// reports it through validation.
 		if p := nd.Parent; id != 0 && p >= 0 && p < n {
 			s.tokens[id] += s.tokens[p]
+			s.depth[id] = s.depth[p] + 1
 			if nd.Failed == "" {
 				s.live[p]++
 			}
@@ -105,8 +107,15 @@ type Score struct {
 	Gain float64 `json:"gain"`
 	// Reach is π̂(s), the tree's estimate of the probability that the policy
 	// reaches s (prepare.Reach at kappa_sel; 1 at the root). Only the
-	// "gradient_variance" score reads it.
+	// "gradient_variance" and "shallow_first" scores read it.
 	Reach float64 `json:"reach"`
+	// Depth is the number of edges from the root to the node (0 at the root).
+	Depth int `json:"depth"`
+	// Tier ranks candidates before Gain: Plan picks among the eligible
+	// candidates of the lowest tier only. It is 0 for every candidate except
+	// under "shallow_first", and under "critic_adaptive" on a tree whose
+	// critic looks noisy (ShallowTier).
+	Tier int `json:"tier"`
 }
 
 // Scores scores every candidate of a round on the tree as it stands, in
@@ -152,7 +161,12 @@ func scores(t *tree.Tree, cfg Config, reward prepare.RewardConfig, lim Limits) (
 		return nil, nil, status.Wrap(status.CodeOf(err), err, "search")
 	}
 	var reach []float64
-	if cfg.Score == ScoreGradientVariance {
+	tiered := cfg.Score == ScoreShallowFirst
+	if cfg.Score == ScoreCriticAdaptive {
+		e, ok := CriticErrorAtDepthOne(vals)
+		tiered = ok && e > CriticAdaptiveThreshold
+	}
+	if cfg.Score == ScoreGradientVariance || cfg.Score == ScoreShallowFirst || cfg.Score == ScoreCriticAdaptive {
 		reach = prepare.Reach(vals)
 	}
 	out := make([]Score, 0, len(cands))
@@ -160,9 +174,12 @@ func scores(t *tree.Tree, cfg Config, reward prepare.RewardConfig, lim Limits) (
 		if !vals.HasRefined(id) {
 			continue // no prediction and no completed child: see Plan
 		}
-		sc := Score{Node: id, VStarSel: vals.Refined[id], Critic: t.Nodes[id].Critic, Count: vals.Count[id]}
+		sc := Score{Node: id, VStarSel: vals.Refined[id], Critic: t.Nodes[id].Critic, Count: vals.Count[id], Depth: s.depth[id]}
 		if reach != nil {
 			sc.Reach = reach[id]
+		}
+		if tiered {
+			sc.Tier = ShallowTier(sc.Depth)
 		}
 		sc.Gain = sc.gain(cfg.Score, sel, 0)
 		out = append(out, sc)
@@ -182,7 +199,7 @@ func (sc *Score) gain(score string, sel prepare.RewardConfig, virtual int) float
 	if hasPhi {
 		vphi = *sc.Critic
 	}
-	if score == ScoreGradientVariance {
+	if score == ScoreGradientVariance || score == ScoreShallowFirst || score == ScoreCriticAdaptive {
 		return GradientGain(sc.VStarSel, vphi, hasPhi, sc.Count+virtual, sel.CriticWeight, sel.RewardMin, sel.RewardMax, sc.Reach, sc.Node == 0)
 	}
 	return Gain(score, sc.VStarSel, vphi, hasPhi, sc.Count+virtual, sel.CriticWeight, sel.RewardMin, sel.RewardMax)
@@ -193,7 +210,9 @@ func (sc *Score) gain(score string, sel prepare.RewardConfig, virtual int) float
 // as it stands (the state at the round's start). After each pick the node's
 // virtual count v_s grows by one and only that node is rescored, with
 // n = n_s + v_s; a node may be picked several times, until max_children. The
-// best score wins; scores within TieTolerance of the best tie, and the tied
+// best score wins: the lowest Tier among eligible candidates first (all 0
+// except under "shallow_first"), then the highest gain within it; scores
+// within TieTolerance of the best tie, and the tied
 // node with the smallest Hash(seed, problemID, round, key(s)), key(s) =
 // t.PathKey(s), wins, so the plan does not depend on node ids. Only scores
 // > 0 are eligible. Fewer than m picks (down to none) means the round ran
@@ -266,9 +285,15 @@ func Plan(t *tree.Tree, cfg Config, reward prepare.RewardConfig, lim Limits, rou
 	m := min(cfg.PerPass, remaining)
 	picks := make([]Pick, 0, m)
 	for range m {
+		tier := math.MaxInt
+		for i := range cs {
+			if cs[i].eligible {
+				tier = min(tier, cs[i].Tier)
+			}
+		}
 		best := math.Inf(-1)
 		for i := range cs {
-			if cs[i].eligible && cs[i].gain > best {
+			if cs[i].eligible && cs[i].Tier == tier && cs[i].gain > best {
 				best = cs[i].gain
 			}
 		}
@@ -280,7 +305,7 @@ func Plan(t *tree.Tree, cfg Config, reward prepare.RewardConfig, lim Limits, rou
 		win := -1
 		for i := range cs {
 			c := &cs[i]
-			if !c.eligible || best-c.gain > TieTolerance {
+			if !c.eligible || c.Tier != tier || best-c.gain > TieTolerance {
 				continue
 			}
 			if !c.hasTie {
@@ -420,6 +445,79 @@ func GradientGain(vStarSel, vPhi float64, hasPhi bool, n int, kappaSel, rMin, rM
 		c++
 	}
 	return reach * reach * (pv + c*vr)
+}
+
+// ShallowTier is the "shallow_first" rank of a checkpoint at the given depth
+// (docs/signal.md §F): depth-1 checkpoints first (0), then the root (1), then
+// depth d >= 2 (d). The root edge into a depth-1 checkpoint c carries
+// A = V*(c) - V*(root), where the critic's share of V*(c) is
+// kappa/(kappa + n_c): only a branch from c shrinks it, while another root
+// rollout adds one more edge with the same share. Deeper checkpoints reach
+// the root edges only through 1/(kappa + n) of their parent's value.
+func ShallowTier(depth int) int {
+	switch depth {
+	case 0:
+		return 1
+	case 1:
+		return 0
+	}
+	return depth
+}
+
+// CriticAdaptiveThreshold is the critic-error variance, in [r_min, r_max]
+// normalised units (a standard deviation of about 0.22), above which
+// "critic_adaptive" branches shallow first. It was chosen on simulated
+// bandit trees with other seeds than the benchmark's (docs/signal.md §F);
+// gradient errors moved by at most 0.007 between 0.02 and 0.08.
+const CriticAdaptiveThreshold = 0.05
+
+// CriticErrorAtDepthOne estimates the variance of the critic's error over the
+// root's children (docs/signal.md §F): with φ_c = V_phi(c) and G_c = G_bar(c)
+// normalised to [0, 1], over the m >= 2 children c of the root that have a
+// prediction and a backup,
+//
+//	tau_hat^2 = ( mean (φ_c - G_c)^2 + Var(φ_c) - Var(G_c) ) / 2
+//
+// (sample variances over the m children). If φ_c = V(c) + e_c with e_c
+// independent of V(c) and G_c = V(c) + u_c with u_c the return noise, the
+// first term is E[e^2] + E[u^2], the second Var(V) + E[e^2] and the third
+// Var(V) + E[u^2], so the return noise cancels without a model of it. A
+// critic that never varies (a constant) reads as reliable. ok is false with
+// fewer than two such children.
+func CriticErrorAtDepthOne(v *prepare.TreeValues) (tau2 float64, ok bool) {
+	norm := func(x float64) float64 {
+		return (x - v.Config.RewardMin) / (v.Config.RewardMax - v.Config.RewardMin)
+	}
+	var phi, g []float64
+	for _, id := range v.Tree.Nodes[0].Children {
+		if id <= 0 || id >= len(v.Tree.Nodes) || v.Tree.Nodes[id].Critic == nil || !v.HasBackup(id) {
+			continue
+		}
+		phi = append(phi, norm(*v.Tree.Nodes[id].Critic))
+		g = append(g, norm(v.Backup[id]))
+	}
+	m := len(phi)
+	if m < 2 {
+		return 0, false
+	}
+	d2 := 0.0
+	for i := range phi {
+		d2 += (phi[i] - g[i]) * (phi[i] - g[i])
+	}
+	return (d2/float64(m) + sampleVariance(phi) - sampleVariance(g)) / 2, true
+}
+
+func sampleVariance(x []float64) float64 {
+	mean := 0.0
+	for _, v := range x {
+		mean += v
+	}
+	mean /= float64(len(x))
+	s := 0.0
+	for _, v := range x {
+		s += (v - mean) * (v - mean)
+	}
+	return s / float64(len(x)-1)
 }
 
 // unit maps a value to p = clip((v - rMin)/(rMax - rMin), 0, 1).

@@ -73,7 +73,7 @@ func fig62(t *testing.T) (*tree.Tree, []int) {
 
 // valueRefinement is Selective(budget, warmup) with score "value_refinement":
 // the rule ALGORITHM.md §6.2's scheduler vector, and the tests built on its
-// gains, are for (the default score is gradient_variance since 2026-12-02).
+// gains, are for (the default score is critic_adaptive since 2026-12-02).
 func valueRefinement(budget, warmup int) search.Config {
 	c := search.Selective(budget, warmup)
 	c.Score = search.ScoreValueRefinement
@@ -249,7 +249,7 @@ func TestCandidates(t *testing.T) {
 
 func TestPlanNeverPicksANonCandidate(t *testing.T) {
 	tr, ids := mixedTree(t)
-	for _, score := range []string{search.ScoreValueRefinement, search.ScorePosteriorVariance, search.ScoreUniform, search.ScoreGradientVariance} {
+	for _, score := range []string{search.ScoreValueRefinement, search.ScorePosteriorVariance, search.ScoreUniform, search.ScoreGradientVariance, search.ScoreShallowFirst, search.ScoreCriticAdaptive} {
 		cfg := search.Selective(64, 4)
 		cfg.PerPass, cfg.Score = 32, score
 		picks, err := search.Plan(tr, cfg, kappa1, limits, 3, 64)
@@ -271,7 +271,7 @@ func TestPlanNeverPicksANonCandidate(t *testing.T) {
 func TestPlanRandomTrees(t *testing.T) {
 	r := rand.New(rand.NewPCG(11, 12))
 	lim := search.Limits{MaxTotalTokens: 60, SegmentTokens: 8}
-	scoresTried := []string{search.ScoreValueRefinement, search.ScorePosteriorVariance, search.ScoreUniform, search.ScoreGradientVariance}
+	scoresTried := []string{search.ScoreValueRefinement, search.ScorePosteriorVariance, search.ScoreUniform, search.ScoreGradientVariance, search.ScoreShallowFirst, search.ScoreCriticAdaptive}
 	for i := range 200 {
 		tr := treetest.Random(r, treetest.Options{Rollouts: 1 + i%24, PFailed: 0.2, PTruncated: 0.2, PCancelled: 0.1, PNoCritic: 0.3, Binary: i%2 == 0})
 		cfg := search.Selective(32, 1)
@@ -331,7 +331,7 @@ func TestPlanStops(t *testing.T) {
 func TestPlanRetriesAScoredRootAfterAFailedWarmup(t *testing.T) {
 	// Every warmup rollout failed but the critic scored the root: V*_sel =
 	// V_phi = 0.5 and n counts only the virtual picks, so the sampling term of
-	// gradient_variance (the default) and posterior_variance stays positive
+	// gradient_variance and posterior_variance stays positive
 	// and the root takes every pick (value_refinement stops: TestPlanStops).
 	gain := map[string]func(n int) float64{
 		search.ScoreGradientVariance:  func(n int) float64 { return search.GradientGain(0.5, 0.5, true, n, 1, 0, 1, 1, true) },
@@ -343,7 +343,10 @@ func TestPlanRetriesAScoredRootAfterAFailedWarmup(t *testing.T) {
 	for range 3 {
 		add(t, tr, 0, tree.Node{Spans: gen(5), Failed: "server error"})
 	}
-	for _, score := range []string{search.ScoreGradientVariance, search.ScorePosteriorVariance} {
+	// critic_adaptive (the default) has no root children to estimate the
+	// critic's error from, so it ranks as gradient_variance.
+	gain[search.ScoreCriticAdaptive] = gain[search.ScoreGradientVariance]
+	for _, score := range []string{search.ScoreGradientVariance, search.ScorePosteriorVariance, search.ScoreCriticAdaptive} {
 		cfg := search.Selective(32, 3)
 		cfg.Score = score
 		picks, err := search.Plan(tr, cfg, kappa1, limits, 1, 29)
@@ -528,6 +531,36 @@ func TestAlternativeScores(t *testing.T) {
 			assert.LessOrEqual(t, picks[i].Gain, picks[i-1].Gain+1e-15, "greedy: gains fall")
 		}
 	})
+	t.Run("shallow_first", func(t *testing.T) {
+		// docs/signal.md §F on the §6.2 tree: the gradient_variance gains,
+		// but the depth-1 tier (the c_i) goes before the root (tier 1),
+		// whose gain 0.0099991 is the highest.
+		cfg := search.Selective(32, 4)
+		cfg.Score = search.ScoreShallowFirst
+		scores, err := search.Scores(tr, cfg, kappa1, limits)
+		require.NoError(t, err)
+		pv := []float64{0.249975 / 30, 0.0475 / 6, 0.09 / 6, 0.1875 / 6, 0.174375 / 6}
+		vr := []float64{0.0066664, 0.0045833, 0.0100000, 0.0312500, 0.0271875}
+		require.Len(t, scores, 5)
+		assert.InDelta(t, pv[0]+vr[0]/4, scores[0].Gain, 1e-7)
+		assert.Equal(t, 0, scores[0].Depth)
+		assert.Equal(t, 1, scores[0].Tier)
+		for i := 1; i < 5; i++ {
+			assert.InDelta(t, (pv[i]+2*vr[i])/16, scores[i].Gain, 1e-7, "node %d", scores[i].Node)
+			assert.Equal(t, 1, scores[i].Depth)
+			assert.Equal(t, 0, scores[i].Tier)
+		}
+		// Greedy within the tier, rescored with virtual counts: c3 at n=2 has
+		// PV 0.1875/12 and VR 0.0150463 (§6.2), gain (PV + 1.5 VR)/16.
+		picks, err := search.Plan(tr, cfg, kappa1, limits, 1, 28)
+		require.NoError(t, err)
+		wantPicks := []search.Pick{{cs[2], 0.0058594}, {cs[3], 0.0052148}, {cs[2], 0.0023872}, {cs[1], 0.0021875}}
+		require.Len(t, picks, len(wantPicks))
+		for i, w := range wantPicks {
+			assert.Equal(t, w.Node, picks[i].Node, "pick %d", i)
+			assert.InDelta(t, w.Gain, picks[i].Gain, 1e-7, "pick %d", i)
+		}
+	})
 	t.Run("uniform spreads a round over distinct nodes", func(t *testing.T) {
 		cfg := search.Selective(32, 4)
 		cfg.Score = search.ScoreUniform
@@ -545,6 +578,118 @@ func TestAlternativeScores(t *testing.T) {
 		require.Len(t, picks, 8)
 		assert.Equal(t, tieOrder(0, "p-62", 5, 4), pickKeys(tr, picks[4:]))
 	})
+}
+
+// TestShallowFirstTiers: with the depth-1 checkpoint at max_children, the
+// root (tier 1) is picked before depth-2 checkpoints (tier 2), even though
+// its gain is lower and gradient_variance picks a depth-2 one first.
+func TestShallowFirstTiers(t *testing.T) {
+	tr := tree.New("p-tiers", cond(16), "Q")
+	tr.Root().Critic = ptr(1)
+	c := add(t, tr, 0, tree.Node{Spans: gen(256), Critic: ptr(0.5)})
+	d1 := add(t, tr, c, tree.Node{Spans: gen(256), Critic: ptr(0.9)})
+	d2 := add(t, tr, c, tree.Node{Spans: gen(256), Critic: ptr(0.1)})
+	add(t, tr, d1, tree.Node{Spans: gen(40), Done: true, Reward: 0})
+	add(t, tr, d2, tree.Node{Spans: gen(40), Done: true, Reward: 1})
+	// Twelve root rollouts that ended at once with reward 1 (and V_phi 1)
+	// make the root nearly certain, so its gain is low.
+	for range 12 {
+		add(t, tr, 0, tree.Node{Spans: gen(40), Done: true, Reward: 1})
+	}
+	cfg := search.Selective(32, 1)
+	cfg.MaxChildren = 2
+
+	cfg.Score = search.ScoreGradientVariance
+	picks, err := search.Plan(tr, cfg, kappa1, limits, 1, 28)
+	require.NoError(t, err)
+	require.NotEmpty(t, picks)
+	assert.Contains(t, []int{d1, d2}, picks[0].Node, "gradient_variance: a depth-2 checkpoint first")
+
+	cfg.Score = search.ScoreShallowFirst
+	scores, err := search.Scores(tr, cfg, kappa1, limits)
+	require.NoError(t, err)
+	tiers := map[int]int{}
+	for _, sc := range scores {
+		tiers[sc.Node] = sc.Tier
+	}
+	assert.Equal(t, map[int]int{0: 1, d1: 2, d2: 2}, tiers, "c is at max_children")
+	picks, err = search.Plan(tr, cfg, kappa1, limits, 1, 28)
+	require.NoError(t, err)
+	require.Len(t, picks, 4)
+	for i, p := range picks {
+		assert.Equal(t, 0, p.Node, "pick %d: the root before depth 2", i)
+	}
+	for _, sc := range scores {
+		if sc.Node != 0 {
+			assert.Greater(t, sc.Gain, scores[0].Gain, "node %d outscores the root within its tier", sc.Node)
+		}
+	}
+	for i, want := range []int{1, 0, 2, 3, 4} {
+		assert.Equal(t, want, search.ShallowTier(i), "depth %d", i)
+	}
+}
+
+// TestCriticAdaptive: docs/signal.md §F's vectors. On the §6.2 tree the
+// critic agrees with the returns well enough (tau_hat^2 < 0), so the score
+// plans as gradient_variance does (the root first); on a tree whose critic is
+// the returns' opposite it plans depth-1 checkpoints first.
+func TestCriticAdaptive(t *testing.T) {
+	plan := func(tr *tree.Tree, score string) []search.Pick {
+		cfg := search.Selective(32, 4)
+		cfg.Score = score
+		picks, err := search.Plan(tr, cfg, kappa1, limits, 1, 28)
+		require.NoError(t, err)
+		return picks
+	}
+	tau2 := func(tr *tree.Tree) (float64, bool) {
+		vals, err := prepare.Values(tr, kappa1)
+		require.NoError(t, err)
+		return search.CriticErrorAtDepthOne(vals)
+	}
+
+	// §6.2: mean (φ-G)^2 = 0.5025/4, Var(φ) = 0.251875/3, Var(G) = 1/3.
+	fig, _ := fig62(t)
+	e, ok := tau2(fig)
+	require.True(t, ok)
+	assert.InDelta(t, (0.5025/4+0.251875/3-1.0/3)/2, e, 1e-12)
+	assert.InDelta(t, -0.0618750, e, 1e-7)
+	assert.Equal(t, plan(fig, search.ScoreGradientVariance), plan(fig, search.ScoreCriticAdaptive))
+	assert.Equal(t, 0, plan(fig, search.ScoreCriticAdaptive)[0].Node)
+
+	// φ = 0.1, 0.9, 0.2, 0.8 against returns 1, 0, 1, 0: mean (φ-G)^2 =
+	// 0.725, Var(φ) = 0.5/3, Var(G) = 1/3, tau_hat^2 = 0.2791667.
+	noisy, cs := chainTree(t, ptr(0.5), []*float64{ptr(0.1), ptr(0.9), ptr(0.2), ptr(0.8)}, []float64{1, 0, 1, 0}, false)
+	e, ok = tau2(noisy)
+	require.True(t, ok)
+	assert.InDelta(t, 0.2791667, e, 1e-7)
+	assert.Greater(t, e, search.CriticAdaptiveThreshold)
+	cfg := search.Selective(32, 4)
+	cfg.Score = search.ScoreCriticAdaptive
+	for _, tc := range []struct {
+		tr    *tree.Tree
+		tiers []int
+	}{{fig, []int{0, 0, 0, 0, 0}}, {noisy, []int{1, 0, 0, 0, 0}}} {
+		scores, err := search.Scores(tc.tr, cfg, kappa1, limits)
+		require.NoError(t, err)
+		var tiers []int
+		for _, sc := range scores {
+			tiers = append(tiers, sc.Tier)
+		}
+		assert.Equal(t, tc.tiers, tiers)
+	}
+	picks := plan(noisy, search.ScoreCriticAdaptive)
+	require.Len(t, picks, 4)
+	assert.Equal(t, plan(noisy, search.ScoreShallowFirst), picks)
+	for i, p := range picks {
+		assert.Contains(t, cs, p.Node, "pick %d: a depth-1 checkpoint", i)
+	}
+
+	// Fewer than two children with a prediction and a backup: no estimate,
+	// gradient_variance's plan.
+	one, _ := chainTree(t, ptr(0.5), []*float64{ptr(0.1)}, []float64{1}, false)
+	_, ok = tau2(one)
+	assert.False(t, ok)
+	assert.Equal(t, plan(one, search.ScoreGradientVariance), plan(one, search.ScoreCriticAdaptive))
 }
 
 func TestMissingCritic(t *testing.T) {
@@ -595,9 +740,9 @@ func TestMissingCritic(t *testing.T) {
 }
 
 func TestConfig(t *testing.T) {
-	// The default score is gradient_variance (docs/signal.md §S; README, "Learning signal").
-	assert.Equal(t, search.Config{Budget: 32, Warmup: 16, PerPass: 4, MaxChildren: 4, Score: "gradient_variance"}, search.Selective(32, 16))
-	assert.Equal(t, search.Config{Budget: 16, Warmup: 16, PerPass: 4, MaxChildren: 4, Score: "gradient_variance", Independent: true}, search.Independent(16))
+	// The default score is critic_adaptive (docs/signal.md §F; README, "Learning signal").
+	assert.Equal(t, search.Config{Budget: 32, Warmup: 16, PerPass: 4, MaxChildren: 4, Score: "critic_adaptive"}, search.Selective(32, 16))
+	assert.Equal(t, search.Config{Budget: 16, Warmup: 16, PerPass: 4, MaxChildren: 4, Score: "critic_adaptive", Independent: true}, search.Independent(16))
 	assert.Equal(t, 256, search.Selective(32, 16).MinRemainingTokens(limits))
 	c := search.Selective(32, 16)
 	c.MinRemaining = 100
@@ -624,7 +769,7 @@ func TestConfig(t *testing.T) {
 		{"max_children 0", with(func(c *search.Config) { c.MaxChildren = 0 }), "max_children", "is 0, must be >= 1"},
 		{"min_remaining negative", with(func(c *search.Config) { c.MinRemaining = -1 }), "min_remaining", "is -1, must be >= 0"},
 		{"entropy", with(func(c *search.Config) { c.Score = "entropy" }), "score", "token entropies"},
-		{"unknown score", with(func(c *search.Config) { c.Score = "ucb" }), "score", `is "ucb", must be "value_refinement", "posterior_variance", "uniform" or "gradient_variance"`},
+		{"unknown score", with(func(c *search.Config) { c.Score = "ucb" }), "score", `is "ucb", must be "value_refinement", "posterior_variance", "uniform", "gradient_variance", "shallow_first" or "critic_adaptive"`},
 		{"empty score", with(func(c *search.Config) { c.Score = "" }), "score", `is ""`},
 	}
 	for _, tc := range tests {

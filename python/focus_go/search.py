@@ -29,8 +29,11 @@ class Selective:
     """FOCUS's selective branching. ``max_children`` caps direct children per checkpoint
     (the root is exempt); ``min_remaining`` is the token room a checkpoint needs left to be
     branched from (default: the segment length); ``score`` picks the branching criterion:
-    ``"gradient_variance"`` (the default: the reduction of the visitation-weighted actor
-    gradient's variance, shallow checkpoints and the root first; see docs/signal.md),
+    ``"critic_adaptive"`` (the default: depth-1 checkpoints first when the critic's error
+    over the root's children looks large, else as ``"gradient_variance"``; docs/signal.md
+    §F), ``"gradient_variance"`` (the reduction of the visitation-weighted actor gradient's
+    variance, shallow checkpoints and the root first; docs/signal.md §S),
+    ``"shallow_first"`` (depth-1 checkpoints, then the root, then deeper ones),
     ``"value_refinement"`` (the critic-target error one more branch removes; the default
     before 2026-12-02, README "Changed defaults"), ``"posterior_variance"`` or
     ``"uniform"``. The defaults and ranges are the Go engine's (``core/search``; the
@@ -41,7 +44,7 @@ class Selective:
     per_pass: int = field(default=4, kw_only=True)
     max_children: int = field(default=4, kw_only=True)
     min_remaining: Optional[int] = field(default=None, kw_only=True)
-    score: str = field(default="gradient_variance", kw_only=True)
+    score: str = field(default="critic_adaptive", kw_only=True)
     seed: int = field(default=0, kw_only=True)
 
     def __post_init__(self) -> None:
