@@ -482,7 +482,9 @@ const CriticAdaptiveThreshold = 0.05
 // independent of V(c) and G_c = V(c) + u_c with u_c the return noise, the
 // first term is E[e^2] + E[u^2], the second Var(V) + E[e^2] and the third
 // Var(V) + E[u^2], so the return noise cancels without a model of it. A
-// critic that never varies (a constant) reads as reliable. ok is false with
+// constant critic φ reads as half its squared distance from the children's
+// mean backup, (φ - mean G)^2 / 2 (less Var(G)/2m): reliable when it sits
+// near the mean return, noisy when it is far off. ok is false with
 // fewer than two such children.
 func CriticErrorAtDepthOne(v *prepare.TreeValues) (tau2 float64, ok bool) {
 	norm := func(x float64) float64 {
