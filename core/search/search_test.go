@@ -483,6 +483,10 @@ func TestTieBreak(t *testing.T) {
 
 func TestAlternativeScores(t *testing.T) {
 	tr, cs := fig62(t)
+	// The posterior_variance (PV) and value_refinement (VR) gains of the
+	// root and c_1..c_4 on the §6.2 tree, which the gradient-aimed scores build on.
+	pv := []float64{0.249975 / 30, 0.0475 / 6, 0.09 / 6, 0.1875 / 6, 0.174375 / 6}
+	vr := []float64{0.0066664, 0.0045833, 0.0100000, 0.0312500, 0.0271875}
 	t.Run("posterior_variance", func(t *testing.T) {
 		cfg := search.Selective(32, 4)
 		cfg.Score = search.ScorePosteriorVariance
@@ -509,8 +513,6 @@ func TestAlternativeScores(t *testing.T) {
 		cfg.Score = search.ScoreGradientVariance
 		scores, err := search.Scores(tr, cfg, kappa1, limits)
 		require.NoError(t, err)
-		pv := []float64{0.249975 / 30, 0.0475 / 6, 0.09 / 6, 0.1875 / 6, 0.174375 / 6}
-		vr := []float64{0.0066664, 0.0045833, 0.0100000, 0.0312500, 0.0271875}
 		want := []float64{pv[0] + vr[0]/4}
 		for i := 1; i < 5; i++ {
 			want = append(want, (pv[i]+2*vr[i])/16)
@@ -539,8 +541,6 @@ func TestAlternativeScores(t *testing.T) {
 		cfg.Score = search.ScoreShallowFirst
 		scores, err := search.Scores(tr, cfg, kappa1, limits)
 		require.NoError(t, err)
-		pv := []float64{0.249975 / 30, 0.0475 / 6, 0.09 / 6, 0.1875 / 6, 0.174375 / 6}
-		vr := []float64{0.0066664, 0.0045833, 0.0100000, 0.0312500, 0.0271875}
 		require.Len(t, scores, 5)
 		assert.InDelta(t, pv[0]+vr[0]/4, scores[0].Gain, 1e-7)
 		assert.Equal(t, 0, scores[0].Depth)
