@@ -8,9 +8,9 @@ import (
 	"github.com/focus-go/focus-go/core/action"
 )
 
-// BenchmarkEpisode1024 measures what the engine asks of a MathEnv per rollout of four
-// 256-token segments: a fork and a step before each segment's reply is inserted, the last
-// one decoding the 1,024 tokens and grading them (byteDecode stands in for the tokenizer).
+// BenchmarkEpisode1024 measures what the engine asks of a tree's MathEnv per rollout of
+// four 256-token segments: a fork and a step for each segment's reply, the last one
+// decoding the 1,024 tokens and grading them (byteDecode stands in for the tokenizer).
 func BenchmarkEpisode1024(b *testing.B) {
 	text := strings.Repeat(`Let $x = \frac{a}{b}$, so that $x^2 + 1 = 2$ and `, 40)
 	text = text[:1024-len(`\boxed{\frac{1}{2}}.`)] + `\boxed{\frac{1}{2}}.`
@@ -19,10 +19,10 @@ func BenchmarkEpisode1024(b *testing.B) {
 		steps = append(steps, chunk(c, i == 3))
 	}
 	ctx := context.Background()
+	root := New(`\boxed{0.5}`, byteDecode) // a tree's env: its rollouts fork from it
 	b.ReportAllocs()
 	for b.Loop() {
-		var env Env = *New(`\boxed{0.5}`, byteDecode)
-		cur := &env
+		cur := root
 		for i, act := range steps {
 			f, err := cur.Fork(ctx)
 			if err != nil {
