@@ -9,6 +9,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/focus-go/focus-go/backends/transport"
 	"github.com/focus-go/focus-go/core/generate"
 )
 
@@ -81,5 +82,30 @@ func BenchmarkParse256(b *testing.B) {
 		if _, err := parseResponse(body, nil, p); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkRequestBody1536 measures encoding one /generate body as Generate does (into the
+// transport's pooled stream) for a continuing segment's prefix of 1,536 ids, the engine's
+// per-segment request.
+func BenchmarkRequestBody1536(b *testing.B) {
+	prompt := make([]uint32, 1536)
+	for i := range prompt {
+		prompt[i] = uint32(100 + i*97%150000)
+	}
+	req := generate.Request{Tokens: prompt, Params: generate.SamplingParams{MaxTokens: generate.Int(256),
+		Temperature: generate.Float64(1), Seed: generate.Int64(7)}, ID: "bench"}
+	p, err := req.Params.Resolve()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		stream := transport.JSON.BorrowStream(nil)
+		stream.WriteVal(newRequest(req, p))
+		if stream.Error != nil || len(stream.Buffer()) < 1536*4 {
+			b.Fatal(stream.Error)
+		}
+		transport.JSON.ReturnStream(stream)
 	}
 }

@@ -24,6 +24,7 @@ type Decoder func(ids []uint32) (string, error)
 // chunks; a finished chunk ends the episode with reward Correct or Wrong.
 type Env struct {
 	label  string
+	key    *answerKey // the label prepared for grading, shared with forks
 	decode Decoder
 	last   *stepChunk // the episode's token chunks, newest first; shared with forks
 	done   bool
@@ -41,7 +42,7 @@ var _ collect.Env = (*Env)(nil)
 
 // New returns an episode graded against label (boxed or bare).
 func New(label string, decode Decoder) *Env {
-	return &Env{label: label, decode: decode}
+	return &Env{label: label, key: labelKey(label), decode: decode}
 }
 
 // Label is the reference answer.
@@ -84,10 +85,16 @@ type Graded struct {
 // and so does Python's MathEnv (through focus_math_grade) when its decode is a Python
 // function, so that both give the same reward and info.
 func GradeEpisode(text, label string) Graded {
+	return gradeEpisode(text, label, labelKey(label))
+}
+
+// gradeEpisode is GradeEpisode against key, label's prepared key: the response's last
+// \boxed{} is found once (Grade would find it again).
+func gradeEpisode(text, label string, key *answerKey) Graded {
 	g := Graded{Reward: Wrong, Done: true, Info: StepInfo{Label: label}}
 	if answer, ok := LastBoxed(text); ok {
 		g.Info.Answer = &answer
-		if _, g.Info.Correct = Grade(text, label); g.Info.Correct {
+		if g.Info.Correct = key.equal(answer); g.Info.Correct {
 			g.Reward = Correct
 		}
 	}
@@ -123,7 +130,7 @@ func (e *Env) Step(ctx context.Context, act action.Action) (collect.Step, error)
 		return collect.Step{}, status.Wrap(status.CodeOf(err), err, "mathenv: decode %d generated tokens", len(tokens))
 	}
 	e.done = true
-	g := GradeEpisode(text, e.label)
+	g := gradeEpisode(text, e.label, e.key)
 	raw, err := json.Marshal(g.Info)
 	if err != nil {
 		return collect.Step{}, status.Wrap(status.Internal, err, "mathenv: encode step info")

@@ -2,6 +2,7 @@ package mathenv
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -151,6 +152,25 @@ func TestGradeEpisode(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			assert.Equal(t, tc.want, GradeEpisode(tc.text, tc.label))
+		})
+	}
+}
+
+// An Env grades its episode against a label it prepared once; the result must be
+// GradeEpisode's for every response and label.
+func TestEnvGradesAsGradeEpisode(t *testing.T) {
+	for _, tt := range gradeCases {
+		t.Run(tt.name, func(t *testing.T) {
+			env := New(tt.label, byteDecode)
+			st, err := env.Step(context.Background(), chunk(tt.response, true))
+			require.NoError(t, err)
+			want := GradeEpisode(tt.response, tt.label)
+			assert.Equal(t, want.Reward, st.Reward)
+			assert.Equal(t, want.Done, st.Done)
+			info, err := json.Marshal(want.Info)
+			require.NoError(t, err)
+			assert.JSONEq(t, string(info), string(st.Info))
+			assert.Equal(t, tt.correct, want.Info.Correct)
 		})
 	}
 }

@@ -228,17 +228,43 @@ func Number(s string) (*big.Rat, bool) {
 // exact number (0.5 == 1/2 == \frac{1}{2} == .5, 5 == 5.0), or the same word
 // up to letter case ("Yes" == "yes").
 func Equal(a, b string) bool {
-	na, nb := Normalize(a), Normalize(b)
-	if na == nb {
+	return newAnswerKey(b).equal(a)
+}
+
+// answerKey is one side of Equal prepared once: its normal form and exact number. An Env
+// grades every finished episode against its label's key instead of normalising the label
+// again (Normalize runs a dozen replacements and regular expressions). Read-only once
+// built, so forks of an Env share it.
+type answerKey struct {
+	norm  string
+	num   *big.Rat
+	isNum bool
+}
+
+func newAnswerKey(answer string) *answerKey {
+	k := &answerKey{norm: Normalize(answer)}
+	k.num, k.isNum = Number(k.norm)
+	return k
+}
+
+// labelKey is the key of a label for Grade: its last \boxed{} contents when it has one.
+func labelKey(label string) *answerKey {
+	if boxed, ok := LastBoxed(label); ok {
+		label = boxed
+	}
+	return newAnswerKey(label)
+}
+
+// equal is Equal(a, the key's answer).
+func (k *answerKey) equal(a string) bool {
+	na := Normalize(a)
+	if na == k.norm {
 		return na != ""
 	}
 	if x, ok := Number(na); ok {
-		if y, ok := Number(nb); ok {
-			return x.Cmp(y) == 0
-		}
-		return false
+		return k.isNum && x.Cmp(k.num) == 0
 	}
-	return isWord(na) && strings.EqualFold(na, nb)
+	return isWord(na) && strings.EqualFold(na, k.norm)
 }
 
 func isWord(s string) bool {
@@ -258,8 +284,5 @@ func Grade(response, label string) (answer string, correct bool) {
 	if !ok {
 		return "", false
 	}
-	if boxed, ok := LastBoxed(label); ok {
-		label = boxed
-	}
-	return answer, Equal(answer, label)
+	return answer, labelKey(label).equal(answer)
 }

@@ -120,32 +120,38 @@ func TestEqual(t *testing.T) {
 	}
 }
 
+// gradeCases are responses graded against labels; TestGrade checks Grade on them and
+// TestEnvGradesAsGradeEpisode the Env's prepared label.
+var gradeCases = []struct {
+	name, response, label string
+	answer                string
+	correct               bool
+}{
+	{"bare label", `3x = 15, so x = 5. \boxed{5}`, "5", "5", true},
+	{"boxed label", `\boxed{5}`, `\boxed{5}`, "5", true},
+	{"decimal vs fraction label", `The probability is \boxed{0.5}.`, `\boxed{\frac{1}{2}}`, "0.5", true},
+	{"integer vs float", `\boxed{5.0}`, "5", "5.0", true},
+	{"last boxed counts", `maybe \boxed{4}? no: \boxed{5}`, "5", "5", true},
+	{"earlier correct does not count", `\boxed{5} wait, \boxed{4}`, "5", "4", false},
+	{"inline math", `$\boxed{x=5}$`, "5", "x=5", true},
+	{"wrong", `\boxed{6}`, "5", "6", false},
+	{"no answer", `I think it is 5`, "5", "", false},
+	{"truncated", `\boxed{\frac{1}{`, `\frac{1}{2}`, "", false},
+	{"thinking then answer", "<think>maybe \\boxed{3}</think>\nFinal: \\boxed{\\dfrac{3}{4}}", "0.75", `\dfrac{3}{4}`, true},
+	{"multiple choice", `\boxed{\text{(C)}}`, "C", `\text{(C)}`, true},
+	{"word answer", `\boxed{\text{No}}`, "no", `\text{No}`, true},
+	{"interval", `\boxed{[2, \infty)}`, `[2,\infty)`, `[2, \infty)`, true},
+	{"tuple", `\boxed{(3, -1)}`, "(3,-1)", "(3, -1)", true},
+	{"degrees", `\boxed{30^\circ}`, "30", `30^\circ`, true},
+	{"percent", `\boxed{25\%}`, "25", `25\%`, true},
+	{"thousands", `\boxed{12,000}`, "12000", "12,000", true},
+	{"bare number label vs word", `\boxed{five}`, "5", "five", false},
+	{"label not a number", `\boxed{x+1}`, `\boxed{x + 1}`, "x+1", true},
+	{"empty boxed label", `\boxed{}`, `\boxed{}`, "", false},
+}
+
 func TestGrade(t *testing.T) {
-	tests := []struct {
-		name, response, label string
-		answer                string
-		correct               bool
-	}{
-		{"bare label", `3x = 15, so x = 5. \boxed{5}`, "5", "5", true},
-		{"boxed label", `\boxed{5}`, `\boxed{5}`, "5", true},
-		{"decimal vs fraction label", `The probability is \boxed{0.5}.`, `\boxed{\frac{1}{2}}`, "0.5", true},
-		{"integer vs float", `\boxed{5.0}`, "5", "5.0", true},
-		{"last boxed counts", `maybe \boxed{4}? no: \boxed{5}`, "5", "5", true},
-		{"earlier correct does not count", `\boxed{5} wait, \boxed{4}`, "5", "4", false},
-		{"inline math", `$\boxed{x=5}$`, "5", "x=5", true},
-		{"wrong", `\boxed{6}`, "5", "6", false},
-		{"no answer", `I think it is 5`, "5", "", false},
-		{"truncated", `\boxed{\frac{1}{`, `\frac{1}{2}`, "", false},
-		{"thinking then answer", "<think>maybe \\boxed{3}</think>\nFinal: \\boxed{\\dfrac{3}{4}}", "0.75", `\dfrac{3}{4}`, true},
-		{"multiple choice", `\boxed{\text{(C)}}`, "C", `\text{(C)}`, true},
-		{"word answer", `\boxed{\text{No}}`, "no", `\text{No}`, true},
-		{"interval", `\boxed{[2, \infty)}`, `[2,\infty)`, `[2, \infty)`, true},
-		{"tuple", `\boxed{(3, -1)}`, "(3,-1)", "(3, -1)", true},
-		{"degrees", `\boxed{30^\circ}`, "30", `30^\circ`, true},
-		{"percent", `\boxed{25\%}`, "25", `25\%`, true},
-		{"thousands", `\boxed{12,000}`, "12000", "12,000", true},
-	}
-	for _, tt := range tests {
+	for _, tt := range gradeCases {
 		t.Run(tt.name, func(t *testing.T) {
 			answer, correct := Grade(tt.response, tt.label)
 			assert.Equal(t, tt.answer, answer)
