@@ -2,8 +2,8 @@
 
 ``Selective(budget, warmup)`` runs ``warmup`` independent rollouts from the root, then
 rounds of ``per_pass`` branches from the checkpoints whose next branch gains most under its
-``score`` (by default the reduction of the actor gradient's variance, docs/signal.md §S;
-ALGORITHM.md §5.7 for the rest), until the budget is spent or no checkpoint gains.
+``score`` (by default ``critic_adaptive``, aimed at the actor's gradient, docs/signal.md
+§F; ALGORITHM.md §5.7 for the rest), until the budget is spent or no checkpoint gains.
 ``Independent(n)`` is n rollouts from the root with no branching (GRPO groups), the
 baseline every comparison runs against. Budgets count rollouts
 (generate-until-terminal calls), not tokens. The same inputs and seed give the same tree
