@@ -40,8 +40,8 @@ async def call(name: str, handle: int, *args: Any, slots: Sequence[Any], convert
     """Run ``name(handle, ticket, *args, *slots, err)`` and return ``convert()``, which reads
     (and frees) the output ``slots`` once the call has succeeded."""
     loop = asyncio.get_running_loop()
-    if loop not in _watching:
-        _watch(loop)
+    if _last_loop() is not loop:  # a weak reference: no WeakSet lookup (a new weakref) per call
+        _watched(loop)
     future: asyncio.Future[T] = loop.create_future()
     err = _lib.Bytes()
     ticket = next(_tickets)
@@ -62,6 +62,22 @@ async def call(name: str, handle: int, *args: Any, slots: Sequence[Any], convert
         # future (which holds the exception) that is no cycle, and what the callers' frames
         # keep is freed at once instead of by the garbage collector.
         del future
+
+
+def _no_loop() -> None:
+    return None
+
+
+# The loop that made the last call (in any thread): most calls come from the same loop.
+_last_loop: Callable[[], Any] = _no_loop
+
+
+def _watched(loop: asyncio.AbstractEventLoop) -> None:
+    """Make sure loop watches the pipe, and remember it as the last loop seen."""
+    global _last_loop
+    if loop not in _watching:
+        _watch(loop)
+    _last_loop = weakref.ref(loop)
 
 
 def _watch(loop: asyncio.AbstractEventLoop) -> None:
