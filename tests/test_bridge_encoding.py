@@ -160,16 +160,21 @@ def test_bridged_id_tuples_are_not_tracked_by_the_cycle_collector(server, policy
     # The prefixes and token actions the collector builds hold only ints, which CPython's
     # cycle collector untracks at the first collection that sees them, after traversing
     # every id twice (a 1,500-id prefix per segment, most of the young generation's cost).
-    # The collector untracks them when it builds them; they are still exact tuples of ints.
+    # The collector untracks them when it builds them, as a Go policy's result does its
+    # generated ids; they are still exact tuples of ints.
     import gc
 
     problem = server.problems()[4]
     prefixes: list = []
     seen: list = []
 
+    generated: list = []
+
     async def complete(tokens, params):
         prefixes.append((tokens, gc.is_tracked(tokens)))
-        return await policy.agenerate_tokens(tokens, params)
+        result = await policy.agenerate_tokens(tokens, params)  # a Go policy's result
+        generated.append((result.tokens, gc.is_tracked(result.tokens)))
+        return result
 
     class Tracking(RecordingEnv):
         def step(self, action):
@@ -186,9 +191,10 @@ def test_bridged_id_tuples_are_not_tracked_by_the_cycle_collector(server, policy
     state = asyncio.run(Collector(agent, critic=Critic.constant(0.5), search=Selective(6, 3, seed=2)).collect(problem))
     try:
         assert len(prefixes) > 6 and len(seen) > 6
-        assert all(type(p) is tuple and all(type(t) is int for t in p) for p, _ in prefixes + seen)
+        assert all(type(p) is tuple and all(type(t) is int for t in p) for p, _ in prefixes + seen + generated)
         assert [len(p) for p, tracked in prefixes if tracked] == []
         assert [len(a) for a, tracked in seen if tracked] == []
+        assert [len(g) for g, tracked in generated if tracked] == []
     finally:
         state.close()
 

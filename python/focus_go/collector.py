@@ -27,7 +27,6 @@ import inspect
 import itertools
 import json
 import math
-import platform
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Union
 
@@ -207,31 +206,6 @@ class _Remote:
         return {"values": values}
 
 
-def _no_untrack(ids: Tuple[int, ...]) -> Tuple[int, ...]:
-    return ids
-
-
-def _untracker() -> Callable[[Tuple[int, ...]], Tuple[int, ...]]:
-    """A function that takes a tuple of ints out of CPython's cycle collector and returns
-    it. CPython untracks such a tuple itself (it can hold no cycle) at the first collection
-    that sees it, but only after traversing every item twice: for a 1,500-id prefix per
-    segment those traversals were most of the young generation's cost in the bridge
-    (issue 22). Elsewhere (no ``ctypes.pythonapi``) the tuples are left as they are."""
-    if platform.python_implementation() != "CPython" or not hasattr(ctypes, "pythonapi"):
-        return _no_untrack
-    untrack = ctypes.pythonapi.PyObject_GC_UnTrack
-    untrack.argtypes, untrack.restype = [ctypes.py_object], None
-
-    def untracked(ids: Tuple[int, ...]) -> Tuple[int, ...]:
-        untrack(ids)
-        return ids
-
-    return untracked
-
-
-# Only for tuples whose items are all ints (built from the poll's or a result's uint32
-# arrays, or concatenations of such tuples): nothing else may leave the collector's view.
-_untracked_ids = _untracker()
 
 
 # Contexts a collection's _RecentIds keeps (each with its generated ids): a tree has at most
@@ -272,7 +246,7 @@ class _RecentIds:
         hit = self._entries.get(self._key(buf))
         if hit is not None and hit[1] == buf:
             return hit[0]
-        return _untracked_ids(tuple(buf.tolist()))
+        return _lib.untracked_ids(tuple(buf.tolist()))
 
     def add(self, prefix: Tuple[int, ...], prefix_buf: Optional["array.array[int]"], generated_buf: "array.array[int]") -> None:
         """Record a served request: its prefix (a tuple of ints, as polled) and prefix_buf
@@ -281,11 +255,11 @@ class _RecentIds:
             return
         # From the array, not the policy's result: exact ints, whatever int-like values
         # (numpy's, bools) the policy returned, as ids built from the poll's buffer are.
-        generated = _untracked_ids(tuple(generated_buf.tolist()))
+        generated = _lib.untracked_ids(tuple(generated_buf.tolist()))
         self.keep(generated, generated_buf)
         # prefix holds only ints too: the polled tuple (the Policy contract hands it on
         # unchanged; a Completion that mutates it cannot, it is a tuple).
-        self.keep(_untracked_ids(prefix + generated), generated_buf if prefix_buf is None else prefix_buf + generated_buf)
+        self.keep(_lib.untracked_ids(prefix + generated), generated_buf if prefix_buf is None else prefix_buf + generated_buf)
 
     def keep(self, ids: Tuple[int, ...], buf: "array.array[int]") -> None:
         """Keep the tuple ids, whose values buf holds (the root prompt, or what add keeps)."""
@@ -585,7 +559,7 @@ class Collector:
             except (OverflowError, TypeError):
                 pass
             else:
-                remote.recent.keep(_untracked_ids(tuple(root.tolist())), root)
+                remote.recent.keep(_lib.untracked_ids(tuple(root.tolist())), root)
         sampling = agent.sampling or agent.policy.default_params or SamplingParams()
         sampling_json = json.loads(params_json(sampling))
         sampling_json.setdefault("logprobs", 0)

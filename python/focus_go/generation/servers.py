@@ -51,11 +51,14 @@ def call_result(name: str, prefix: Sequence[TokenId], *args: Any) -> GenerateRes
 def result_from_json(
     data: Mapping[str, Any], tokens: Sequence[TokenId], logprobs: List[float], prefix: Sequence[TokenId]
 ) -> GenerateResult:
+    """The GenerateResult of a Go call's result: tokens are the ids its uint32 array held
+    (plain ints: the tuple is taken out of the cycle collector, see _lib.untracked_ids)."""
+
     def keyed(maps):
         return None if maps is None else [None if m is None else {str(k): v for k, v in m.items()} for m in maps]
 
     return GenerateResult(
-        tokens=tuple(tokens),
+        tokens=_lib.untracked_ids(tuple(tokens)),  # ints from the library's uint32 array
         prefix_tokens=tuple(prefix),
         text=data.get("text", ""),
         stop_reason=data.get("stop_reason", "stop"),
