@@ -206,8 +206,6 @@ class _Remote:
         return {"values": values}
 
 
-
-
 # Contexts a collection's _RecentIds keeps (each with its generated ids): a tree has at most
 # 16 rollouts in flight, and a rollout's next request comes right after its env step. In
 # the benchmark's trees 95% of prefixes and actions are found with 32 (88% with 16), for
