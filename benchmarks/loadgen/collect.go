@@ -6,6 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime"
+	"runtime/pprof"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -45,9 +47,13 @@ func collectTrees(args []string) error {
 	seconds := fs.Float64("d", 3, "measured window in seconds")
 	warmup := fs.Float64("warmup", 1.5, "seconds before the measured window opens")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile here")
+	memprofile := fs.String("memprofile", "", "write an allocation profile (every allocation sampled per 4 KB) here at the end")
 	record := fs.String("record", "", "write the first -max-record requests here (for load -replay)")
 	maxRecord := fs.Int("max-record", 4000, "requests to record")
 	fs.Parse(args[1:])
+	if *memprofile != "" {
+		runtime.MemProfileRate = 4096
+	}
 	data, err := os.ReadFile(*problemsFile)
 	if err != nil {
 		return err
@@ -154,6 +160,11 @@ func collectTrees(args []string) error {
 		"seconds": window, "sps": credited / window, "cpu_us_per_segment": (cpuEnd - cpuStart).Seconds() / max(credited, 1) * 1e6,
 		"failures": failures.Load(), "first_error": firstErr.Load()})
 	fmt.Println(string(out))
+	if *memprofile != "" {
+		if err := writeAllocProfile(*memprofile); err != nil {
+			return err
+		}
+	}
 	if *record != "" {
 		data, err := json.Marshal(rec.requests)
 		if err != nil {
@@ -253,4 +264,14 @@ func minTime(a, b time.Time) time.Time {
 		return a
 	}
 	return b
+}
+
+// writeAllocProfile writes the allocations sampled since the start (pprof's "allocs").
+func writeAllocProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return pprof.Lookup("allocs").WriteTo(f, 0)
 }
