@@ -3,6 +3,7 @@ package collect
 import (
 	"context"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -12,12 +13,18 @@ import (
 	"github.com/focus-go/focus-go/core/search"
 )
 
-// keepingEnv is nopEnv that keeps every token chunk it is given, as MathEnv does.
-type keepingEnv struct{ kept *[][]uint32 }
+// keepingEnv is nopEnv that keeps every token chunk it is given, as MathEnv does (one
+// list for all forks, which the engine steps from several goroutines).
+type keepingEnv struct {
+	mu   *sync.Mutex
+	kept *[][]uint32
+}
 
 func (e keepingEnv) Reset(context.Context) (Observation, error) { return Observation{}, nil }
 func (e keepingEnv) Step(_ context.Context, a action.Action) (Step, error) {
+	e.mu.Lock()
 	*e.kept = append(*e.kept, a.Chunk.Tokens)
+	e.mu.Unlock()
 	if a.Chunk.Finished {
 		return Step{Reward: 1, Done: true}, nil
 	}
@@ -34,7 +41,7 @@ func TestResultArraysAreSharedAndNeverWritten(t *testing.T) {
 	pol := newBenchPolicy(promptLen)
 	wantTokens, wantLogprobs := slices.Clone(pol.more.Tokens), slices.Clone(pol.more.Logprobs)
 	var kept [][]uint32
-	res, err := Collect(context.Background(), baseConfig(search.Selective(4, 2)), pol, keepingEnv{kept: &kept}, ConstantCritic{Value: 0.5})
+	res, err := Collect(context.Background(), baseConfig(search.Selective(4, 2)), pol, keepingEnv{mu: &sync.Mutex{}, kept: &kept}, ConstantCritic{Value: 0.5})
 	require.NoError(t, err)
 	require.Greater(t, res.Len(), 4)
 	shared := func(a, b []uint32) bool { return len(a) > 0 && len(b) > 0 && &a[0] == &b[0] }
