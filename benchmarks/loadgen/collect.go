@@ -6,6 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime"
+	"runtime/pprof"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,7 +30,8 @@ type benchProblem struct {
 
 // collectTrees runs -trees concurrent Selective(32, 16) collections with Segments(256), a
 // native MathEnv and a constant critic against URL, the engine's all-Go path without
-// Python, and prints the steady-state {"sps", "cpu_us_per_segment"} over a -d second
+// Python, and prints the steady-state {"sps", "cpu_us_per_segment", "alloc_bytes_per_segment",
+// "allocs_per_segment", "gc_cycles"} over a -d second
 // window opening -warmup seconds in, with {"trees", "segments", "credited_segments"}.
 // The score is value_refinement, the rule of the plain-Python reference collector and of
 // checkouts before 2026-12-02, so every collector of the comparison builds trees the
@@ -45,9 +48,13 @@ func collectTrees(args []string) error {
 	seconds := fs.Float64("d", 3, "measured window in seconds")
 	warmup := fs.Float64("warmup", 1.5, "seconds before the measured window opens")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile here")
+	memprofile := fs.String("memprofile", "", "write an allocation profile (every allocation sampled per 4 KB) here at the end")
 	record := fs.String("record", "", "write the first -max-record requests here (for load -replay)")
 	maxRecord := fs.Int("max-record", 4000, "requests to record")
 	fs.Parse(args[1:])
+	if *memprofile != "" {
+		runtime.MemProfileRate = 4096
+	}
 	data, err := os.ReadFile(*problemsFile)
 	if err != nil {
 		return err
@@ -86,14 +93,17 @@ func collectTrees(args []string) error {
 	winStart := begin.Add(time.Duration(*warmup * float64(time.Second)))
 	winEnd := winStart.Add(time.Duration(*seconds * float64(time.Second)))
 	var cpuStart, cpuEnd time.Duration
+	var mem0, mem1 runtime.MemStats
 	var sampled sync.WaitGroup
 	sampled.Add(1)
 	go func() {
 		defer sampled.Done()
 		time.Sleep(time.Until(winStart))
 		cpuStart = processCPU()
+		runtime.ReadMemStats(&mem0)
 		time.Sleep(time.Until(winEnd))
 		cpuEnd = processCPU()
+		runtime.ReadMemStats(&mem1)
 	}()
 	type span struct {
 		began, ended time.Time
@@ -152,8 +162,17 @@ func collectTrees(args []string) error {
 	window := winEnd.Sub(winStart).Seconds()
 	out, _ := json.Marshal(map[string]any{"trees": len(spans), "segments": segments, "credited_segments": credited,
 		"seconds": window, "sps": credited / window, "cpu_us_per_segment": (cpuEnd - cpuStart).Seconds() / max(credited, 1) * 1e6,
-		"failures": failures.Load(), "first_error": firstErr.Load()})
+		"failures": failures.Load(), "first_error": firstErr.Load(),
+		// The process's allocation over the window, per credited segment, and its GC cycles.
+		"alloc_bytes_per_segment": float64(mem1.TotalAlloc-mem0.TotalAlloc) / max(credited, 1),
+		"allocs_per_segment":      float64(mem1.Mallocs-mem0.Mallocs) / max(credited, 1),
+		"gc_cycles":               mem1.NumGC - mem0.NumGC})
 	fmt.Println(string(out))
+	if *memprofile != "" {
+		if err := writeAllocProfile(*memprofile); err != nil {
+			return err
+		}
+	}
 	if *record != "" {
 		data, err := json.Marshal(rec.requests)
 		if err != nil {
@@ -253,4 +272,14 @@ func minTime(a, b time.Time) time.Time {
 		return a
 	}
 	return b
+}
+
+// writeAllocProfile writes the allocations sampled since the start (pprof's "allocs").
+func writeAllocProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return pprof.Lookup("allocs").WriteTo(f, 0)
 }

@@ -52,7 +52,9 @@ type Result struct {
 }
 
 // TokenChunk is one exact-token segment: the generated ids and whether the model finished
-// its response (false: generation can continue from this prefix).
+// its response (false: generation can continue from this prefix). Tokens are read-only:
+// the engine's chunks share them with the policy's result and the tree's edge (see
+// collect.Env), so whoever receives a chunk may keep the slice but must not write to it.
 type TokenChunk struct {
 	Tokens   []uint32
 	Finished bool
@@ -95,7 +97,9 @@ var ErrAborted error = &status.Error{Code: status.Backend, Msg: "parse: finish r
 
 // ParseTokenChunk reads an exact-token segment: a "stop" finish is a finished chunk, a
 // "length" finish an unfinished one (the search may branch there); any other finish reason
-// is a status.Backend error, because the segment's tokens are not a clean cut.
+// is a status.Backend error, because the segment's tokens are not a clean cut. The chunk's
+// Tokens are r.Tokens themselves, not a copy (capacity capped at the length, so an append
+// to them copies); TokenChunk's read-only rule applies to both.
 func ParseTokenChunk(r Result) (TokenChunk, error) {
 	var finished bool
 	switch r.StopReason {
@@ -108,7 +112,7 @@ func ParseTokenChunk(r Result) (TokenChunk, error) {
 	default:
 		return TokenChunk{}, status.Errorf(status.Backend, "parse: finish reason %q cannot end a token chunk, expected \"stop\" or \"length\"", r.StopReason)
 	}
-	return TokenChunk{Tokens: append([]uint32(nil), r.Tokens...), Finished: finished}, nil
+	return TokenChunk{Tokens: r.Tokens[:len(r.Tokens):len(r.Tokens)], Finished: finished}, nil
 }
 
 // ParseText is the completion text with surrounding whitespace removed.

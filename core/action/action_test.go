@@ -23,7 +23,7 @@ func TestParseTokenChunk(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.reason, func(t *testing.T) {
-			tokens := []uint32{10, 20}
+			tokens := append(make([]uint32, 0, 4), 10, 20)
 			chunk, err := ParseTokenChunk(Result{Tokens: tokens, StopReason: tt.reason})
 			if tt.errPart != "" {
 				assert.ErrorContains(t, err, tt.errPart)
@@ -33,8 +33,12 @@ func TestParseTokenChunk(t *testing.T) {
 			}
 			require.NoError(t, err)
 			assert.Equal(t, TokenChunk{Tokens: []uint32{10, 20}, Finished: tt.finished}, chunk)
-			tokens[0] = 99
-			assert.Equal(t, uint32(10), chunk.Tokens[0], "the chunk owns its tokens")
+			// The chunk is the result's tokens (read-only for both), capped at their length:
+			// an append to the chunk copies and leaves the result's spare capacity alone.
+			assert.True(t, &tokens[0] == &chunk.Tokens[0], "the chunk shares the result's tokens")
+			assert.Equal(t, 2, cap(chunk.Tokens))
+			_ = append(chunk.Tokens, 30)
+			assert.Equal(t, []uint32{10, 20, 0}, tokens[:3])
 		})
 	}
 }

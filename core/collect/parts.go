@@ -13,6 +13,15 @@ import (
 // served through core/bridge. Generate must return promptly once ctx ends.
 // The engine checks every Result against its request (at most max_tokens
 // tokens, one finite logprob per token) and never trusts the policy to.
+//
+// Ownership: req.Tokens is the engine's and valid only during the call (a
+// policy that keeps the prefix copies it). A returned Result's Tokens and
+// Logprobs are read-only from then on, for the policy and the engine alike:
+// the engine does not copy them but makes them the Env's action chunk and the
+// tree's edge, so a policy must not write to or reuse those arrays after
+// Generate returns (a pooled buffer handed out twice would change trees
+// already collected). The engine never writes to them either, so a policy may
+// return the same arrays more than once (a cache, a replay).
 type Policy interface {
 	Generate(ctx context.Context, req generate.Request) (*generate.Result, error)
 }
@@ -55,6 +64,10 @@ type Step struct {
 // implementation must make Fork an independent copy. The engine never calls
 // one Env from two goroutines at once, and it Closes every fork it made
 // exactly once (the root env stays the caller's).
+//
+// Ownership: an action's TokenChunk.Tokens are the policy's result itself,
+// shared with the tree's edge. Step may keep the slice (MathEnv keeps every
+// chunk, and its forks share them) but must not write to it.
 type Env interface {
 	Reset(ctx context.Context) (Observation, error)
 	Step(ctx context.Context, act action.Action) (Step, error)

@@ -281,6 +281,7 @@ func (e *engine) readReply(res *generate.Result) (act action.Action, text string
 			return act, "", stepFailed("policy", err)
 		}
 	} else {
+		// The chunk shares res.Tokens (Policy's and Env's ownership rule).
 		chunk, err := action.ParseTokenChunk(action.Result{Tokens: res.Tokens, Text: res.Text, StopReason: res.StopReason})
 		if err != nil {
 			return act, "", stepFailed("policy", err)
@@ -338,22 +339,34 @@ func (e *engine) stepEnv(ctx context.Context, env Env, act action.Action, wantSn
 }
 
 // edgeSpan is the new edge: the generated tokens (trainable, with their logprobs, unless
-// the response is inexact) followed by the observation's conditioning tokens.
+// the response is inexact) followed by the observation's conditioning tokens. Without
+// observation tokens the edge is the result's own Tokens (and Logprobs, when exact), as
+// Policy's ownership rule allows: no copy, capacity capped at the length so that nothing
+// appended to the edge can write into the result's arrays.
 func edgeSpan(res *generate.Result, obsTokens []uint32) (span tree.PackedSequence, inexact string) {
 	n := len(res.Tokens)
-	span = tree.PackedSequence{
-		Tokens:    make([]uint32, n+len(obsTokens)),
-		Trainable: make([]bool, n+len(obsTokens)),
-		Logprobs:  make([]float64, n+len(obsTokens)),
-	}
-	copy(span.Tokens, res.Tokens)
-	copy(span.Tokens[n:], obsTokens)
 	inexact = inexactReason(res)
+	span.Trainable = make([]bool, n+len(obsTokens))
 	if inexact == "" {
-		copy(span.Logprobs, res.Logprobs)
 		for i := range n {
 			span.Trainable[i] = true
 		}
+	}
+	if len(obsTokens) == 0 && n > 0 {
+		span.Tokens = res.Tokens[:n:n]
+		if inexact == "" {
+			span.Logprobs = res.Logprobs[:n:n]
+		} else {
+			span.Logprobs = make([]float64, n)
+		}
+		return span, inexact
+	}
+	span.Tokens = make([]uint32, n+len(obsTokens))
+	span.Logprobs = make([]float64, n+len(obsTokens))
+	copy(span.Tokens, res.Tokens)
+	copy(span.Tokens[n:], obsTokens)
+	if inexact == "" {
+		copy(span.Logprobs, res.Logprobs)
 	}
 	return span, inexact
 }

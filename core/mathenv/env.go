@@ -3,7 +3,6 @@ package mathenv
 import (
 	"context"
 	"encoding/json"
-	"slices"
 
 	"github.com/focus-go/focus-go/core/action"
 	"github.com/focus-go/focus-go/core/collect"
@@ -101,7 +100,8 @@ func gradeEpisode(text, label string, key *answerKey) Graded {
 	return g
 }
 
-// Step appends a token chunk. An unfinished chunk gives reward 0 and the
+// Step appends a token chunk, keeping its Tokens slice (read-only, as collect.Env allows;
+// Step never writes to it). An unfinished chunk gives reward 0 and the
 // episode goes on; a finished one is graded: the decoded response's last
 // \boxed{} answer against the label, reward Correct or Wrong, done.
 func (e *Env) Step(ctx context.Context, act action.Action) (collect.Step, error) {
@@ -116,7 +116,8 @@ func (e *Env) Step(ctx context.Context, act action.Action) (collect.Step, error)
 		if e.last != nil {
 			n += e.last.n
 		}
-		e.last = &stepChunk{tokens: slices.Clone(act.Chunk.Tokens), prev: e.last, n: n}
+		// Kept as it is: a chunk's tokens are read-only (collect.Env's ownership rule).
+		e.last = &stepChunk{tokens: act.Chunk.Tokens, prev: e.last, n: n}
 	}
 	if !act.Chunk.Finished {
 		return collect.Step{}, nil
