@@ -20,6 +20,8 @@ Methods (same rollout budget B per tree):
   each edge by its visitation factor (ActorSample.visitation, docs/signal.md);
 - root-only: Independent(B) + DirectBranchTd; grpo: Independent(B) + GroupBaseline.
 Every collection runs at kappa = 1 (RewardConfig.critic_weight; --kappa changes it).
+--extra-kappas adds every method but GRPO again at other kappas, named "<method>@k<kappa>",
+on the same seeds, so a kappa-0 method is paired with the kappa-1 ones in one run.
 
 A tree's gradient estimate is (1/R) sum_edges c * A * grad log pi(a|s) with R its completed
 rollouts and c = 1 (or the visitation factor). Metrics:
@@ -140,11 +142,15 @@ class Method:
     score: str = ""
     estimator: str = "DirectBranchTd"
     weighted: bool = False
+    kappa: Optional[float] = None  # its own critic_weight ("@k<kappa>" methods); None: the run's --kappa
 
     @property
-    def tree_key(self) -> Tuple[str, str, str]:
+    def tree_key(self) -> Tuple[str, str, str, str]:
         """Methods with the same key share their trees (weights are applied afterwards)."""
-        return (self.search, self.score, self.estimator)
+        return (self.search, self.score, self.estimator, "" if self.kappa is None else repr(self.kappa))
+
+    def kappa_or(self, run_kappa: float) -> float:
+        return run_kappa if self.kappa is None else self.kappa
 
 
 SCORES = ["value_refinement", "gradient_variance", "shallow_first", "critic_adaptive", "posterior_variance", "uniform"]
@@ -164,13 +170,20 @@ def label(name: str) -> str:
     return f"{name} (the default)" if name == library_default() else name
 
 
-def all_methods(scores: Sequence[str]) -> List[Method]:
-    out = []
+def all_methods(scores: Sequence[str], extra_kappas: Sequence[float] = ()) -> List[Method]:
+    """Every score with and without weights, root-only and GRPO, at the run's kappa; then,
+    for each of extra_kappas, the same methods at that kappa, named "<name>@k<kappa>"
+    (GRPO's GroupBaseline does not read kappa: no variant)."""
+    base = []
     for s in scores:
-        out.append(Method(f"selective:{s}", "selective", s))
-        out.append(Method(f"selective:{s}+w", "selective", s, weighted=True))
-    out.append(Method("root-only", "independent"))
-    out.append(Method("grpo", "independent", estimator="GroupBaseline"))
+        base.append(Method(f"selective:{s}", "selective", s))
+        base.append(Method(f"selective:{s}+w", "selective", s, weighted=True))
+    base.append(Method("root-only", "independent"))
+    base.append(Method("grpo", "independent", estimator="GroupBaseline"))
+    out = list(base)
+    for kappa in extra_kappas:
+        out.extend(Method(f"{m.name}@k{kappa:g}", m.search, m.score, m.estimator, m.weighted, float(kappa))
+                   for m in base if m.estimator != "GroupBaseline")
     return out
 
 
@@ -339,7 +352,7 @@ async def gradient_cells(h: Harness, args, methods: List[Method], taus: List[Opt
             for key in keys:
                 m = next(m for m in methods if m.tree_key == key)
                 for p in problems:
-                    jobs.append((seed, key, p, collect_tree(h, p, m, args.budget, seed, tau, seed, args.kappa)))
+                    jobs.append((seed, key, p, collect_tree(h, p, m, args.budget, seed, tau, seed, m.kappa_or(args.kappa))))
         results = await gather_limited([j[3] for j in jobs], args.concurrency)
         trees: Dict = {}
         for (seed, key, p, _), res in zip(jobs, results):
@@ -398,7 +411,7 @@ async def learning_run(h: Harness, args, method: Method, tau: Optional[float], l
     for step in range(args.steps):
         batch = [problems[(step * per_step + i) % len(problems)] for i in range(per_step)]
         trees = await asyncio.gather(*(
-            collect_tree(h, p, method, args.budget, _u64("learn", seed, step, p.index) % (1 << 62), tau, seed, args.kappa)
+            collect_tree(h, p, method, args.budget, _u64("learn", seed, step, p.index) % (1 << 62), tau, seed, method.kappa_or(args.kappa))
             for p in batch))
         grads = [tree_gradient(p, t, method.weighted) for p, t in zip(batch, trees)]
         for p, g, t in zip(batch, grads, trees):
@@ -445,7 +458,8 @@ def fmt_pm(m: float, se: float) -> str:
 
 
 def report(args, methods: List[Method], grad: Dict, learn: Dict, default: str) -> List[str]:
-    lines = [f"Bandit trees: D={args.depth}, K={args.k}, weight scale {args.scale}, B={args.budget} rollouts per tree, kappa {getattr(args, 'kappa', 1.0):g}, "
+    lines = [f"Bandit trees: D={args.depth}, K={args.k}, weight scale {args.scale}, B={args.budget} rollouts per tree, kappa {getattr(args, 'kappa', 1.0):g}"
+             + (" ('@k' methods: their own kappa)" if parse_kappas(getattr(args, "extra_kappas", "")) else "") + ", "
              f"{args.problems} problems x {args.seeds} seeds per gradient cell; learning: {args.learn_problems} problems, "
              f"{args.per_step} per step, {args.steps} steps, {args.seeds} paired seeds. '*' = paired difference > 2 s.e.", ""]
     lines.append("Gradient error (relative, best global step size; lower is better) and advantage MSE, mean over seeds:")
@@ -462,7 +476,11 @@ def report(args, methods: List[Method], grad: Dict, learn: Dict, default: str) -
     lines.append("")
     lines.append("| baseline | " + " | ".join(f"tau={t}" for t in grad) + " |")
     lines.append("|---|" + "---|" * len(grad))
-    for base in ("root-only", "grpo", "selective:gradient_variance+w", "selective:value_refinement"):
+    # The fixed baselines, the library's default, and every kappa variant of root-only and
+    # of the library's default (--extra-kappas).
+    bases = ["root-only", "grpo", "selective:gradient_variance+w", "selective:value_refinement", library_default()]
+    bases += [m.name for m in methods if m.kappa is not None and m.name.split("@")[0] in ("root-only", library_default())]
+    for base in dict.fromkeys(bases):
         if base == default or base not in next(iter(grad.values())):
             continue
         lines.append(f"| {label(base)} | " + " | ".join(fmt_pm(*paired(grad[t][default]["grad_err"], grad[t][base]["grad_err"])) for t in grad) + " |")
@@ -533,6 +551,10 @@ def plot(path: Path, grad: Dict, learn: Dict, methods: List[Method]) -> Optional
     return None
 
 
+def parse_kappas(text: str) -> List[float]:
+    return [float(x) for x in str(text or "").split(",") if x]
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="a smoke test: tiny sizes, no plot")
@@ -556,6 +578,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                     help="the candidate the paired differences compare against the others (default: the library's "
                          "defaults, marked '(the default)' in the tables)")
     ap.add_argument("--kappa", type=float, default=1.0, help="RewardConfig.critic_weight (kappa) of every collection; the search selects with max(kappa, 1)")
+    ap.add_argument("--extra-kappas", default="", help="comma-separated kappas: every method but GRPO also runs at each, "
+                    "named '<method>@k<kappa>', on the same seeds (paired with the --kappa methods)")
     ap.add_argument("--concurrency", type=int, default=64)
     ap.add_argument("--out", default=str(RESULTS / "signal"))
     ap.add_argument("--replot", metavar="JSON", help="rewrite signal.md and signal.png from an earlier run's signal.json")
@@ -565,7 +589,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         for k, v in saved["args"].items():
             if k not in ("replot", "out"):
                 setattr(args, k, v)
-        methods = all_methods([s for s in args.scores.split(",") if s])
+        methods = all_methods([s for s in args.scores.split(",") if s], parse_kappas(args.extra_kappas))
         learn_methods = [m for m in methods if m.name in args.learn_methods.split(",")]
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
@@ -583,7 +607,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     taus = [parse_tau(t) for t in args.taus.split(",") if t]
     learn_taus = [parse_tau(t) for t in args.learn_taus.split(",") if t]
     args.lrs = [float(x) for x in str(args.lrs).split(",") if x] if isinstance(args.lrs, str) else args.lrs
-    methods = all_methods([s for s in args.scores.split(",") if s])
+    methods = all_methods([s for s in args.scores.split(",") if s], parse_kappas(args.extra_kappas))
     learn_methods = [m for m in methods if m.name in args.learn_methods.split(",")]
     if 2 * args.k > len(ACTION_CHARS):
         ap.error(f"--k {args.k}: at most {len(ACTION_CHARS) // 2} actions (each has a win and a loss token)")

@@ -51,3 +51,26 @@ def test_quick_run_writes_its_table(bench, tmp_path):
     assert bench.library_default() == "selective:critic_adaptive+w"
     assert "| selective:critic_adaptive+w (the default) |" in text
     assert "Learning:" in text
+
+
+def test_method_kappa_variants_are_paired_in_one_run(bench, tmp_path):
+    """--extra-kappas adds '@k<kappa>' variants that collect at their own critic_weight
+    (their own trees), next to the run's --kappa methods, on the same seeds; GRPO ignores
+    kappa and gets no variant. The candidate can be one of them."""
+    methods = bench.all_methods(["critic_adaptive"], extra_kappas=[0.0])
+    by_name = {m.name: m for m in methods}
+    assert set(by_name) == {"selective:critic_adaptive", "selective:critic_adaptive+w", "root-only", "grpo",
+                            "selective:critic_adaptive@k0", "selective:critic_adaptive+w@k0", "root-only@k0"}
+    assert by_name["root-only@k0"].kappa == 0.0 and by_name["root-only"].kappa is None
+    assert by_name["root-only@k0"].tree_key != by_name["root-only"].tree_key
+    # Weighted and unweighted variants of one kappa still share their trees.
+    assert by_name["selective:critic_adaptive+w@k0"].tree_key == by_name["selective:critic_adaptive@k0"].tree_key
+    assert bench.main(["--quick", "--out", str(tmp_path), "--scores", "critic_adaptive", "--extra-kappas", "0",
+                       "--default", "selective:critic_adaptive+w@k0",
+                       "--learn-methods", "selective:critic_adaptive+w@k0,selective:critic_adaptive+w,root-only,grpo"]) == 0
+    text = (tmp_path / "signal.md").read_text()
+    assert "| selective:critic_adaptive+w@k0 |" in text and "| root-only@k0 |" in text
+    # The paired differences of the kappa-0 candidate include the kappa-1 default and root-only.
+    diffs = text.split("Paired gradient-error difference")[1].split("Learning:")[0]
+    assert "| selective:critic_adaptive+w (the default) |" in diffs and "| root-only |" in diffs and "| root-only@k0 |" in diffs
+    assert "| 0.2/lr16 | selective:critic_adaptive+w (the default) |" in text
