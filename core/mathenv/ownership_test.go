@@ -16,13 +16,11 @@ import (
 // share them stay independent.
 func TestStepKeepsTheChunkWithoutCopyingOrWritingIt(t *testing.T) {
 	ctx := context.Background()
-	first := []uint32{}
-	for _, b := range []byte("The answer is ") {
-		first = append(first, uint32(b))
-	}
+	act := chunk("The answer is ", false)
+	first := act.Chunk.Tokens
 	want := slices.Clone(first)
 	e := New(`\boxed{5}`, byteDecode)
-	_, err := e.Step(ctx, action.Action{Kind: action.KindTokens, Chunk: &action.TokenChunk{Tokens: first}})
+	_, err := e.Step(ctx, act)
 	require.NoError(t, err)
 	assert.True(t, &e.last.tokens[0] == &first[0], "the chunk is kept, not copied")
 
@@ -30,22 +28,16 @@ func TestStepKeepsTheChunkWithoutCopyingOrWritingIt(t *testing.T) {
 	require.NoError(t, err)
 	b, err := e.Fork(ctx)
 	require.NoError(t, err)
-	right, wrong := []uint32{}, []uint32{}
-	for _, c := range []byte(`\boxed{5}`) {
-		right = append(right, uint32(c))
-	}
-	for _, c := range []byte(`\boxed{6}`) {
-		wrong = append(wrong, uint32(c))
-	}
-	sa, err := a.Step(ctx, action.Action{Kind: action.KindTokens, Chunk: &action.TokenChunk{Tokens: right, Finished: true}})
+	right, wrong := chunk(`\boxed{5}`, true), chunk(`\boxed{6}`, true)
+	sa, err := a.Step(ctx, right)
 	require.NoError(t, err)
-	sb, err := b.Step(ctx, action.Action{Kind: action.KindTokens, Chunk: &action.TokenChunk{Tokens: wrong, Finished: true}})
+	sb, err := b.Step(ctx, wrong)
 	require.NoError(t, err)
 	assert.Equal(t, Correct, sa.Reward)
 	assert.Equal(t, Wrong, sb.Reward)
 	assert.Equal(t, want, first, "Step never writes to a chunk it was given")
-	assert.Equal(t, append(slices.Clone(want), right...), a.(*Env).Tokens())
-	assert.Equal(t, append(slices.Clone(want), wrong...), b.(*Env).Tokens())
+	assert.Equal(t, append(slices.Clone(want), right.Chunk.Tokens...), a.(*Env).Tokens())
+	assert.Equal(t, append(slices.Clone(want), wrong.Chunk.Tokens...), b.(*Env).Tokens())
 	assert.Len(t, e.Tokens(), len(want), "the forks' steps leave the original as it was")
 }
 
