@@ -440,3 +440,46 @@ def test_view_and_ids_arg():
 def test_grade_text_matches_the_json_request(text, label):
     data = json.dumps({"text": text, "label": label}).encode()
     assert _grade(text, label) == json.loads(_lib.call_string("focus_math_grade", data, len(data)))
+
+
+def test_a_poll_takes_every_request_queued_by_the_time_it_is_served(server, policy, monkeypatch):
+    # A poll completes as soon as one request is queued, and the serving task runs a loop
+    # turn (or, on a busy loop, much) later; the requests queued meanwhile (the rest of a
+    # burst: one answer call wakes several rollouts) are taken in the same batch instead
+    # of a poll round trip each.
+    from focus_go import _async, collector as collector_mod
+
+    problem = server.problems()[4]
+    real_call, real_poll, batches = _async.call, collector_mod._poll, []
+
+    async def busy_loop_call(name, *args, **kwargs):
+        result = await real_call(name, *args, **kwargs)
+        if name == "focus_collection_poll":
+            await asyncio.sleep(0.05)
+        return result
+
+    async def recorded(handle, recent):
+        requests = await real_poll(handle, recent)
+        batches.append([r["kind"] for r in requests])
+        return requests
+
+    monkeypatch.setattr(_async, "call", busy_loop_call)
+    monkeypatch.setattr(collector_mod, "_poll", recorded)
+    done: list = []
+    released = asyncio.Event()
+
+    async def complete(tokens, params):
+        # The warmup's four generates are answered together, in one answer call, so their
+        # rollouts' env steps come in one burst.
+        result = await policy.agenerate_tokens(tokens, params)
+        done.append(result)
+        if len(done) == 4:
+            released.set()
+        await released.wait()
+        return result
+
+    custom = Policy(format=policy.format, model="custom", complete=complete, default_params=SAMPLING)
+    agent = Agent(policy=custom, env=RecordingEnv(problem.label, policy.decode, []), context=Segments(48))
+    state = asyncio.run(Collector(agent, critic=Critic.constant(0.5), search=Selective(4, 4, seed=2)).collect(problem))
+    state.close()
+    assert max(b.count("env.step") for b in batches) == 4, batches[:8]

@@ -608,40 +608,63 @@ class Collector:
 _POLL_BATCH = 256
 
 
-async def _poll(handle: Any, recent: _RecentIds) -> List[Dict[str, Any]]:
-    """The queued bridge requests (waiting for at least one). The ids that cross beside the
-    JSON go back into the payloads as tuples (recent ones where equal, see _RecentIds): a
-    policy.generate prefix as "tokens", with its uint32 array as "ids" (see
+def _polled(out: "_lib.Bytes", tokens: ctypes.c_void_p, count: ctypes.c_size_t, recent: _RecentIds) -> List[Dict[str, Any]]:
+    """The requests a focus_collection_poll call wrote (and freed). The ids that cross
+    beside the JSON go back into the payloads as tuples (recent ones where equal, see
+    _RecentIds): a policy.generate prefix as "tokens", with its uint32 array as "ids" (see
     _lib.share_ids); an env.step token action's as the action's "tokens"."""
+    try:
+        requests = json.loads(_lib.take_string(out))
+        if tokens:
+            raw = _lib.view(tokens.value, count.value * 4, "B")
+            for req in requests:
+                span = req.pop("tokens", None)
+                if span is None:
+                    continue
+                if not isinstance(span, list) or len(span) != 2 or not 0 <= span[0] <= span[1] <= count.value:
+                    raise InternalError(f"bridge request {req.get('id')} has token range {span!r} outside the {count.value} polled ids")
+                buf = array.array("I")
+                buf.frombytes(raw[span[0] * 4 : span[1] * 4])  # one copy, no int objects
+                ids = recent.ids(buf)
+                if req["kind"] == "policy.generate":
+                    req["payload"]["tokens"], req["payload"]["ids"] = ids, buf
+                elif req["kind"] == "env.step":
+                    req["payload"]["action"]["tokens"] = ids
+    finally:
+        if tokens:
+            _lib.lib().focus_buffer_free(tokens)
+    for req in requests:
+        if req["kind"] == "policy.generate":
+            req["payload"].setdefault("tokens", ())
+    return requests
+
+
+async def _poll(handle: Any, recent: _RecentIds) -> List[Dict[str, Any]]:
+    """The queued bridge requests (waiting for at least one), then those queued by the time
+    this task runs again (see _poll_now)."""
     out, tokens, count = _lib.Bytes(), ctypes.c_void_p(), ctypes.c_size_t()
+    requests = await _async.call("focus_collection_poll", handle, -1, _POLL_BATCH, slots=(out, tokens, count),
+                                 convert=lambda: _polled(out, tokens, count, recent))
+    if len(requests) < _POLL_BATCH:
+        requests += _poll_now(handle, recent, _POLL_BATCH - len(requests))
+    return requests
 
-    def convert() -> List[Dict[str, Any]]:
-        try:
-            requests = json.loads(_lib.take_string(out))
-            if tokens:
-                raw = _lib.view(tokens.value, count.value * 4, "B")
-                for req in requests:
-                    span = req.pop("tokens", None)
-                    if span is None:
-                        continue
-                    if not isinstance(span, list) or len(span) != 2 or not 0 <= span[0] <= span[1] <= count.value:
-                        raise InternalError(f"bridge request {req.get('id')} has token range {span!r} outside the {count.value} polled ids")
-                    buf = array.array("I")
-                    buf.frombytes(raw[span[0] * 4 : span[1] * 4])  # one copy, no int objects
-                    ids = recent.ids(buf)
-                    if req["kind"] == "policy.generate":
-                        req["payload"]["tokens"], req["payload"]["ids"] = ids, buf
-                    elif req["kind"] == "env.step":
-                        req["payload"]["action"]["tokens"] = ids
-        finally:
-            if tokens:
-                _lib.lib().focus_buffer_free(tokens)
-        for req in requests:
-            if req["kind"] == "policy.generate":
-                req["payload"].setdefault("tokens", ())
-        return requests
 
-    return await _async.call("focus_collection_poll", handle, -1, _POLL_BATCH, slots=(out, tokens, count), convert=convert)
+def _poll_now(handle: Any, recent: _RecentIds, limit: int) -> List[Dict[str, Any]]:
+    """The requests queued now, without waiting (none: []). A poll completes with the
+    requests queued when the first of a burst arrived (the replies of one answer call wake
+    several rollouts, whose next requests follow within microseconds), and this task runs
+    only a loop turn later: taking the rest of the burst here saves a poll's round trip
+    (a wake-up of the loop, a future and a task step) for most of them."""
+    out, tokens, count, err = _lib.Bytes(), ctypes.c_void_p(), ctypes.c_size_t(), _lib.Bytes()
+    code = _lib.held().focus_collection_poll(_lib.c_handle(handle), 0, 0, limit, ctypes.byref(out), ctypes.byref(tokens),
+                                             ctypes.byref(count), ctypes.byref(err))
+    if code == FocusTimeoutError.code:
+        _lib.take_bytes(err)
+        return []
+    if code:
+        raise error_for(code, _lib.take_string(err) or f"focus_collection_poll failed with status {code}")
+    return _polled(out, tokens, count, recent)
 
 
 class _Run:
