@@ -41,8 +41,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import itertools
 import json
 import os
+import random
 import re
 import subprocess
 import sys
@@ -280,6 +282,39 @@ def python_client(sim: SimProcess, replay: Path, seconds: float) -> dict:
     return asyncio.run(_python_client(sim.url, json.loads(replay.read_text()), seconds))
 
 
+async def _policy_calls(sim: SimProcess, requests: list, seconds: float) -> dict:
+    """The Go SGLang policy called from Python (agenerate_tokens, what the 2b benchmark's
+    Completion forwards to) on the replayed requests, CONCURRENCY calls in flight."""
+    from focus_go.backends import SamplingParams
+
+    policy = _policy(sim)
+    calls = [(tuple(r["tokens"]), SamplingParams(max_tokens=r["max_tokens"], temperature=1.0, seed=r["seed"])) for r in requests]
+    done = 0
+    deadline = time.perf_counter() + seconds
+    cpu0 = time.process_time()
+
+    async def worker(w: int) -> None:
+        nonlocal done
+        i = w * len(calls) // CONCURRENCY
+        while time.perf_counter() < deadline:
+            prefix, params = calls[i % len(calls)]
+            result = await policy.agenerate_tokens(prefix, params)
+            assert len(result.tokens) <= params.max_tokens
+            done += 1
+            i += 1
+
+    t0 = time.perf_counter()
+    await asyncio.gather(*(worker(w) for w in range(CONCURRENCY)))
+    elapsed = time.perf_counter() - t0
+    cpu = time.process_time() - cpu0
+    policy.close()
+    return {"requests": done, "seconds": elapsed, "rps": done / elapsed, "cpu_us_per_request": cpu / max(done, 1) * 1e6}
+
+
+def policy_calls(sim: SimProcess, replay: Path, seconds: float) -> dict:
+    return asyncio.run(_policy_calls(sim, json.loads(replay.read_text()), seconds))
+
+
 def _policy(sim: SimProcess):
     from focus_go.backends import SamplingParams, SGLangPolicy
 
@@ -306,11 +341,16 @@ def _critical_path(view, first_token: float, per_token: float) -> float:
 TREES = 32
 
 
-async def _collect_trees(sim: SimProcess, seconds: float, bridged: bool, parallel: int = TREES) -> dict:
+async def _collect_trees(sim: SimProcess, seconds: float, bridged: bool, parallel: int = TREES, floor: bool = False) -> dict:
+    """Trees collected for `seconds` (steady-state window): the all-Go path (2a), a Python
+    Completion forwarding to the Go policy with a Python MathEnv (2b, bridged), or with
+    floor, the bridge's own cost: a Completion that answers at once with ready-made ids (no
+    server) and an Env whose step and fork do nothing."""
     from focus_go import Agent, Collector, Critic, Env, MathEnv, Segments, Selective, Step
     from focus_go.backends import Policy
     from focus_go.env import grade_math
     from focus_go.integrations import Problem
+    from focus_go.types import GenerateResult
 
     go_policy = _policy(sim)
 
@@ -334,14 +374,45 @@ async def _collect_trees(sim: SimProcess, seconds: float, bridged: bool, paralle
     async def complete(tokens, params):
         return await go_policy.agenerate_tokens(tokens, params)
 
-    policy = Policy(format=go_policy.format, complete=complete, default_params=go_policy.default_params) if bridged else go_policy
+    class NullEnv(Env):
+        action = "tokens"
+
+        def step(self, action):
+            return Step(reward=0.0, done=True) if action.finished else Step()
+
+        def fork(self):
+            return NullEnv()
+
+    # The floor's responses: 256 ids drawn from the prompts' (so inside the vocabulary),
+    # ending the response with probability 0.3, about the simulated server's segments per
+    # tree; fixed lists, so answering costs the Completion nothing.
+    rng = random.Random(0)
+    vocabulary = sorted({t for p in _problem_ids(sim) for t in p})
+    canned = [(tuple(rng.choices(vocabulary, k=256)), rng.random() < 0.3) for _ in range(97)]
+    answered = itertools.count()
+
+    async def floor_complete(tokens, params):
+        ids, stop = canned[next(answered) % len(canned)]
+        return GenerateResult(tokens=ids, stop_reason="stop" if stop else "length", logprobs=[-0.5] * len(ids))
+
+    if floor:
+        policy = Policy(format=go_policy.format, complete=floor_complete, default_params=go_policy.default_params)
+    elif bridged:
+        policy = Policy(format=go_policy.format, complete=complete, default_params=go_policy.default_params)
+    else:
+        policy = go_policy
     problems = [Problem(p["prompt"], p["label"], id=p["id"]) for p in sim.problems]
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from reference.window import Window, run_workers
 
     async def one_tree(i: int) -> int:
         problem = problems[i % len(problems)]
-        env = PyMathEnv(problem.label, policy.decode) if bridged else MathEnv(problem.label, policy.decode)
+        if floor:
+            env = NullEnv()
+        elif bridged:
+            env = PyMathEnv(problem.label, policy.decode)
+        else:
+            env = MathEnv(problem.label, policy.decode)
         agent = Agent(policy=policy, env=env, system_prompt="Solve the problem.", context=Segments(256))
         # value_refinement: the rule of the reference collector (benchmarks/reference) and of
         # checkouts before 2026-12-02 (BASELINE=), so every collector builds the same trees.
@@ -368,14 +439,17 @@ def _reference(sim: SimProcess, problems: list, seconds: float) -> dict:
     return asyncio.run(collector.run(sim.url, sim.problems, ids, seconds, TREES, CONCURRENCY))
 
 
-def _problems_file(sim: SimProcess, path: Path) -> list:
+def _problem_ids(sim) -> list:
+    """Each problem's rendered prompt ids (the system prompt the benchmarks use)."""
     from focus_go.backends import HFTokenizer
 
-    out = []
     with HFTokenizer(sim.model) as tok:
-        for p in sim.problems:
-            _, ids = tok.render([{"role": "system", "content": "Solve the problem."}, {"role": "user", "content": p["prompt"]}])
-            out.append({"id": p["id"], "label": p["label"], "prompt_tokens": list(ids)})
+        return [list(tok.render([{"role": "system", "content": "Solve the problem."}, {"role": "user", "content": p["prompt"]}])[1])
+                for p in sim.problems]
+
+
+def _problems_file(sim: SimProcess, path: Path) -> list:
+    out = [{"id": p["id"], "label": p["label"], "prompt_tokens": ids} for p, ids in zip(sim.problems, _problem_ids(sim))]
     path.write_text(json.dumps(out))
     return out
 
@@ -415,7 +489,8 @@ def _engine_variant_child(spec: dict) -> None:
     import focus_go
 
     assert str(Path(focus_go.__file__).resolve()).startswith(os.environ["PYTHONPATH"]), focus_go.__file__
-    out = asyncio.run(_collect_trees(_RemoteSim(spec), spec["seconds"], bridged=spec["name"] == "bridged"))
+    name = spec["name"]
+    out = asyncio.run(_collect_trees(_RemoteSim(spec), spec["seconds"], bridged=name in ("bridged", "bridge_floor"), floor=name == "bridge_floor"))
     print(json.dumps(out))
 
 
@@ -447,6 +522,8 @@ def cpu_ratio_rows(rows: dict, baseline: str) -> list[str]:
         ("engine in Go alone / load generator (per replayed request)", "go_engine", "ceiling", "<= 1.30"),
         ("2a, all-Go path through Python / load generator", "native", "ceiling", ""),
         ("2b, Python Completion + Python Env / 2a", "bridged", "native", "<= 2.00"),
+        ("2b's floor (no-op Completion and Env, no server) / 2a", "bridge_floor", "native", ""),
+        ("Go SGLang policy called from Python / load generator (per request)", "policy_calls", "ceiling", ""),
     ]:
         out.append(f"| {label} | {ratio('before_' + name, 'ceiling' if to == 'ceiling' else 'before_' + to)} | {ratio(name, to)} | {target} "
                    f"| {us('before_' + name) or '-'} / {us(name)} |")
@@ -470,10 +547,12 @@ def throughput_sections(seconds: float, reps: int, baseline: Optional[Path] = No
                 ("ceiling", lambda: go_ceiling(sim, seconds, replay)),
                 ("prompt_only", lambda: go_prompt_only(sim, seconds, prompt)),
                 ("py_client", lambda: python_client(sim, replay, seconds)),
+                ("policy_calls", lambda: policy_calls(sim, replay, seconds)),
                 ("go_engine", lambda: _loadgen("collect", sim.url, "-model", sim.model, "-problems", str(tmpdir / "problems.json"),
                                                 "-trees", str(TREES), "-d", str(seconds))),
                 ("native", lambda: asyncio.run(_collect_trees(sim, seconds, bridged=False))),
                 ("bridged", lambda: asyncio.run(_collect_trees(sim, seconds, bridged=True))),
+                ("bridge_floor", lambda: asyncio.run(_collect_trees(sim, seconds, bridged=True, floor=True))),
                 ("reference", lambda: _reference(sim, problems, seconds)),
             ]
             pairs: dict = {}
@@ -482,7 +561,7 @@ def throughput_sections(seconds: float, reps: int, baseline: Optional[Path] = No
                 # tree's (first in every other repetition), so that the machine's drift
                 # over a repetition does not fall on one side of a before/after ratio.
                 pairs = {name: ("before_" + name, lambda name=name: _baseline_variant(baseline, name, sim, seconds, tmpdir / "problems.json"))
-                         for name in ("go_engine", "native", "bridged")}
+                         for name in ("go_engine", "native", "bridged", "bridge_floor")}
             for rep in range(reps):
                 for name, fn in variants:
                     side = [(name, fn)] + ([pairs[name]] if name in pairs else [])
@@ -511,9 +590,11 @@ def throughput_sections(seconds: float, reps: int, baseline: Optional[Path] = No
         ("ceiling", "1. ceiling: Go load generator replaying the engine's recorded requests, no tree logic"),
         ("prompt_only", "Go load generator, prompt-only 256-token requests"),
         ("py_client", "plain Python aiohttp client replaying the same requests"),
+        ("policy_calls", "the Go SGLang policy called from Python (agenerate_tokens) on the same requests"),
         ("go_engine", "engine in Go alone (loadgen collect, no Python)"),
         ("native", "2a. engine, all-Go path through the Python API"),
         ("bridged", "2b. engine, Python Completion policy + Python Env through the bridge"),
+        ("bridge_floor", "2b's floor: a Completion answering at once with ready ids (no server) + an Env doing nothing"),
         ("reference", "2c. plain-Python reference collector (benchmarks/reference)"),
     ]
     out = [
@@ -525,7 +606,7 @@ def throughput_sections(seconds: float, reps: int, baseline: Optional[Path] = No
         "|---|---|---|---|---|---|",
     ]
     if baseline is not None:
-        labels += [("before_" + name, f"before ({baseline.name}): {label}") for name, label in labels if name in ("go_engine", "native", "bridged")]
+        labels += [("before_" + name, f"before ({baseline.name}): {label}") for name, label in labels if name in ("go_engine", "native", "bridged", "bridge_floor")]
     for name, label in labels:
         m = med(name)
         out.append(f"| {label} | {m['rate']:,.0f} | {ratio(name, 'ceiling'):.2f} | {ratio(name, 'reference'):.2f} | {m['cpu']} | {m['server']} |")
