@@ -483,3 +483,20 @@ def test_a_poll_takes_every_request_queued_by_the_time_it_is_served(server, poli
     state = asyncio.run(Collector(agent, critic=Critic.constant(0.5), search=Selective(4, 4, seed=2)).collect(problem))
     state.close()
     assert max(b.count("env.step") for b in batches) == 4, batches[:8]
+
+
+def test_a_poll_keeps_what_it_took_when_the_bridge_closes_before_the_rest(monkeypatch):
+    from focus_go import _async, collector as collector_mod
+    from focus_go.errors import OperationCancelled
+
+    taken = [{"id": 7, "kind": "env.close", "object": 3, "payload": None}]
+
+    async def first_ones(name, *args, **kwargs):
+        return list(taken)
+
+    def closed(handle, recent, limit):
+        raise OperationCancelled("bridge: closed")
+
+    monkeypatch.setattr(_async, "call", first_ones)
+    monkeypatch.setattr(collector_mod, "_poll_now", closed)
+    assert asyncio.run(collector_mod._poll(1, _RecentIds())) == taken

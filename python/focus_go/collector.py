@@ -646,7 +646,10 @@ async def _poll(handle: Any, recent: _RecentIds) -> List[Dict[str, Any]]:
     requests = await _async.call("focus_collection_poll", handle, -1, _POLL_BATCH, slots=(out, tokens, count),
                                  convert=lambda: _polled(out, tokens, count, recent))
     if len(requests) < _POLL_BATCH:
-        requests += _poll_now(handle, recent, _POLL_BATCH - len(requests))
+        try:
+            requests += _poll_now(handle, recent, _POLL_BATCH - len(requests))
+        except OperationCancelled:
+            pass  # the bridge closed after the first ones: serve them; the next poll ends
     return requests
 
 
