@@ -245,37 +245,45 @@ def go_prompt_only(sim: SimProcess, seconds: float, prompt: Path) -> dict:
     return _loadgen("load", sim.url, "-c", str(CONCURRENCY), "-d", str(seconds), "-tokens", "256", "-prompt", str(prompt))
 
 
+async def _replay(calls: list, seconds: float, send) -> dict:
+    """CONCURRENCY workers awaiting send(call) for `seconds`, each going round the calls
+    from its own offset: requests/s and process CPU per request."""
+    done = 0
+    deadline = time.perf_counter() + seconds
+    cpu0 = time.process_time()
+
+    async def worker(w: int) -> None:
+        nonlocal done
+        i = w * len(calls) // CONCURRENCY
+        while time.perf_counter() < deadline:
+            await send(calls[i % len(calls)])
+            done += 1
+            i += 1
+
+    t0 = time.perf_counter()
+    await asyncio.gather(*(worker(w) for w in range(CONCURRENCY)))
+    elapsed = time.perf_counter() - t0
+    cpu = time.process_time() - cpu0
+    return {"requests": done, "seconds": elapsed, "rps": done / elapsed, "cpu_us_per_request": cpu / max(done, 1) * 1e6}
+
+
 async def _python_client(url: str, requests: list, seconds: float) -> dict:
     import aiohttp
 
-    done = 0
-    deadline = time.perf_counter() + seconds
-    connector = aiohttp.TCPConnector(limit=CONCURRENCY)
-    cpu0 = time.process_time()
-    async with aiohttp.ClientSession(connector=connector) as session:
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=CONCURRENCY)) as session:
 
-        async def worker(w: int) -> None:
-            nonlocal done
-            i = w * len(requests) // CONCURRENCY
-            while time.perf_counter() < deadline:
-                r = requests[i % len(requests)]
-                body = {
-                    "input_ids": r["tokens"], "return_logprob": True, "logprob_start_len": -1, "top_logprobs_num": 0,
-                    "return_text_in_logprobs": False, "stream": False,
-                    "sampling_params": {"max_new_tokens": r["max_tokens"], "temperature": 1.0, "no_stop_trim": True,
-                                        "sampling_seed": r["seed"]},
-                }
-                async with session.post(url + "/generate", json=body) as resp:
-                    data = await resp.json()
-                assert len(data["output_ids"]) <= r["max_tokens"]
-                done += 1
-                i += 1
+        async def send(r: dict) -> None:
+            body = {
+                "input_ids": r["tokens"], "return_logprob": True, "logprob_start_len": -1, "top_logprobs_num": 0,
+                "return_text_in_logprobs": False, "stream": False,
+                "sampling_params": {"max_new_tokens": r["max_tokens"], "temperature": 1.0, "no_stop_trim": True,
+                                    "sampling_seed": r["seed"]},
+            }
+            async with session.post(url + "/generate", json=body) as resp:
+                data = await resp.json()
+            assert len(data["output_ids"]) <= r["max_tokens"]
 
-        t0 = time.perf_counter()
-        await asyncio.gather(*(worker(w) for w in range(CONCURRENCY)))
-        elapsed = time.perf_counter() - t0
-    cpu = time.process_time() - cpu0
-    return {"requests": done, "seconds": elapsed, "rps": done / elapsed, "cpu_us_per_request": cpu / max(done, 1) * 1e6}
+        return await _replay(requests, seconds, send)
 
 
 def python_client(sim: SimProcess, replay: Path, seconds: float) -> dict:
@@ -289,26 +297,16 @@ async def _policy_calls(sim: SimProcess, requests: list, seconds: float) -> dict
 
     policy = _policy(sim)
     calls = [(tuple(r["tokens"]), SamplingParams(max_tokens=r["max_tokens"], temperature=1.0, seed=r["seed"])) for r in requests]
-    done = 0
-    deadline = time.perf_counter() + seconds
-    cpu0 = time.process_time()
 
-    async def worker(w: int) -> None:
-        nonlocal done
-        i = w * len(calls) // CONCURRENCY
-        while time.perf_counter() < deadline:
-            prefix, params = calls[i % len(calls)]
-            result = await policy.agenerate_tokens(prefix, params)
-            assert len(result.tokens) <= params.max_tokens
-            done += 1
-            i += 1
+    async def send(call: tuple) -> None:
+        prefix, params = call
+        result = await policy.agenerate_tokens(prefix, params)
+        assert len(result.tokens) <= params.max_tokens
 
-    t0 = time.perf_counter()
-    await asyncio.gather(*(worker(w) for w in range(CONCURRENCY)))
-    elapsed = time.perf_counter() - t0
-    cpu = time.process_time() - cpu0
-    policy.close()
-    return {"requests": done, "seconds": elapsed, "rps": done / elapsed, "cpu_us_per_request": cpu / max(done, 1) * 1e6}
+    try:
+        return await _replay(calls, seconds, send)
+    finally:
+        policy.close()
 
 
 def policy_calls(sim: SimProcess, replay: Path, seconds: float) -> dict:
