@@ -275,6 +275,11 @@ func TestSessionServesRemoteParts(t *testing.T) {
 			served++
 		}
 	}
+	// The bridge closes when the tree is done, a moment before the session records its
+	// result: wait for the end first, as Python does (focus_collection_wait).
+	done, err := s.Wait(context.Background(), -1)
+	require.NoError(t, err)
+	require.True(t, done)
 	out, err := s.Result()
 	require.NoError(t, err)
 	require.NoError(t, out.Err)
