@@ -57,6 +57,10 @@ func Example() {
 			_ = s.Answer(req.ID, bridge.Reply{Payload: []byte(`{"stop_reason": "stop"}`), Tokens: []uint32{9}, Logprobs: []float64{-0.1}})
 		}
 	}
+	// The bridge closes as the tree ends, a moment before the session records its result.
+	if _, err := s.Wait(context.Background(), -1); err != nil {
+		panic(err)
+	}
 	out, err := s.Result()
 	if err != nil {
 		panic(err)
