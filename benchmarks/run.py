@@ -11,6 +11,8 @@ Sections (--sections throughput,latency,prepare,memory):
   aiohttp client replaying the same requests; the engine in Go alone (loadgen collect);
   (2a) the all-Go path through the Python API; (2b) a Python Completion policy and a Python
   Env through the bridge; (2c) the plain-Python reference collector (benchmarks/reference).
+  What 2b is made of: its floor (a Completion answering at once with ready ids, an Env doing
+  nothing, no server) and the Go SGLang policy called from Python on the replayed requests.
   Every collector runs 32 concurrent Selective(32, 16, score="value_refinement") trees
   (the reference's rule) with Segments(256) and is measured in a steady-state window (benchmarks/reference/window.py); segments/s and
   process CPU per segment, ratios to the ceiling and to (2c).
