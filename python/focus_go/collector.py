@@ -659,14 +659,11 @@ def _poll_now(handle: Any, recent: _RecentIds, limit: int) -> List[Dict[str, Any
     several rollouts, whose next requests follow within microseconds), and this task runs
     only a loop turn later: taking the rest of the burst here saves a poll's round trip
     (a wake-up of the loop, a future and a task step) for most of them."""
-    out, tokens, count, err = _lib.Bytes(), ctypes.c_void_p(), ctypes.c_size_t(), _lib.Bytes()
-    code = _lib.held().focus_collection_poll(_lib.c_handle(handle), 0, 0, limit, ctypes.byref(out), ctypes.byref(tokens),
-                                             ctypes.byref(count), ctypes.byref(err))
-    if code == FocusTimeoutError.code:
-        _lib.take_bytes(err)
+    out, tokens, count = _lib.Bytes(), ctypes.c_void_p(), ctypes.c_size_t()
+    try:  # ticket 0 and timeout 0: returns at once, FOCUS_ERR_TIMEOUT when none is queued
+        _lib.call("focus_collection_poll", _lib.c_handle(handle), 0, 0, limit, ctypes.byref(out), ctypes.byref(tokens), ctypes.byref(count))
+    except FocusTimeoutError:
         return []
-    if code:
-        raise error_for(code, _lib.take_string(err) or f"focus_collection_poll failed with status {code}")
     return _polled(out, tokens, count, recent)
 
 
