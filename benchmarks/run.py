@@ -383,19 +383,19 @@ async def _collect_trees(sim: SimProcess, seconds: float, bridged: bool, paralle
         def fork(self):
             return NullEnv()
 
-    # The floor's responses: 256 ids drawn from the prompts' (so inside the vocabulary),
-    # ending the response with probability 0.3, about the simulated server's segments per
-    # tree; fixed lists, so answering costs the Completion nothing.
-    rng = random.Random(0)
-    vocabulary = sorted({t for p in _problem_ids(sim) for t in p})
-    canned = [(tuple(rng.choices(vocabulary, k=256)), rng.random() < 0.3) for _ in range(97)]
-    answered = itertools.count()
-
-    async def floor_complete(tokens, params):
-        ids, stop = canned[next(answered) % len(canned)]
-        return GenerateResult(tokens=ids, stop_reason="stop" if stop else "length", logprobs=[-0.5] * len(ids))
-
     if floor:
+        # The floor's responses: 256 ids drawn from the prompts' (so inside the vocabulary),
+        # ending the response with probability 0.3, about the simulated server's segments
+        # per tree; fixed lists, so answering costs the Completion nothing.
+        rng = random.Random(0)
+        vocabulary = sorted({t for p in _problem_ids(sim) for t in p})
+        canned = [(tuple(rng.choices(vocabulary, k=256)), rng.random() < 0.3) for _ in range(97)]
+        answered = itertools.count()
+
+        async def floor_complete(tokens, params):
+            ids, stop = canned[next(answered) % len(canned)]
+            return GenerateResult(tokens=ids, stop_reason="stop" if stop else "length", logprobs=[-0.5] * len(ids))
+
         policy = Policy(format=go_policy.format, complete=floor_complete, default_params=go_policy.default_params)
     elif bridged:
         policy = Policy(format=go_policy.format, complete=complete, default_params=go_policy.default_params)
