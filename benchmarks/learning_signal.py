@@ -459,7 +459,7 @@ def fmt_pm(m: float, se: float) -> str:
 
 def report(args, methods: List[Method], grad: Dict, learn: Dict, default: str) -> List[str]:
     lines = [f"Bandit trees: D={args.depth}, K={args.k}, weight scale {args.scale}, B={args.budget} rollouts per tree, kappa {getattr(args, 'kappa', 1.0):g}"
-             + (" ('@k' methods: their own kappa)" if parse_kappas(getattr(args, "extra_kappas", "")) else "") + ", "
+             + (" ('@k' methods: their own kappa)" if parse_floats(getattr(args, "extra_kappas", "")) else "") + ", "
              f"{args.problems} problems x {args.seeds} seeds per gradient cell; learning: {args.learn_problems} problems, "
              f"{args.per_step} per step, {args.steps} steps, {args.seeds} paired seeds. '*' = paired difference > 2 s.e.", ""]
     lines.append("Gradient error (relative, best global step size; lower is better) and advantage MSE, mean over seeds:")
@@ -551,7 +551,8 @@ def plot(path: Path, grad: Dict, learn: Dict, methods: List[Method]) -> Optional
     return None
 
 
-def parse_kappas(text: str) -> List[float]:
+def parse_floats(text: str) -> List[float]:
+    """A comma-separated list of numbers ("" or None: none)."""
     return [float(x) for x in str(text or "").split(",") if x]
 
 
@@ -589,7 +590,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         for k, v in saved["args"].items():
             if k not in ("replot", "out"):
                 setattr(args, k, v)
-        methods = all_methods([s for s in args.scores.split(",") if s], parse_kappas(args.extra_kappas))
+        methods = all_methods([s for s in args.scores.split(",") if s], parse_floats(args.extra_kappas))
         learn_methods = [m for m in methods if m.name in args.learn_methods.split(",")]
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
@@ -606,8 +607,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     parse_tau = lambda t: None if t.startswith("const") else float(t)  # noqa: E731
     taus = [parse_tau(t) for t in args.taus.split(",") if t]
     learn_taus = [parse_tau(t) for t in args.learn_taus.split(",") if t]
-    args.lrs = [float(x) for x in str(args.lrs).split(",") if x] if isinstance(args.lrs, str) else args.lrs
-    methods = all_methods([s for s in args.scores.split(",") if s], parse_kappas(args.extra_kappas))
+    args.lrs = parse_floats(args.lrs) if isinstance(args.lrs, str) else args.lrs
+    methods = all_methods([s for s in args.scores.split(",") if s], parse_floats(args.extra_kappas))
     learn_methods = [m for m in methods if m.name in args.learn_methods.split(",")]
     if 2 * args.k > len(ACTION_CHARS):
         ap.error(f"--k {args.k}: at most {len(ACTION_CHARS) // 2} actions (each has a win and a loss token)")
