@@ -23,6 +23,7 @@ from focus_go.generation.servers import _PARAM_FIELDS, params_json
 from focus_go.env import _grade, grade_math
 from focus_go.errors import ConfigError, InternalError, InvalidHandleError
 from focus_go.extend import SchedulerView
+from focus_go.types import GenerateResult
 
 SAMPLING = SamplingParams(temperature=1.0)
 
@@ -279,6 +280,75 @@ def test_a_positive_logprob_is_named_as_before(server, policy):
     try:
         assert state.failures
         assert all("policy returned logprob 2.5 for generated token 3; logprobs must be <= 0 (NaN for none)" in f[1] for f in state.failures)
+    finally:
+        state.close()
+
+
+def _edges(state):
+    """Each edge's generated (trainable) ids and their logprobs, in node order."""
+    out = []
+    for node in json.loads(state.to_json())["nodes"][1:]:
+        pairs = [(t, lp) for s in node["spans"] for t, lp, tr in zip(s["tokens"], s["logprobs"], s["trainable"]) if tr]
+        out.append(([t for t, _ in pairs], [float(lp) for _, lp in pairs]))
+    return out
+
+
+def test_a_go_policys_result_is_handed_on_as_the_arrays_go_returned(server, policy):
+    # The arrays a Go policy's result carries are exactly its tokens and logprobs; a copy
+    # of the result keeps them, a changed one (or one built anew) does not.
+    from focus_go.generation.servers import go_arrays
+
+    problem = server.problems()[0]
+    prompt = policy.prepare([{"role": "user", "content": problem.prompt}])
+    result = policy.generate_tokens(prompt.tokens, SamplingParams(max_tokens=32, temperature=1.0))
+    arrays = go_arrays(result)
+    assert arrays is not None
+    assert arrays[0].typecode == "I" and tuple(arrays[0]) == result.tokens
+    assert arrays[1].typecode == "d" and list(arrays[1]) == result.logprobs
+    assert go_arrays(dataclasses.replace(result)) is None, "a new result is checked again"
+    copied = dataclasses.replace(result)
+    copied.__dict__.update(result.__dict__)
+    assert go_arrays(copied) is not None, "same tuple, equal logprobs"
+    result.logprobs[0] = -7.0
+    assert go_arrays(result) is None, "a logprob changed in place"
+    result.logprobs[0] = arrays[1][0]
+    result.tokens = result.tokens[:-1]
+    assert go_arrays(result) is None, "other tokens"
+    assert go_arrays(GenerateResult(tokens=(1,), logprobs=[-1.0])) is None
+
+
+@pytest.mark.parametrize("change", ["logprob", "positive", "tokens"])
+def test_a_go_result_the_completion_changes_is_what_the_tree_keeps(server, policy, change):
+    # A Completion that changes the Go policy's result it hands on, in place or by building
+    # another, gets its changes into the tree (and checked), not the arrays Go returned.
+    problem = server.problems()[0]
+    returned: list = []
+
+    async def complete(tokens, params):
+        result = await policy.agenerate_tokens(tokens, params)
+        if change == "logprob":
+            result.logprobs[0] = -7.0
+        elif change == "positive":
+            result.logprobs[-1] = 0.5
+        elif len(result.tokens) > 1:
+            result = dataclasses.replace(result, tokens=result.tokens[:-1], logprobs=result.logprobs[:-1])
+        returned.append((list(result.tokens), list(result.logprobs)))
+        return result
+
+    custom = Policy(format=policy.format, model="custom", complete=complete, default_params=SAMPLING)
+    agent = Agent(policy=custom, env=MathEnv(problem.label, policy.decode), context=Segments(16))
+    state = asyncio.run(Collector(agent, critic=Critic.constant(0.5), search=Selective(4, 2, seed=1)).collect(problem, allow_partial=True))
+    try:
+        if change == "positive":
+            assert state.failures
+            assert all("logprobs must be <= 0 (NaN for none)" in f[1] for f in state.failures)
+            return
+        assert not state.failures
+        edges = _edges(state)
+        assert len(edges) == len(returned)
+        assert sorted(map(repr, edges)) == sorted(map(repr, returned))
+        if change == "logprob":
+            assert all(lps[0] == -7.0 for _, lps in edges)
     finally:
         state.close()
 

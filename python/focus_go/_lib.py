@@ -454,12 +454,17 @@ def result_slots() -> tuple[Any, ...]:
     return Bytes(), ctypes.c_void_p(), ctypes.c_void_p(), ctypes.c_size_t()
 
 
-def take_result(slots: Sequence[Any]) -> tuple[str, list[int], list[float]]:
-    """Read result_slots() a call filled (JSON, ids, logprobs) and free them."""
+def take_result(slots: Sequence[Any]) -> "tuple[str, array.array[int], array.array[float]]":
+    """Read result_slots() a call filled (JSON, ids, logprobs) and free them: the ids and
+    logprobs are copied into a uint32 and a float64 array (one copy each, no int or float
+    objects)."""
     out, tokens, logprobs, count = slots
     try:
         meta, n = take_string(out), count.value
-        return meta, view(tokens.value, n, "I").tolist(), view(logprobs.value, n, "d").tolist()
+        ids, values = array.array("I"), array.array("d")
+        ids.frombytes(view(tokens.value, n * 4, "B"))
+        values.frombytes(view(logprobs.value, n * 8, "B"))
+        return meta, ids, values
     finally:
         lib().focus_buffer_free(tokens)
         lib().focus_buffer_free(logprobs)
@@ -492,7 +497,7 @@ def _untracker() -> Callable[[Tuple[int, ...]], Tuple[int, ...]]:
 untracked_ids = _untracker()
 
 
-def call_result(name: str, *args: Any) -> tuple[str, list[int], list[float]]:
+def call_result(name: str, *args: Any) -> "tuple[str, array.array[int], array.array[float]]":
     """Call a function whose last outputs are a generation result: its JSON, generated ids
     and logprobs."""
     slots = result_slots()

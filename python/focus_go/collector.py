@@ -61,7 +61,7 @@ from .errors import (
 )
 from .generation.format import HFTokenizer
 from .generation.policy import Policy
-from .generation.servers import _TokenServerPolicy, params_json
+from .generation.servers import _TokenServerPolicy, go_arrays, params_json
 from .preparation import Batch, DirectBranchTd, Estimator, RewardConfig, prepare_samples
 from .search import Independent, Selective
 from .tree import SchedulerState
@@ -176,18 +176,14 @@ class _Remote:
                 _lib.unshare_ids(prefix, ids)
         if not isinstance(result, GenerateResult):
             raise ConfigError(f"policy returned {type(result).__name__}, expected GenerateResult")
-        # NaN (no logprob: what SGLang's null reads as) and -inf are kept: the engine makes
-        # the edge inexact, so it trains no actor. A positive logprob is a broken policy.
-        if _has_positive(result.logprobs):
-            i, lp = next((i, lp) for i, lp in enumerate(result.logprobs) if lp > 0)
-            raise ConfigError(f"policy returned logprob {lp} for generated token {i}; logprobs must be <= 0 (NaN for none)")
-        if len(result.logprobs) != len(result.tokens):
-            raise ConfigError(f"policy returned {len(result.tokens)} tokens but {len(result.logprobs)} logprobs")
-        try:
-            tokens = array.array("I", result.tokens)
-        except (OverflowError, TypeError):
-            raise ConfigError("policy returned token ids that are not integers in [0, 2**32)") from None
-        self.recent.add(prefix, ids, tokens)
+        arrays = go_arrays(result)
+        if arrays is not None:
+            # A Go policy's result, handed on unchanged: Go checked it, and its ids are ints.
+            tokens, logprobs = arrays
+            self.recent.add(prefix, ids, tokens, result.tokens)
+        else:
+            tokens, logprobs = _checked_arrays(result)
+            self.recent.add(prefix, ids, tokens)
         # exact=False (or a result with exact_generation False) makes the edge inexact: its
         # tokens condition later turns but train no actor; critic targets still use it.
         meta = {
@@ -196,7 +192,7 @@ class _Remote:
             "matched_stop": result.matched_stop,
             "exact": bool(policy.is_exact(result)),
         }
-        return _Generated(tokens, array.array("d", result.logprobs), _plain_json(meta))
+        return _Generated(tokens, logprobs, _plain_json(meta))
 
     async def _score(self, critic: Critic, contexts: List[str]) -> Dict[str, Any]:
         values = [float(v) for v in await _resolve(critic.fn(list(contexts)))]  # type: ignore[misc]
@@ -246,14 +242,22 @@ class _RecentIds:
             return hit[0]
         return _lib.untracked_ids(tuple(buf.tolist()))
 
-    def add(self, prefix: Tuple[int, ...], prefix_buf: Optional["array.array[int]"], generated_buf: "array.array[int]") -> None:
+    def add(
+        self,
+        prefix: Tuple[int, ...],
+        prefix_buf: Optional["array.array[int]"],
+        generated_buf: "array.array[int]",
+        generated: Optional[Tuple[int, ...]] = None,
+    ) -> None:
         """Record a served request: its prefix (a tuple of ints, as polled) and prefix_buf
-        (its array, None when empty), and the generated ids as an array."""
+        (its array, None when empty), and the generated ids as an array (and as a tuple of
+        ints when there is one: a Go policy's result)."""
         if not generated_buf:
             return
-        # From the array, not the policy's result: exact ints, whatever int-like values
-        # (numpy's, bools) the policy returned, as ids built from the poll's buffer are.
-        generated = _lib.untracked_ids(tuple(generated_buf.tolist()))
+        if generated is None:
+            # From the array, not the policy's result: exact ints, whatever int-like values
+            # (numpy's, bools) the policy returned, as ids built from the poll's buffer are.
+            generated = _lib.untracked_ids(tuple(generated_buf.tolist()))
         self.keep(generated, generated_buf)
         # prefix holds only ints too: the polled tuple (the Policy contract hands it on
         # unchanged; a Completion that mutates it cannot, it is a tuple).
@@ -269,6 +273,22 @@ class _RecentIds:
 
 
 _NO_LOGPROB_YET = (-math.inf,)
+
+
+def _checked_arrays(result: GenerateResult) -> "Tuple[array.array[int], array.array[float]]":
+    """A Python policy's generated ids and logprobs as a uint32 and a float64 array, once
+    checked. NaN (no logprob: what SGLang's null reads as) and -inf are kept: the engine
+    makes the edge inexact, so it trains no actor. A positive logprob is a broken policy."""
+    if _has_positive(result.logprobs):
+        i, lp = next((i, lp) for i, lp in enumerate(result.logprobs) if lp > 0)
+        raise ConfigError(f"policy returned logprob {lp} for generated token {i}; logprobs must be <= 0 (NaN for none)")
+    if len(result.logprobs) != len(result.tokens):
+        raise ConfigError(f"policy returned {len(result.tokens)} tokens but {len(result.logprobs)} logprobs")
+    try:
+        tokens = array.array("I", result.tokens)
+    except (OverflowError, TypeError):
+        raise ConfigError("policy returned token ids that are not integers in [0, 2**32)") from None
+    return tokens, array.array("d", result.logprobs)
 
 
 def _has_positive(values: Any) -> bool:

@@ -9,9 +9,10 @@ into Python for generation.
 
 from __future__ import annotations
 
+import array
 import dataclasses
 import json
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .. import _async, _lib
 from ..errors import ConfigError, ConfigTypeError
@@ -49,27 +50,49 @@ def call_result(name: str, prefix: Sequence[TokenId], *args: Any) -> GenerateRes
 
 
 def result_from_json(
-    data: Mapping[str, Any], tokens: Sequence[TokenId], logprobs: List[float], prefix: Sequence[TokenId]
+    data: Mapping[str, Any], tokens: "array.array[int]", logprobs: "array.array[float]", prefix: Sequence[TokenId]
 ) -> GenerateResult:
-    """The GenerateResult of a Go call's result: tokens are the ids its uint32 array held
-    (plain ints: the tuple is taken out of the cycle collector, see _lib.untracked_ids)."""
+    """The GenerateResult of a Go call's result, whose ids and logprobs came in tokens (a
+    uint32 array) and logprobs (float64): its tokens are plain ints (the tuple is taken
+    out of the cycle collector, see _lib.untracked_ids). The result carries the arrays
+    (see go_arrays), so that the collector's bridge need not convert them back."""
 
     def keyed(maps):
         return None if maps is None else [None if m is None else {str(k): v for k, v in m.items()} for m in maps]
 
-    return GenerateResult(
-        tokens=_lib.untracked_ids(tuple(tokens)),  # ints from the library's uint32 array
+    result = GenerateResult(
+        tokens=_lib.untracked_ids(tuple(tokens.tolist())),
         prefix_tokens=tuple(prefix),
         text=data.get("text", ""),
         stop_reason=data.get("stop_reason", "stop"),
         matched_stop=data.get("matched_stop"),
-        logprobs=logprobs,
+        logprobs=logprobs.tolist(),
         top_logprobs=keyed(data.get("top_logprobs")),
         prompt_logprobs=list(data.get("prompt_logprobs") or ()),
         prompt_top_logprobs=keyed(data.get("prompt_top_logprobs")),
         entropy=data.get("entropy", 0.0),
         exact_generation=data.get("exact_generation", True),
     )
+    result.__dict__[_GO_ARRAYS] = (result.tokens, result.logprobs[:], tokens, logprobs)
+    return result
+
+
+# The attribute a GenerateResult built from a Go call's result keeps its arrays under.
+_GO_ARRAYS = "_focus_go_arrays"
+
+
+def go_arrays(result: GenerateResult) -> "Optional[Tuple[array.array[int], array.array[float]]]":
+    """The uint32 ids and float64 logprobs of a result Go returned (and checked: aligned,
+    logprobs <= 0 or NaN), when result still holds exactly those values: the same tokens
+    tuple, and logprobs equal to what Go returned (a Completion may change a result it
+    hands on, or build a new one; then None)."""
+    carried = getattr(result, "__dict__", {}).get(_GO_ARRAYS)
+    if carried is None:
+        return None
+    tokens, logprobs, ids, values = carried
+    if result.tokens is not tokens or result.logprobs != logprobs:
+        return None
+    return ids, values
 
 
 class _GoClient(GoObject):
