@@ -315,6 +315,11 @@ def test_a_go_policys_result_is_handed_on_as_the_arrays_go_returned(server, poli
     result.tokens = result.tokens[:-1]
     assert go_arrays(result) is None, "other tokens"
     assert go_arrays(GenerateResult(tokens=(1,), logprobs=[-1.0])) is None
+    result.tokens = copied.tokens  # the very tuple again
+    assert go_arrays(result) is not None
+    numpy = pytest.importorskip("numpy")
+    result.logprobs = numpy.array(result.logprobs)
+    assert go_arrays(result) is None, "logprobs that are no longer a list"
 
 
 @pytest.mark.parametrize("change", ["logprob", "positive", "tokens"])

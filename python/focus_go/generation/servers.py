@@ -90,7 +90,9 @@ def go_arrays(result: GenerateResult) -> "Optional[Tuple[array.array[int], array
     if carried is None:
         return None
     tokens, logprobs, ids, values = carried
-    if result.tokens is not tokens or result.logprobs != logprobs:
+    current = result.logprobs
+    # type() first: comparing, say, a numpy array with a list gives no single truth value.
+    if result.tokens is not tokens or type(current) is not list or current != logprobs:
         return None
     return ids, values
 
