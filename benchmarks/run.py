@@ -341,11 +341,11 @@ def _critical_path(view, first_token: float, per_token: float) -> float:
 TREES = 32
 
 
-async def _collect_trees(sim: SimProcess, seconds: float, bridged: bool, parallel: int = TREES, floor: bool = False) -> dict:
-    """Trees collected for `seconds` (steady-state window): the all-Go path (2a), a Python
-    Completion forwarding to the Go policy with a Python MathEnv (2b, bridged), or with
-    floor, the bridge's own cost: a Completion that answers at once with ready-made ids (no
-    server) and an Env whose step and fork do nothing."""
+async def _collect_trees(sim: SimProcess, seconds: float, variant: str, parallel: int = TREES) -> dict:
+    """Trees collected for `seconds` (steady-state window) by one engine variant: "native",
+    the all-Go path (2a); "bridged", a Python Completion forwarding to the Go policy with a
+    Python MathEnv (2b); or "bridge_floor", the bridge's own cost: a Completion that answers
+    at once with ready-made ids (no server) and an Env whose step and fork do nothing."""
     from focus_go import Agent, Collector, Critic, Env, MathEnv, Segments, Selective, Step
     from focus_go.backends import Policy
     from focus_go.env import grade_math
@@ -383,7 +383,7 @@ async def _collect_trees(sim: SimProcess, seconds: float, bridged: bool, paralle
         def fork(self):
             return NullEnv()
 
-    if floor:
+    if variant == "bridge_floor":
         # The floor's responses: 256 ids drawn from the prompts' (so inside the vocabulary),
         # ending the response with probability 0.3, about the simulated server's segments
         # per tree; fixed lists, so answering costs the Completion nothing.
@@ -397,7 +397,7 @@ async def _collect_trees(sim: SimProcess, seconds: float, bridged: bool, paralle
             return GenerateResult(tokens=ids, stop_reason="stop" if stop else "length", logprobs=[-0.5] * len(ids))
 
         policy = Policy(format=go_policy.format, complete=floor_complete, default_params=go_policy.default_params)
-    elif bridged:
+    elif variant == "bridged":
         policy = Policy(format=go_policy.format, complete=complete, default_params=go_policy.default_params)
     else:
         policy = go_policy
@@ -407,9 +407,9 @@ async def _collect_trees(sim: SimProcess, seconds: float, bridged: bool, paralle
 
     async def one_tree(i: int) -> int:
         problem = problems[i % len(problems)]
-        if floor:
+        if variant == "bridge_floor":
             env = NullEnv()
-        elif bridged:
+        elif variant == "bridged":
             env = PyMathEnv(problem.label, policy.decode)
         else:
             env = MathEnv(problem.label, policy.decode)
@@ -489,8 +489,7 @@ def _engine_variant_child(spec: dict) -> None:
     import focus_go
 
     assert str(Path(focus_go.__file__).resolve()).startswith(os.environ["PYTHONPATH"]), focus_go.__file__
-    name = spec["name"]
-    out = asyncio.run(_collect_trees(_RemoteSim(spec), spec["seconds"], bridged=name in ("bridged", "bridge_floor"), floor=name == "bridge_floor"))
+    out = asyncio.run(_collect_trees(_RemoteSim(spec), spec["seconds"], spec["name"]))
     print(json.dumps(out))
 
 
@@ -550,9 +549,9 @@ def throughput_sections(seconds: float, reps: int, baseline: Optional[Path] = No
                 ("policy_calls", lambda: policy_calls(sim, replay, seconds)),
                 ("go_engine", lambda: _loadgen("collect", sim.url, "-model", sim.model, "-problems", str(tmpdir / "problems.json"),
                                                 "-trees", str(TREES), "-d", str(seconds))),
-                ("native", lambda: asyncio.run(_collect_trees(sim, seconds, bridged=False))),
-                ("bridged", lambda: asyncio.run(_collect_trees(sim, seconds, bridged=True))),
-                ("bridge_floor", lambda: asyncio.run(_collect_trees(sim, seconds, bridged=True, floor=True))),
+                ("native", lambda: asyncio.run(_collect_trees(sim, seconds, "native"))),
+                ("bridged", lambda: asyncio.run(_collect_trees(sim, seconds, "bridged"))),
+                ("bridge_floor", lambda: asyncio.run(_collect_trees(sim, seconds, "bridge_floor"))),
                 ("reference", lambda: _reference(sim, problems, seconds)),
             ]
             pairs: dict = {}
