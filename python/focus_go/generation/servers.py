@@ -86,7 +86,7 @@ def go_arrays(result: GenerateResult) -> "Optional[Tuple[array.array[int], array
     logprobs <= 0 or NaN), when result still holds exactly those values: the same tokens
     tuple, and logprobs equal to what Go returned (a Completion may change a result it
     hands on, or build a new one; then None)."""
-    carried = getattr(result, "__dict__", {}).get(_GO_ARRAYS)
+    carried = result.__dict__.get(_GO_ARRAYS)
     if carried is None:
         return None
     tokens, logprobs, ids, values = carried
