@@ -539,7 +539,8 @@ def throughput_sections(seconds: float, reps: int, baseline: Optional[Path] = No
             prompt = tmpdir / "prompt.json"
             prompt.write_text(json.dumps(problems[0]["prompt_tokens"]))
             replay = tmpdir / "replay.json"
-            # Record the request mix the engine sends (prefix lengths, max_tokens, seeds).
+            # Record the request mix the engine sends in its steady state (prefix lengths,
+            # max_tokens, seeds), from the opening of the collect's measured window.
             _loadgen("collect", sim.url, "-model", sim.model, "-problems", str(tmpdir / "problems.json"),
                      "-trees", str(TREES), "-d", "2", "-record", str(replay), "-max-record", "4000")
             variants = [

@@ -79,7 +79,7 @@ func BenchmarkParse256(b *testing.B) {
 	b.ReportAllocs()
 	b.SetBytes(int64(len(body)))
 	for b.Loop() {
-		if _, err := parseResponse(body, nil, p); err != nil {
+		if _, err := parseResponse(body, nil, p, false); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -110,7 +110,7 @@ func (c *Client) Generate(ctx context.Context, req generate.Request) (*generate.
 	err = c.http.Do(ctx, transport.Call{Method: "POST", Endpoint: "/generate", Body: body, Headers: headers},
 		func(b []byte) error {
 			var derr error
-			res, derr = parseResponse(b, req.Tokens, p)
+			res, derr = parseResponse(b, req.Tokens, p, req.SkipText)
 			return derr
 		})
 	if err != nil {

@@ -12,11 +12,14 @@ import (
 // logprobs) with json-iterator and the logprob list with scanner.triples. It gives the
 // same response as readResponse or declines (false) on anything unusual, and the caller
 // then reads the body with readResponse, which accepts or names the problem as always.
-func readFast(body []byte, r *response, p generate.Resolved) bool {
+func readFast(body []byte, r *response, p generate.Resolved, skipText bool) bool {
 	s := scanner{transport.Scanner{B: body}}
 	ok := s.Object(func(key []byte) bool {
 		switch string(key) {
 		case "text":
+			if skipText {
+				return s.SkipString()
+			}
 			return s.Str(&r.text)
 		case "output_ids":
 			if s.Null() {

@@ -47,15 +47,20 @@ func comparable(r response) any {
 }
 
 // sameAsGeneral checks that when readFast accepts body, readGeneral accepts it and reads
-// the same response; it reports whether readFast accepted.
+// the same response, and that readFast skipping the text accepts the same bodies and reads
+// the same but for an empty text; it reports whether readFast accepted.
 func sameAsGeneral(t *testing.T, body []byte, p generate.Resolved) bool {
 	t.Helper()
-	var fast, general response
-	if !readFast(body, &fast, p) {
+	var fast, general, skipped response
+	accepted := readFast(body, &fast, p, false)
+	require.Equal(t, accepted, readFast(body, &skipped, p, true), "readFast with and without the text, %q", body)
+	if !accepted {
 		return false
 	}
 	require.NoError(t, readGeneral(body, &general, p), "readFast accepted %q", body)
 	require.Equal(t, comparable(general), comparable(fast), "%q", body)
+	general.text = ""
+	require.Equal(t, comparable(general), comparable(skipped), "%q with the text skipped", body)
 	return true
 }
 

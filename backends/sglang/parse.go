@@ -39,10 +39,11 @@ type metaInfo struct {
 
 // parseResponse decodes one /generate reply (an object, or a one-element array as batch
 // endpoints return) and turns it into a Result for prompt. It checks the id sources against
-// each other; Result.Validate does the rest.
-func parseResponse(body []byte, prompt []uint32, p generate.Resolved) (*generate.Result, error) {
+// each other; Result.Validate does the rest. With skipText the reply's text is checked
+// as a JSON string but not read (Result.Text may stay empty: Request.SkipText).
+func parseResponse(body []byte, prompt []uint32, p generate.Resolved, skipText bool) (*generate.Result, error) {
 	var r response
-	if !readFast(body, &r, p) {
+	if !readFast(body, &r, p, skipText) {
 		r = response{}
 		if err := readGeneral(body, &r, p); err != nil {
 			return nil, err

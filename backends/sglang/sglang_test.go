@@ -442,7 +442,7 @@ func FuzzParseResponse(f *testing.F) {
 			maxTokens = 256
 		}
 		p, _ := generate.SamplingParams{MaxTokens: generate.Int(maxTokens)}.Resolve()
-		res, err := parseResponse(body, referencePrompt, p)
+		res, err := parseResponse(body, referencePrompt, p, false)
 		if err != nil {
 			assert.Equal(t, status.Backend, status.CodeOf(err))
 			return

@@ -65,7 +65,7 @@ func ParseResponse(body []byte, req generate.Request) (*generate.Result, error) 
 	if err != nil {
 		return nil, status.Wrap(status.InvalidArgument, err, "%s", Name)
 	}
-	res, err := parseResponse(body, req.Tokens, p)
+	res, err := parseResponse(body, req.Tokens, p, req.SkipText)
 	if err != nil {
 		return nil, err
 	}

@@ -49,7 +49,7 @@ func collectTrees(args []string) error {
 	warmup := fs.Float64("warmup", 1.5, "seconds before the measured window opens")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile here")
 	memprofile := fs.String("memprofile", "", "write an allocation profile (every allocation sampled per 4 KB) here at the end")
-	record := fs.String("record", "", "write the first -max-record requests here (for load -replay)")
+	record := fs.String("record", "", "write the first -max-record requests sent in the measured window here (for load -replay)")
 	maxRecord := fs.Int("max-record", 4000, "requests to record")
 	fs.Parse(args[1:])
 	if *memprofile != "" {
@@ -82,15 +82,18 @@ func collectTrees(args []string) error {
 	}
 	defer stop()
 	var policy collect.Policy = client
-	rec := &recorder{Policy: client, max: *maxRecord}
-	if *record != "" {
-		policy = rec
-	}
-	parts := benchParts{policy: policy, codec: codec.Tokenizer()}
 	// The steady-state window of benchmarks/reference/window.py: trees are credited with the
 	// share of their segments that falls inside [warmup, warmup + d].
 	begin := time.Now()
 	winStart := begin.Add(time.Duration(*warmup * float64(time.Second)))
+	// Recorded from the window's opening: the first requests of a run continue shallow
+	// prefixes (446 prompt tokens on average in the first 4,000, against 557 in the
+	// steady state), so a replay of them would cost less per request than the window's.
+	rec := &recorder{Policy: client, max: *maxRecord, from: winStart}
+	if *record != "" {
+		policy = rec
+	}
+	parts := benchParts{policy: policy, codec: codec.Tokenizer()}
 	winEnd := winStart.Add(time.Duration(*seconds * float64(time.Second)))
 	var cpuStart, cpuEnd time.Duration
 	var mem0, mem1 runtime.MemStats
@@ -236,17 +239,18 @@ type recorded struct {
 	Seed      int64    `json:"seed"`
 }
 
-// recorder passes requests to Policy and keeps the first max of them.
+// recorder passes requests to Policy and keeps the first max of those sent from its from.
 type recorder struct {
 	collect.Policy
 	max      int
+	from     time.Time
 	mu       sync.Mutex
 	requests []recorded
 }
 
 func (r *recorder) Generate(ctx context.Context, req generate.Request) (*generate.Result, error) {
 	r.mu.Lock()
-	if len(r.requests) < r.max {
+	if len(r.requests) < r.max && !time.Now().Before(r.from) {
 		rec := recorded{Tokens: append([]uint32(nil), req.Tokens...)}
 		if req.Params.MaxTokens != nil {
 			rec.MaxTokens = *req.Params.MaxTokens

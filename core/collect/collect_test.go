@@ -606,6 +606,38 @@ func TestObservationsAndText(t *testing.T) {
 	assert.Contains(t, res.Failures[0].Message, "env: observation: has text (6 bytes) but no tokens")
 }
 
+// With a codec the engine decodes each edge itself, so it tells the policy it will not read
+// the server's text (Request.SkipText); without one the edge text is the server's.
+func TestTheServersTextIsSkippedOnlyWhenACodecDecodes(t *testing.T) {
+	for _, withCodec := range []bool{true, false} {
+		var asked, skipped atomic.Int64
+		pol := newPolicy(8)
+		pol.fail = func(req generate.Request, generated int) error {
+			asked.Add(1)
+			if req.SkipText {
+				skipped.Add(1)
+			}
+			return nil
+		}
+		cfg := baseConfig(search.Independent(2))
+		cfg.Segments = 4
+		if withCodec {
+			cfg.Codec = byteCodec{}
+		}
+		res, err := Run(context.Background(), cfg, pol, newFakeEnv(), nil)
+		require.NoError(t, err)
+		require.Positive(t, asked.Load())
+		edge := res.Tree.Nodes[1].Text
+		if withCodec {
+			assert.Equal(t, asked.Load(), skipped.Load(), "every request says its text is not read")
+			assert.NotContains(t, edge, "tokens>", "the edge is the codec's decoding")
+		} else {
+			assert.Zero(t, skipped.Load(), "no request skips the text the edges need")
+			assert.Equal(t, "<4 tokens>", edge)
+		}
+	}
+}
+
 func TestMaxSegmentsTruncates(t *testing.T) {
 	cfg := baseConfig(search.Independent(2))
 	cfg.MaxSegments = 3

@@ -247,7 +247,8 @@ func (e *engine) generateSegment(ctx context.Context, l *launch, p *path, k int)
 
 	pctx, cancel := withTimeout(ctx, cfg.PolicyTimeout)
 	began := time.Now()
-	res, err := e.policy.Generate(pctx, generate.Request{Tokens: p.prefix, Params: params, RoutingKey: cfg.RoutingKey, Tree: e.tree})
+	res, err := e.policy.Generate(pctx, generate.Request{Tokens: p.prefix, Params: params, RoutingKey: cfg.RoutingKey, Tree: e.tree,
+		SkipText: cfg.Codec != nil})
 	e.policyNanos.Add(int64(time.Since(began)))
 	cancel()
 	if err != nil {

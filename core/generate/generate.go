@@ -192,6 +192,10 @@ type Request struct {
 	// and routing (core/fleet keeps a tree on the replica that holds its prefix); it is
 	// never sent to the server. Zero: unknown.
 	Tree uint64
+	// SkipText says the caller never reads Result.Text (it decodes Tokens itself, as the
+	// collection engine does with a Codec); a backend may then skip reading the server's
+	// text and leave Text empty. The SGLang client does.
+	SkipText bool
 }
 
 // StopMatchKind says what ended a "stop" finish.
