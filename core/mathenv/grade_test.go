@@ -1,9 +1,12 @@
 package mathenv
 
 import (
+	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestLastBoxed(t *testing.T) {
@@ -34,6 +37,33 @@ func TestLastBoxed(t *testing.T) {
 			assert.Equal(t, tt.ok, ok)
 			assert.Equal(t, tt.want, got)
 		})
+	}
+}
+
+func TestLastIndexIsStringsLastIndex(t *testing.T) {
+	tests := []struct{ s, sub string }{
+		{`\boxed{1} \boxed{2}`, `\boxed`},
+		{`no box`, `\boxed`},
+		{``, `\fbox`},
+		{`\boxed`, `\boxed`},
+		{`aaaa`, `aa`}, // overlapping occurrences: the last starts at 2
+		{`\fbo\fbox`, `\fbox`},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, strings.LastIndex(tt.s, tt.sub), lastIndex(tt.s, tt.sub), "%q in %q", tt.sub, tt.s)
+	}
+	// Random strings over the patterns' own letters, where partial and overlapping matches
+	// are common.
+	rng := rand.New(rand.NewPCG(1, 2))
+	letters := []byte(`\boxedfa`)
+	for range 20000 {
+		s := make([]byte, rng.IntN(40))
+		for i := range s {
+			s[i] = letters[rng.IntN(len(letters))]
+		}
+		for _, sub := range []string{`\boxed`, `\fbox`, `aa`, `\b`} {
+			require.Equal(t, strings.LastIndex(string(s), sub), lastIndex(string(s), sub), "%q in %q", sub, s)
+		}
 	}
 }
 
