@@ -2,7 +2,7 @@
 run and reports ratios, because these machines are noisy (2 shared cores). Results are
 printed and written to benchmarks/results/latest.md (throughput raw data: throughput.json).
 
-Sections (--sections throughput,latency,prepare,memory):
+Sections (--sections throughput,latency,prepare,memory,layouts,fleet; all by default):
 1-2. throughput: the simulated server (verbosity 3) in its own process at zero latency.
   The ceiling is the Go load generator (benchmarks/loadgen, no tree logic, 64 requests in
   flight) replaying the requests the engine itself sends (recorded from a short Go-only
@@ -12,7 +12,10 @@ Sections (--sections throughput,latency,prepare,memory):
   (2a) the all-Go path through the Python API; (2b) a Python Completion policy and a Python
   Env through the bridge; (2c) the plain-Python reference collector (benchmarks/reference).
   What 2b is made of: its floor (a Completion answering at once with ready ids, an Env doing
-  nothing, no server) and the Go SGLang policy called from Python on the replayed requests.
+  nothing, no server), the Go SGLang policy called from Python on the replayed requests, and
+  2b's parts alone (its Completion and Python Env called directly on the replayed requests,
+  no engine, no bridge). The engine in Go alone is also measured running at the same time as
+  the load generator, for a ratio taken within one window.
   Every collector runs 32 concurrent Selective(32, 16, score="value_refinement") trees
   (the reference's rule) with Segments(256) and is measured in a steady-state window (benchmarks/reference/window.py); segments/s and
   process CPU per segment, ratios to the ceiling and to (2c).
@@ -315,6 +318,95 @@ def policy_calls(sim: SimProcess, replay: Path, seconds: float) -> dict:
     return asyncio.run(_policy_calls(sim, json.loads(replay.read_text()), seconds))
 
 
+def _python_parts(go_policy) -> tuple:
+    """2b's Python parts: the Completion of the spec's example (it forwards to a backend's
+    agenerate_tokens, here the Go SGLang policy's) in a Policy, and the class of a math Env
+    written in Python, which keeps the episode's ids in a list (copied on fork) and, when a
+    chunk finishes, decodes them with the policy's tokenizer and grades with grade_math."""
+    from focus_go import Env, Step
+    from focus_go.backends import Policy
+    from focus_go.env import grade_math
+
+    class PyMathEnv(Env):
+        action = "tokens"
+
+        def __init__(self, label, decode):
+            self.label, self.decode, self.tokens = label, decode, []
+
+        def step(self, action):
+            self.tokens.extend(action.tokens)
+            if not action.finished:
+                return Step()
+            return Step(reward=float(grade_math(self.decode(self.tokens), self.label)), done=True)
+
+        def fork(self):
+            twin = PyMathEnv(self.label, self.decode)
+            twin.tokens = list(self.tokens)
+            return twin
+
+    async def complete(tokens, params):
+        return await go_policy.agenerate_tokens(tokens, params)
+
+    return Policy(format=go_policy.format, complete=complete, default_params=go_policy.default_params), PyMathEnv
+
+
+async def _contract_floor(sim: SimProcess, requests: list, seconds: float) -> dict:
+    """2b's own parts without the engine or the bridge: CONCURRENCY workers go round the
+    replayed requests; for each, the Policy (the Completion forwarding to the Go policy)
+    generates from the recorded prefix, and the worker's Python Env steps with the chunk and
+    forks, as the engine asks of them once per segment (a new Env when an episode
+    finishes). Any collector that serves these parts runs at least this much per segment,
+    plus its tree logic and its way of reaching them."""
+    from focus_go.backends import SamplingParams
+    from focus_go.types import TokenChunk
+
+    go_policy = _policy(sim)
+    policy, PyMathEnv = _python_parts(go_policy)
+    labels = [p["label"] for p in sim.problems]
+    calls = [(tuple(r["tokens"]), SamplingParams(max_tokens=r["max_tokens"], temperature=1.0, seed=r["seed"])) for r in requests]
+    envs: dict = {}
+
+    async def send(call: tuple) -> None:
+        prefix, params = call
+        worker = asyncio.current_task()
+        env = envs.get(worker)
+        if env is None:
+            env = PyMathEnv(labels[len(envs) % len(labels)], policy.decode)
+        result = await policy.agenerate_tokens(prefix, params)
+        step = env.step(TokenChunk(tokens=result.tokens, finished=result.stop_reason == "stop"))
+        if step.done:
+            envs[worker] = None
+        else:
+            env.fork()  # the snapshot the engine keeps of a checkpoint
+            envs[worker] = env
+
+    try:
+        return await _replay(calls, seconds, send)
+    finally:
+        go_policy.close()
+
+
+def contract_floor(sim: SimProcess, replay: Path, seconds: float) -> dict:
+    return asyncio.run(_contract_floor(sim, json.loads(replay.read_text()), seconds))
+
+
+def go_engine_at_once(sim: SimProcess, seconds: float, problems_file: Path, replay: Path) -> dict:
+    """The engine in Go alone and the load generator replaying its requests, run at the same
+    time against the server, the load generator's run opening with the engine's measured
+    window: both see the same minute of the machine, so the ratio of their CPU per segment
+    and per request is free of the drift between measurements taken one after the other."""
+    warmup = 1.5
+    engine = subprocess.Popen([str(LOADGEN), "collect", sim.url, "-model", sim.model, "-problems", str(problems_file),
+                               "-trees", str(TREES), "-d", str(seconds), "-warmup", str(warmup)], stdout=subprocess.PIPE, text=True)
+    time.sleep(warmup)
+    load = subprocess.Popen([str(LOADGEN), "load", sim.url, "-c", str(CONCURRENCY), "-d", str(seconds), "-replay", str(replay)],
+                            stdout=subprocess.PIPE, text=True)
+    e, l = json.loads(engine.communicate()[0]), json.loads(load.communicate()[0])
+    if engine.returncode or load.returncode:
+        raise RuntimeError(f"loadgen failed: collect exit {engine.returncode}, load exit {load.returncode}")
+    return {**e, "load_cpu_us_per_request": l["cpu_us_per_request"], "load_rps": l["rps"]}
+
+
 def _policy(sim: SimProcess):
     from focus_go.backends import SamplingParams, SGLangPolicy
 
@@ -348,31 +440,11 @@ async def _collect_trees(sim: SimProcess, seconds: float, variant: str, parallel
     at once with ready-made ids (no server) and an Env whose step and fork do nothing."""
     from focus_go import Agent, Collector, Critic, Env, MathEnv, Segments, Selective, Step
     from focus_go.backends import Policy
-    from focus_go.env import grade_math
     from focus_go.integrations import Problem
     from focus_go.types import GenerateResult
 
     go_policy = _policy(sim)
-
-    class PyMathEnv(Env):
-        action = "tokens"
-
-        def __init__(self, label, decode):
-            self.label, self.decode, self.tokens = label, decode, []
-
-        def step(self, action):
-            self.tokens.extend(action.tokens)
-            if not action.finished:
-                return Step()
-            return Step(reward=float(grade_math(self.decode(self.tokens), self.label)), done=True)
-
-        def fork(self):
-            twin = PyMathEnv(self.label, self.decode)
-            twin.tokens = list(self.tokens)
-            return twin
-
-    async def complete(tokens, params):
-        return await go_policy.agenerate_tokens(tokens, params)
+    python_policy, PyMathEnv = _python_parts(go_policy)
 
     class NullEnv(Env):
         action = "tokens"
@@ -398,7 +470,7 @@ async def _collect_trees(sim: SimProcess, seconds: float, variant: str, parallel
 
         policy = Policy(format=go_policy.format, complete=floor_complete, default_params=go_policy.default_params)
     elif variant == "bridged":
-        policy = Policy(format=go_policy.format, complete=complete, default_params=go_policy.default_params)
+        policy = python_policy
     else:
         policy = go_policy
     problems = [Problem(p["prompt"], p["label"], id=p["id"]) for p in sim.problems]
@@ -496,7 +568,8 @@ def _engine_variant_child(spec: dict) -> None:
 def cpu_ratio_rows(rows: dict, baseline: str) -> list[str]:
     """Issue 22 part 3: client CPU per segment as ratios, each taken within a repetition
     (median over repetitions): the engine in Go alone and 2a against the load generator's
-    CPU per replayed request, 2b against 2a; before (an earlier commit, same run) and after."""
+    CPU per replayed request (the engine in Go alone also against the load generator run at
+    the same time), 2b against 2a; before (an earlier commit, same run) and after."""
 
     def cpu(r: dict) -> float:
         return r.get("cpu_us_per_segment", r.get("cpu_us_per_request", 0.0))
@@ -522,10 +595,16 @@ def cpu_ratio_rows(rows: dict, baseline: str) -> list[str]:
         ("2a, all-Go path through Python / load generator", "native", "ceiling", ""),
         ("2b, Python Completion + Python Env / 2a", "bridged", "native", "<= 2.00"),
         ("2b's floor (no-op Completion and Env, no server) / 2a", "bridge_floor", "native", ""),
+        ("2b's parts alone (its Completion and Env, no engine, no bridge) / 2a", "contract_floor", "native", ""),
         ("Go SGLang policy called from Python / load generator (per request)", "policy_calls", "ceiling", ""),
     ]:
         out.append(f"| {label} | {ratio('before_' + name, 'ceiling' if to == 'ceiling' else 'before_' + to)} | {ratio(name, to)} | {target} "
                    f"| {us('before_' + name) or '-'} / {us(name)} |")
+        if name == "go_engine" and "go_engine_at_once" in rows:
+            at_once = rows["go_engine_at_once"]
+            out.append(f"| the same, both running at once (one window) | | "
+                       f"{_median([r['cpu_us_per_segment'] / r['load_cpu_us_per_request'] for r in at_once]):.2f} | {target} "
+                       f"| - / {us('go_engine_at_once')} |")
     return out
 
 
@@ -553,6 +632,8 @@ def throughput_sections(seconds: float, reps: int, baseline: Optional[Path] = No
                 ("native", lambda: asyncio.run(_collect_trees(sim, seconds, "native"))),
                 ("bridged", lambda: asyncio.run(_collect_trees(sim, seconds, "bridged"))),
                 ("bridge_floor", lambda: asyncio.run(_collect_trees(sim, seconds, "bridge_floor"))),
+                ("contract_floor", lambda: contract_floor(sim, replay, seconds)),
+                ("go_engine_at_once", lambda: go_engine_at_once(sim, seconds, tmpdir / "problems.json", replay)),
                 ("reference", lambda: _reference(sim, problems, seconds)),
             ]
             pairs: dict = {}
@@ -595,6 +676,7 @@ def throughput_sections(seconds: float, reps: int, baseline: Optional[Path] = No
         ("native", "2a. engine, all-Go path through the Python API"),
         ("bridged", "2b. engine, Python Completion policy + Python Env through the bridge"),
         ("bridge_floor", "2b's floor: a Completion answering at once with ready ids (no server) + an Env doing nothing"),
+        ("contract_floor", "2b's parts alone: its Completion (forwarding to the Go policy) and Python Env called directly on the replayed requests, no engine, no bridge"),
         ("reference", "2c. plain-Python reference collector (benchmarks/reference)"),
     ]
     out = [
@@ -761,7 +843,6 @@ def layouts_section(problems: int = 4) -> list[str]:
     ] + rows
 
 
-SECTIONS = ("throughput", "latency", "prepare", "memory", "layouts")
 def _sim_counters(sim: SimProcess) -> tuple:
     """(generated tokens, prompt tokens, prompt tokens served from the prefix cache) so far."""
     with urllib.request.urlopen(sim.url + "/get_server_info", timeout=10) as r:
@@ -858,7 +939,7 @@ def fleet_section(problems_n: int = FLEET_PROBLEMS) -> list[str]:
     return out
 
 
-SECTIONS = ("throughput", "latency", "prepare", "memory", "fleet")
+SECTIONS = ("throughput", "latency", "prepare", "memory", "layouts", "fleet")
 
 
 def main() -> int:
