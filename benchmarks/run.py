@@ -295,13 +295,18 @@ def python_client(sim: SimProcess, replay: Path, seconds: float) -> dict:
     return asyncio.run(_python_client(sim.url, json.loads(replay.read_text()), seconds))
 
 
+def _replay_calls(requests: list) -> list:
+    """The recorded requests as (prefix, SamplingParams) pairs for a policy's agenerate_tokens."""
+    from focus_go.backends import SamplingParams
+
+    return [(tuple(r["tokens"]), SamplingParams(max_tokens=r["max_tokens"], temperature=1.0, seed=r["seed"])) for r in requests]
+
+
 async def _policy_calls(sim: SimProcess, requests: list, seconds: float) -> dict:
     """The Go SGLang policy called from Python (agenerate_tokens, what the 2b benchmark's
     Completion forwards to) on the replayed requests, CONCURRENCY calls in flight."""
-    from focus_go.backends import SamplingParams
-
     policy = _policy(sim)
-    calls = [(tuple(r["tokens"]), SamplingParams(max_tokens=r["max_tokens"], temperature=1.0, seed=r["seed"])) for r in requests]
+    calls = _replay_calls(requests)
 
     async def send(call: tuple) -> None:
         prefix, params = call
@@ -357,13 +362,12 @@ async def _contract_floor(sim: SimProcess, requests: list, seconds: float) -> di
     forks, as the engine asks of them once per segment (a new Env when an episode
     finishes). Any collector that serves these parts runs at least this much per segment,
     plus its tree logic and its way of reaching them."""
-    from focus_go.backends import SamplingParams
     from focus_go.types import TokenChunk
 
     go_policy = _policy(sim)
     policy, PyMathEnv = _python_parts(go_policy)
     labels = [p["label"] for p in sim.problems]
-    calls = [(tuple(r["tokens"]), SamplingParams(max_tokens=r["max_tokens"], temperature=1.0, seed=r["seed"])) for r in requests]
+    calls = _replay_calls(requests)
     envs: dict = {}
 
     async def send(call: tuple) -> None:
