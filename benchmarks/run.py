@@ -405,9 +405,10 @@ def go_engine_at_once(sim: SimProcess, seconds: float, problems_file: Path, repl
     time.sleep(warmup)
     load = subprocess.Popen([str(LOADGEN), "load", sim.url, "-c", str(CONCURRENCY), "-d", str(seconds), "-replay", str(replay)],
                             stdout=subprocess.PIPE, text=True)
-    e, l = json.loads(engine.communicate()[0]), json.loads(load.communicate()[0])
+    engine_out, load_out = engine.communicate()[0], load.communicate()[0]
     if engine.returncode or load.returncode:
         raise RuntimeError(f"loadgen failed: collect exit {engine.returncode}, load exit {load.returncode}")
+    e, l = json.loads(engine_out), json.loads(load_out)
     return {**e, "load_cpu_us_per_request": l["cpu_us_per_request"], "load_rps": l["rps"]}
 
 
