@@ -23,7 +23,7 @@ GO_SOURCES     := $(shell find capi core backends sim -name '*.go' -not -name '*
 export CGO_ENABLED := 1
 export CGO_LDFLAGS := -L$(BUILD)
 
-.PHONY: all lib selftest-lib tokenizers testdata venv test test-go test-py demo bench bench-signal clean
+.PHONY: all lib selftest-lib tokenizers testdata venv test test-go test-py demo bench bench-signal docs clean
 
 all: lib
 
@@ -110,6 +110,21 @@ bench-signal: venv
 
 $(BUILD)/loadgen: $(LIBTOKENIZERS) $(GO_SOURCES) $(wildcard benchmarks/loadgen/*.go)
 	$(GO) build -o $@ ./benchmarks/loadgen
+
+# The documentation site (mkdocs.yml) into build/site, strictly: a broken link or an API name
+# the docstrings do not resolve fails the build. Its tools, pinned in pyproject.toml's `docs`
+# extra, go into a virtualenv of their own (build/docs-venv); the API reference is read from
+# the Python sources, so no library build is needed.
+DOCS_VENV := $(BUILD)/docs-venv
+
+docs: $(DOCS_VENV)/.installed
+	NO_MKDOCS_2_WARNING=1 $(DOCS_VENV)/bin/mkdocs build --strict --quiet
+
+$(DOCS_VENV)/.installed: pyproject.toml
+	test -x $(DOCS_VENV)/bin/python || $(PYTHON) -m venv $(DOCS_VENV)
+	$(DOCS_VENV)/bin/python -m pip install --quiet --disable-pip-version-check \
+	  $$($(DOCS_VENV)/bin/python -c 'import tomllib; print(" ".join(tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["docs"]))')
+	touch $@
 
 clean:
 	rm -rf $(BUILD) $(VENV) python/*.egg-info

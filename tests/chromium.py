@@ -8,6 +8,7 @@ machine has no internet)."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -58,3 +59,17 @@ def screenshot(page: Path, png: Path, size: Tuple[int, int] = (1200, 800), fragm
     head = png.read_bytes()[:24]
     assert head[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
     return struct.unpack(">II", head[16:24])
+
+
+CONSOLE = re.compile(r":CONSOLE[:(]\d+\)?\] \"(?P<text>.*)\", source: (?P<source>.*)$")
+
+
+def page_console(url: str, wait_ms: int = 3000) -> Tuple[str, List[dict]]:
+    """Load ``url`` (its scripts run for ``wait_ms`` of virtual time) and return its DOM and
+    every message its page wrote to the console (``console.*`` calls and uncaught
+    exceptions alike: Chromium's log does not tell their levels apart, so a clean page is
+    one that writes none)."""
+    proc = _run(["--enable-logging=stderr", "--v=0", f"--virtual-time-budget={wait_ms}", "--dump-dom", url])
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    console = [m.groupdict() for m in map(CONSOLE.search, proc.stderr.splitlines()) if m]
+    return proc.stdout, console
