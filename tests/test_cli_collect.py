@@ -272,7 +272,7 @@ def _advantages(out: Path) -> Dict[Any, float]:
 
 
 def test_visitation_weights_are_on_unless_switched_off(tmp_path, problems_file):
-    # README "Changed defaults": actor records carry weight * visitation unless
+    # docs/learning-signal.md, "The defaults and the old behaviour": actor records carry weight * visitation unless
     # --no-visitation-weights. value_refinement branches below the root, so the factors
     # are not all 1 and the two runs' records differ.
     from focus_go import DirectBranchTd, RewardConfig

@@ -7,7 +7,7 @@ default loss reducer). Skipped unless ``FOCUS_SLIME_SRC`` names a THUDM/slime ch
         ../.venv/bin/python -m pytest -q test_integrations_slime_real.py
 
 What Slime's contracts check and which of their assertions apply to FOCUS's hooks is in
-README's "Use with Slime"."""
+docs/slime.md."""
 
 from __future__ import annotations
 

@@ -68,8 +68,8 @@ def _record_option_defaults():
 
 
 def test_record_option_defaults_equal_the_librarys():
-    # Visitation weights are on by default everywhere records are exported (README,
-    # "Changed defaults"); the per-span layout stays the default.
+    # Visitation weights are on by default everywhere records are exported (docs/learning-signal.md,
+    # "The defaults and the old behaviour"); the per-span layout stays the default.
     lib = _rules.defaults()["records"]
     assert lib == {"layout": "spans", "visitation_weights": True}
     found = _record_option_defaults()

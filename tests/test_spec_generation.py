@@ -1,6 +1,6 @@
-"""The examples of shared/spec/generation.txt that the token backends cover, run as written
-(`focus` imports), with `model_name`, `policy_format`, `tokenizer` and `backend` bound to the
-simulated server's model and a live policy."""
+"""The generation API's documented examples (docs/reference/backends.md) that the token
+backends cover, run as written (`focus` imports), with `model_name`, `policy_format`,
+`tokenizer` and `backend` bound to the simulated server's model and a live policy."""
 
 from __future__ import annotations
 

@@ -1,9 +1,9 @@
-// Package bridge owns the remote-object bridge of DESIGN.md §1: the queue
-// through which Python objects (a custom Completion, a Python Env subclass,
-// a Python critic function) serve engine calls without Go ever calling into
-// Python. The engine side calls Call (or uses the Policy, Env and Critic
-// stand-ins here, which satisfy the core/collect interfaces); each call
-// becomes a Request that a Python worker thread takes with a blocking Poll
+// Package bridge owns the remote-object bridge (docs/architecture.md, "How a
+// collection runs"): the queue through which Python objects (a custom
+// Completion, a Python Env subclass, a Python critic function) serve engine
+// calls without Go ever calling into Python. The engine side calls Call (or
+// uses the Policy, Env and Critic stand-ins here, which satisfy the
+// core/collect interfaces); each call becomes a Request that a Python worker thread takes with a blocking Poll
 // (PollMany: every queued request in one wake-up) through the C ABI, serves,
 // and answers with Resolve (Answer) or Fail by id.
 //

@@ -10,7 +10,8 @@ import (
 	"github.com/focus-go/focus-go/core/status"
 )
 
-// Defaults of the agent's limits (DESIGN.md §8, ALGORITHM.md §5.8).
+// Defaults of the agent's limits (ALGORITHM.md §5.8); core/rules hands them to the
+// bindings (docs/architecture.md, "Rules and defaults: core/rules").
 const (
 	DefaultSegments       = 256
 	DefaultMaxSegments    = 64

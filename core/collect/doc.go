@@ -1,8 +1,8 @@
-// Package collect owns the collection engine of FOCUS (DESIGN.md §1-4,
-// ALGORITHM.md §5.1-5.2 and §5.7): it grows one problem's search tree by
-// running rollouts of segments with a Policy in an Env, scoring checkpoints
-// with a Critic, and branching where search.Plan says, under a budget of
-// rollouts. A segment is either L exact tokens (Segments(L), the default) or
+// Package collect owns the collection engine of FOCUS (docs/architecture.md,
+// "How a collection runs"; ALGORITHM.md §5.1-5.2 and §5.7): it grows one
+// problem's search tree by running rollouts of segments with a Policy in an
+// Env, scoring checkpoints with a Critic, and branching where search.Plan
+// says, under a budget of rollouts. A segment is either L exact tokens (Segments(L), the default) or
 // one whole assistant turn of a chat (Config.Turns: the reply is parsed into
 // a tool or text action, and the env's tool messages are rendered with the
 // chat template by an append-only rule that never re-renders the exact

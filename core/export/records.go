@@ -58,7 +58,7 @@ type Options struct {
 // to_samples, collect_records, Slime's make_generate and Tinker's train, and
 // focus-go collect's --visitation-weights; core/rules hands it to them): on,
 // because the weights lower the actor's gradient error for every selective
-// score on the benchmark of docs/signal.md §B (README, "Learning signal").
+// score on the benchmark of docs/signal.md §B (docs/learning-signal.md).
 // Independent trees are unaffected: their factor is exactly 1.
 const DefaultVisitationWeights = true
 

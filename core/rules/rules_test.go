@@ -109,10 +109,10 @@ func TestDefaultsAreTheLibrarys(t *testing.T) {
 	d := rules.DefaultValues()
 	sel := search.Selective(search.DefaultBudget, search.DefaultWarmup)
 	assert.Equal(t, rules.SelectiveDefaults{Budget: 32, Warmup: 16, PerPass: 4, MaxChildren: 4, Score: "critic_adaptive"}, d.Selective,
-		"DESIGN.md §8 / ALGORITHM.md §5.8: Selective(budget=32, warmup=16, per_pass=4, max_children=4); "+
-			"the score is critic_adaptive since 2026-12-02 (README, \"Changed defaults\")")
+		"ALGORITHM.md §5.8: Selective(budget=32, warmup=16, per_pass=4, max_children=4); "+
+			"the score is critic_adaptive since 2026-12-02 (docs/learning-signal.md, \"The defaults and the old behaviour\")")
 	assert.Equal(t, rules.RecordsDefaults{Layout: "spans", VisitationWeights: true}, d.Records,
-		"per-span records (DESIGN.md §6), visitation-weighted since 2026-12-02")
+		"per-span records (docs/records.md), visitation-weighted since 2026-12-02")
 	assert.Equal(t, sel.PerPass, d.Selective.PerPass)
 	assert.Equal(t, rules.IndependentDefaults{N: 16}, d.Independent)
 	assert.Equal(t, rules.SegmentsDefaults{Tokens: collect.DefaultSegments}, d.Segments)

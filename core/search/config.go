@@ -10,7 +10,7 @@ import (
 const (
 	// ScoreValueRefinement is the reduction of the critic target's mean
 	// squared error that one more branch buys (ALGORITHM.md §5.7.4; the
-	// default before 2026-12-02).
+	// default score of the original recipe).
 	ScoreValueRefinement = "value_refinement"
 	// ScorePosteriorVariance is p(1-p)/((kappa_sel+n)(kappa_sel+n+1)), the
 	// Beta posterior variance of the node's value.
@@ -49,7 +49,7 @@ const (
 	DefaultIndependent = 16
 	// DefaultScore is Selective's score: the one that gives the actor the
 	// best gradient and learning on the benchmark of docs/signal.md §B
-	// (README, "Learning signal"). The bindings read it from core/rules.
+	// (docs/learning-signal.md). The bindings read it from core/rules.
 	DefaultScore = ScoreCriticAdaptive
 )
 

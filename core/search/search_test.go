@@ -740,7 +740,7 @@ func TestMissingCritic(t *testing.T) {
 }
 
 func TestConfig(t *testing.T) {
-	// The default score is critic_adaptive (docs/signal.md §F; README, "Learning signal").
+	// The default score is critic_adaptive (docs/signal.md §F; docs/learning-signal.md).
 	assert.Equal(t, search.Config{Budget: 32, Warmup: 16, PerPass: 4, MaxChildren: 4, Score: "critic_adaptive"}, search.Selective(32, 16))
 	assert.Equal(t, search.Config{Budget: 16, Warmup: 16, PerPass: 4, MaxChildren: 4, Score: "critic_adaptive", Independent: true}, search.Independent(16))
 	assert.Equal(t, 256, search.Selective(32, 16).MinRemainingTokens(limits))

@@ -19,7 +19,7 @@ Loss scale: with ``FOCUS_TOKENS_PER_TREE`` set, ``reducer`` is
 ``normalized_policy_tokens(FOCUS_TOKENS_PER_TREE)`` (name it with
 ``--custom-pg-loss-reducer-function-path focus_math.reducer``): set it to the
 ``rollout/focus/trained_tokens_per_tree`` that ``log_rollout`` reports and a GRPO recipe's
-learning rate and gradient clipping carry over (README, "Use with Slime").
+learning rate and gradient clipping carry over (docs/slime.md).
 
 Prompts and labels come from Slime's ``--input-key`` / ``--label-key``; the label is the
 reference answer graded against the model's last ``\\boxed{...}``.

@@ -8,7 +8,7 @@
 #
 # Optional: EVAL_PROMPT_DATA (+ EVAL_NAME, EVAL_INTERVAL) turns on evaluation through
 # eval.yaml; FOCUS_TOKENS_PER_TREE switches the loss reducer to normalized_policy_tokens
-# (Slime's loss scale; see README "Use with Slime").
+# (Slime's loss scale; see docs/slime.md).
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 export PYTHONPATH="$HERE${PYTHONPATH:+:$PYTHONPATH}"      # makes focus_math importable

@@ -31,6 +31,10 @@ class GoObject:
         return self._handle if self._finalizer.alive else 0
 
     def close(self) -> None:
+        """Release the native object now.
+
+        Using it afterwards raises ``InvalidHandleError``; closing twice is safe.
+        """
         if self._finalizer.detach() is not None:
             _lib.release(self._handle)
 

@@ -16,10 +16,21 @@ from .types import ActionKind
 
 @dataclass(frozen=True)
 class Segments:
-    """Exact-token segments: every policy call continues the checkpoint's exact token
-    prefix with ``max_tokens = tokens``, parsed by TokenChunkParser (a stop finish is
-    ``finished=True``, a length finish ``finished=False``, where the search may branch);
-    every response is checked to have at most ``tokens`` tokens and aligned logprobs."""
+    """The exact-token context: each segment of the tree is at most ``tokens`` generated tokens.
+
+    Every policy call continues the checkpoint's exact token prefix with
+    ``max_tokens = tokens``, and the response is parsed by ``TokenChunkParser``: a stop
+    finish gives ``finished=True`` (the model answered), a length finish ``finished=False``
+    (a checkpoint the search may branch from). Every response is checked to have at most
+    ``tokens`` tokens, each with a log probability. Use it with environments that consume
+    ``"tokens"`` actions, such as ``MathEnv``.
+
+    Args:
+        tokens: The segment length in tokens (at least 1).
+
+    Raises:
+        ConfigError: ``tokens`` is less than 1.
+    """
 
     tokens: int = 256
     action: ClassVar[ActionKind] = "tokens"
@@ -29,20 +40,39 @@ class Segments:
 
 
 class Agent:
-    """A policy acting on an environment.
+    """A policy acting on an environment: what a ``Collector`` runs at every node of the tree.
 
-    ``context`` decides what one segment is: None (the default) is the whole-turn chat
-    context, one assistant turn per segment (for ``"tool"`` and ``"text"`` environments
-    such as ToolEnv: the reply is parsed into the env's action, tool messages are rendered
-    with the chat template after the exact token prefix, each turn's max_tokens is the
-    sampling ``max_tokens``); ``Segments(n)`` is n exact tokens (for ``"tokens"``
-    environments such as MathEnv);
-    ``max_segments`` and ``max_total_tokens`` bound one root-to-leaf path (a path reaching
-    either ends truncated); ``sampling`` overrides the policy's default sampling
-    parameters; ``parser`` overrides the parser the format and context imply (for whole
-    turns: one of the built-in tool-call parsers or TextActionParser; by default the
-    format's tool parser, or the model's own tool dialect when the format parses text or
-    token chunks)."""
+    ``context`` decides what one segment (one edge of the tree) is:
+
+    - ``None`` (the default), the whole-turn chat context: one assistant turn per segment,
+      for environments that consume ``"tool"`` or ``"text"`` actions such as ``ToolEnv``.
+      The reply is parsed into the environment's action, the environment's tool messages
+      are rendered with the model's chat template after the exact token prefix, and each
+      turn may use up to the sampling ``max_tokens``.
+    - ``Segments(n)``: segments of at most ``n`` exact tokens, for environments that
+      consume ``"tokens"`` actions such as ``MathEnv``.
+
+    Args:
+        policy: The policy that generates the agent's responses.
+        env: The environment for one problem; each branch of the tree gets its own fork.
+        system_prompt: A system message placed before the problem's prompt, or None.
+        context: What one segment is (see above); None for whole turns.
+        parser: The parser that turns a response into the environment's action, overriding
+            the one the policy's format and the context imply. For whole turns, one of the
+            built-in tool-call parsers or ``TextActionParser``; by default the format's tool
+            parser, or the model's own tool dialect when the format parses text or token
+            chunks.
+        max_segments: The most segments on one root-to-leaf path; a path that reaches it
+            ends truncated.
+        max_total_tokens: The most generated tokens on one root-to-leaf path; a path that
+            reaches it ends truncated.
+        sampling: Sampling parameters for every request, in place of the policy's
+            defaults.
+
+    Raises:
+        ConfigError: ``policy`` or ``env`` is of the wrong type, a limit is below 1, or the
+            environment consumes a different action kind than ``context`` produces.
+    """
 
     def __init__(
         self,

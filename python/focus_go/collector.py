@@ -413,13 +413,25 @@ def _timeout(name: str, value: Optional[float]) -> float:
 
 @dataclass(frozen=True)
 class CollectionProgress:
-    """A running collection's counters, read from the Go engine (``core/collect``'s
-    ``ProgressSnapshot``) without waiting for it: ``Collector.progress()`` lists one per
-    collection running now. Counts only grow while it runs; once ``done``,
-    ``rollouts_finished`` and ``generated_tokens`` equal the tree's stats ``rollouts`` and
-    ``generated_tokens``. ``eta_seconds`` (the unfinished budget at the pace so far) is
-    None until a rollout finished and once done; a tree may also stop early with budget
-    unspent."""
+    """The live counters of a running collection, as ``Collector.progress()`` reports them.
+
+    They are read without waiting for the collection. Counts only grow while it runs; once
+    ``done``, ``rollouts_finished`` and ``generated_tokens`` equal the tree's ``rollouts``
+    and ``generated_tokens`` statistics. A tree may stop early with budget unspent.
+
+    Attributes:
+        budget: The search budget: rollouts per tree.
+        rollouts_launched: Budget units spent so far, retries included.
+        rollouts_finished: Rollouts the tree keeps, completed or failed.
+        rollouts_failed: Rollouts that failed.
+        segments: Policy responses accepted.
+        generated_tokens: Tokens generated so far.
+        elapsed_seconds: Wall time since the collection started.
+        tokens_per_second: Generated tokens per second so far.
+        eta_seconds: The time the unfinished budget would take at the pace so far; None
+            until a rollout has finished, and once done.
+        done: Whether the collection has ended.
+    """
 
     budget: int  # the search budget B (rollouts per tree)
     rollouts_launched: int  # budget units spent (retries included)
@@ -440,31 +452,45 @@ class CollectionProgress:
 class Collector:
     """Collects searched trees for one agent and prepares them for training.
 
-    ``critic`` scores checkpoints (None: no predictions; the refined value then rests on
-    branch returns alone); ``search`` is ``Selective()`` unless given; ``reward`` and
-    ``estimator`` are what ``prepare`` uses (and the search plans with ``reward``).
+    ``collect(problem)`` grows one tree: every warmup rollout in flight at once, then
+    branching rounds chosen by the search rule, with the critic's predictions recorded on
+    the nodes. ``prepare(tree)`` turns the tree into actor advantages and critic targets.
 
-    With ``Agent(context=None)`` (the default) one assistant turn is one segment: the
-    reply is parsed (hermes / qwen_xml tool calls, or text) into the env's action, and the
-    env's tool messages are rendered with the model's chat template after the exact token
-    prefix (core/collect documents the append rule); the env's ``tool_schemas()`` are
-    passed to the template as ``tools``. Each turn's max_tokens is the sampling
-    ``max_tokens``.
+    Example:
+        ```python
+        async with Collector(agent, critic=Critic.constant(0.5), search=Selective(32, 16)) as collector:
+            tree = await collector.collect(problem)
+            batch = collector.prepare(tree)
+        ```
 
-    ``workspace`` (a Workspace) is opened with the collector (``async with``) or, without
-    that, for each ``collect``; each collection gets its own working directory in it, and
-    its ToolEnv runs tools under the workspace's ``max_parallel`` limit. Several collectors
-    may share one Workspace. ``close_services=False`` leaves a workspace the collector
-    opened open for its owner to close.
+    ``progress()`` reads the live counters of the collections running now;
+    ``last_progress`` keeps the final counters of the last collection that ended.
 
-    ``policy_timeout``, ``env_timeout`` and ``critic_timeout`` (seconds, None = no limit
-    beyond the collection's own) bound each policy, environment and critic call; a call
-    that times out fails its rollout (or leaves its checkpoints unscored), not the
-    collection.
+    Args:
+        agent: The policy, environment and limits to collect with.
+        critic: Scores checkpoints; None for no predictions, so that refined values rest
+            on branch returns alone.
+        search: The search rule; ``Selective()`` when None.
+        reward: The reward and value settings ``prepare`` uses and the search plans
+            with; ``RewardConfig()`` when None.
+        estimator: The recipe ``prepare`` computes actor advantages with; None prepares
+            critic targets only.
+        workspace: Where tools run. It is opened with the collector (``async with``) or,
+            without that, for each ``collect``; each collection gets its own working
+            directory in it, and a ``ToolEnv`` runs its tools under the workspace's
+            ``max_parallel`` limit. Several collectors may share one workspace.
+        close_services: False leaves a workspace the collector opened open when it exits,
+            for its owner to close.
+        policy_timeout: Seconds each policy call may take; None for no limit of its own.
+            A call that times out fails its rollout, not the collection.
+        env_timeout: Seconds each environment call may take; None for no limit of its own.
+        critic_timeout: Seconds each critic call may take; None for no limit of its own.
+            A call that times out leaves its checkpoints unscored.
 
-    ``progress()`` reads the live engine counters of the collections running now (one
-    ``CollectionProgress`` each); ``last_progress`` keeps the final counters of the last
-    collection that ended."""
+    Raises:
+        ConfigError: An argument is of the wrong type or a timeout is not a positive
+            number of seconds.
+    """
 
     def __init__(
         self,
@@ -505,8 +531,14 @@ class Collector:
         self.last_progress: Optional[CollectionProgress] = None
 
     def progress(self) -> List[CollectionProgress]:
-        """The live counters of this collector's collections running now, oldest first
-        (empty when none runs). Cheap: it never waits for the engine."""
+        """The live counters of this collector's collections running now.
+
+        Cheap: it never waits for a collection.
+
+        Returns:
+            One ``CollectionProgress`` per running collection, oldest first; empty when
+                none runs.
+        """
         return [p for p in (run.progress() for run in self._running) if p is not None]
 
     async def __aenter__(self) -> "Collector":
@@ -523,7 +555,18 @@ class Collector:
             await self.workspace.__aexit__(*exc)
 
     def prepare(self, state: SchedulerState[Any]) -> Batch:
-        """``prepare_samples`` with this collector's reward settings and estimator."""
+        """Turn a collected tree into training samples with this collector's settings.
+
+        The same as ``prepare_samples(state, reward_config=self.reward,
+        estimator=self.estimator)``.
+
+        Args:
+            state: A tree returned by ``collect``.
+
+        Returns:
+            The actor samples with their advantages, the critic samples with their
+                targets, the statistics and the failures.
+        """
         return prepare_samples(state, reward_config=self.reward, estimator=self.estimator)
 
     def _messages(self, problem: Problem, observation: Any) -> List[Dict[str, Any]]:
@@ -531,7 +574,26 @@ class Collector:
         return _rules.root_messages(self.agent.system_prompt, problem.prompt, observation)
 
     async def collect(self, problem: Union[Problem, str], *, allow_partial: bool = False) -> SchedulerState[Any]:
-        """Collect one searched tree for ``problem`` (a Problem or a prompt string)."""
+        """Collect one searched tree for ``problem``.
+
+        Cancelling the awaiting task cancels the collection and its requests in flight.
+
+        Args:
+            problem: A ``Problem``, or a prompt string.
+            allow_partial: Keep a collection with failed rollouts or critic calls instead
+                of raising; the failures are listed in the tree's ``failures`` and, after
+                ``prepare``, in ``Batch.failures``.
+
+        Returns:
+            The tree, held in native memory until ``close()``, the end of a ``with``
+                block, or garbage collection.
+
+        Raises:
+            CollectionError: Rollouts or critic calls failed and ``allow_partial`` is
+                False. Its ``state`` attribute keeps everything collected.
+            ConfigError: The agent's parts do not fit together, for instance a
+                ``"tokens"`` environment without ``Segments``.
+        """
         if isinstance(problem, str):
             problem = Problem(problem)
         if self.workspace is None:

@@ -28,25 +28,70 @@ from .types import ActionKind, Message, Step, TokenChunk
 
 
 class Env(ABC):
-    """Base class for environments (see the module documentation)."""
+    """Base class for environments: what an agent acts on.
+
+    Subclass it and implement ``step``; override ``reset``, ``fork`` and ``tool_schemas``
+    where the defaults do not fit. Methods may be synchronous or ``async``.
+
+    The class attribute ``action`` declares what ``step`` consumes: ``"text"`` (the reply's
+    text, a ``str``; the default), ``"tool"`` (a ``ToolTurn``) or ``"tokens"`` (a
+    ``TokenChunk`` of exact token ids). The agent checks that its context produces that
+    kind. With the whole-turn context (``Agent(context=None)``) a step's observation may be
+    a list of chat messages such as ``{"role": "tool", "content": ...}``, rendered with the
+    model's chat template; a text observation is one user message there.
+
+    Example:
+        ```python
+        from focus import Env, Step
+
+        class Echo(Env):
+            action = "text"
+
+            def step(self, action):
+                return Step(reward=float("42" in action), done=True)
+        ```
+    """
 
     action: ClassVar[ActionKind] = "text"
 
     def reset(self) -> Union[str, List[Message], None]:
-        """An extra observation before the first turn (None: the prompt says it all)."""
+        """Start an episode.
+
+        Returns:
+            An extra observation shown after the problem's prompt, before the first turn
+                (text, or chat messages with the whole-turn context), or None when the prompt
+                says it all (the default).
+        """
         return None
 
     @abstractmethod
     def step(self, action: Any) -> Step:
-        """Apply one action."""
+        """Apply one action.
+
+        Args:
+            action: What the agent's parser produced, of the kind ``action`` declares.
+
+        Returns:
+            The observation to show next, the reward on this step, whether the episode
+                ended, and free-form info.
+        """
 
     def fork(self) -> "Env":
-        """An independent copy for a new branch."""
+        """Copy the environment for a new branch of the tree.
+
+        Returns:
+            An independent copy in the same state; the default is ``copy.deepcopy(self)``.
+        """
         return copy.deepcopy(self)
 
     def tool_schemas(self) -> List[Dict[str, Any]]:
-        """Tool schemas shown to the model in the prompt (the chat template's ``tools``) by
-        the whole-turn context; none by default (ToolEnv lists its tools)."""
+        """The tool schemas shown to the model in the prompt.
+
+        The whole-turn context passes them to the chat template as ``tools``.
+
+        Returns:
+            OpenAI-style function schemas; none by default (``ToolEnv`` lists its tools).
+        """
         return []
 
 
@@ -71,18 +116,26 @@ def _grade(text: str, label: str) -> Dict[str, Any]:
 
 
 class MathEnv(Env):
-    """A final-answer math environment over exact token chunks.
+    """A final-answer math environment over exact token chunks (``"tokens"`` actions).
 
-    Each step appends the chunk's tokens; when the model finishes (``finished=True``), the
-    whole response is decoded with ``decode`` and its last ``\\boxed{...}`` graded against
-    ``label``: reward 1.0 or 0.0, done, ``info`` ``{"answer", "label", "correct"}``.
-    Unfinished chunks give reward 0 and continue.
+    Each step appends the chunk's tokens. When the model finishes (``finished=True``), the
+    whole response is decoded with ``decode`` and its last ``\\boxed{...}`` is graded
+    against ``label``: reward 1.0 or 0.0, the episode ends, and ``info`` holds
+    ``{"answer", "label", "correct"}``. Unfinished chunks give reward 0 and continue.
 
-    With a focus-go tokenizer's ``decode`` the whole episode runs natively in Go
-    (``core/mathenv``); otherwise (your own ``decode``, or a subclass) this Python class is
-    served through the bridge, and its last step is still the Go one: the grade, the reward
-    and the info come from ``core/mathenv.GradeEpisode``. Only the token bookkeeping, which
-    needs ``decode``, a Python callable, is here."""
+    Answers are compared after normalisation: spaces, ``$``, ``\\left`` / ``\\right``,
+    ``\\text{}`` and trailing periods are ignored, ``\\dfrac`` is ``\\frac``, and
+    numbers compare by value (``0.5``, ``1/2`` and ``\\frac{1}{2}`` are equal). With the
+    ``decode`` of a focus-go policy or tokenizer the whole episode runs in the native
+    core, without Python calls.
+
+    Args:
+        label: The reference answer, bare (``5``) or boxed (``\\boxed{5}``).
+        decode: Turns token ids into text, usually the policy's ``decode``.
+
+    Raises:
+        ConfigError: ``label`` is None.
+    """
 
     action: ClassVar[ActionKind] = "tokens"
 

@@ -11,7 +11,12 @@ from __future__ import annotations
 
 
 class FocusError(Exception):
-    """Root of every focus-go error."""
+    """The base class of every focus-go error.
+
+    Each subclass also inherits the built-in exception it resembles, so ``except
+    ValueError`` still catches a ``ConfigError``. ``code`` is the numeric status the
+    native core reports for the class.
+    """
 
     code: int = 1
 
@@ -30,13 +35,13 @@ class ConfigError(FocusError, ValueError):
 
 class ConfigTypeError(ConfigError, TypeError):
     """Configuration or input of the wrong type: a callable, a Collector or a Workspace was
-    expected and something else was given. It is a ConfigError (same code), and also a
-    ``TypeError``, so ``except TypeError`` keeps working where a bare TypeError was raised
-    before. Only Python raises it; Go's code 2 is a ConfigError."""
+    expected and something else was given. It is a ``ConfigError`` (with the same code)
+    and also a ``TypeError``, so either ``except`` clause catches it."""
 
 
 class InvalidHandleError(FocusError, LookupError):
-    """A Go object was used after it was closed or released, or never existed."""
+    """An object backed by native memory (a tree, a policy, a tokenizer...) was used after it was
+    closed or released, or never existed."""
 
     code = 3
 
@@ -60,7 +65,12 @@ class BackendError(FocusError, ConnectionError):
 
 
 class CollectionError(FocusError, RuntimeError):
-    """A collection had failed branches and ``allow_partial`` was not set."""
+    """A collection had failed rollouts or critic calls and ``allow_partial`` was not set.
+
+    When ``Collector.collect`` or ``collect_records`` raises it, its ``state`` attribute
+    keeps the collected tree and its ``failures`` attribute the ``(node_id, message)``
+    pairs.
+    """
 
     code = 7
 

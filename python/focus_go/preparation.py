@@ -29,14 +29,31 @@ _NO_STATS: Mapping[str, float] = MappingProxyType({})
 
 @dataclass(frozen=True)
 class RewardConfig:
-    """Reward and value settings (ALGORITHM.md §5): ``gamma``; ``critic_weight`` kappa, the
-    critic prior's strength in pseudo-branches (0 = tree Monte Carlo, large = TD(0); range
-    [0, 64]); the reward range [``reward_min``, ``reward_max``] (the Selective score maps
-    values into it); ``truncated_reward`` for a branch cut at the length limit; and
-    ``truncation``: "terminal" (a truncated branch ends with ``truncated_reward``) or
-    "bootstrap" (its value is the critic's prediction; valid only if the critic sees the
-    remaining budget). The values are checked when the object is built (ConfigError naming
-    the field)."""
+    """Reward and value settings: what preparation computes values with and the search plans with.
+
+    The refined value of a checkpoint blends the critic's prediction with the returns of
+    its branches: ``V*(s) = (kappa * v(s) + n * G(s)) / (kappa + n)``, where ``v(s)`` is the
+    critic's prediction, ``G(s)`` the mean direct-branch return over its ``n`` completed
+    children, and ``kappa`` is ``critic_weight``. The values are checked when the object is
+    built.
+
+    Args:
+        gamma: The discount per segment, in (0, 1].
+        critic_weight: ``kappa``, the critic prediction's weight in pseudo-branches, in
+            [0, 64]: 0 ignores the critic (tree Monte Carlo), a large value trusts it
+            (TD(0)).
+        reward_min: The lowest reward; environment rewards must lie in
+            [``reward_min``, ``reward_max``], and the ``Selective`` scores map values into it.
+        reward_max: The highest reward.
+        truncated_reward: The reward of a branch cut at the length limit, with
+            ``truncation="terminal"``.
+        truncation: ``"terminal"`` (a truncated branch ends with ``truncated_reward``) or
+            ``"bootstrap"`` (its value is the critic's prediction; valid only if the critic
+            sees the remaining budget).
+
+    Raises:
+        ConfigError: A value is out of range or not finite; the message names the field.
+    """
 
     gamma: float = 1.0
     critic_weight: float = 1.0
@@ -56,41 +73,60 @@ class RewardConfig:
 
 
 class Estimator:
-    """How actor advantages are computed from a tree's values. ``name`` is recorded on
-    every sample and record (``ESTIMATOR_KEY``)."""
+    """How actor advantages are computed from a tree's values: the base of the recipes.
+
+    ``name`` is recorded on every sample and record, under ``ESTIMATOR_KEY``.
+    """
 
     name: ClassVar[str] = ""
 
 
 @dataclass(frozen=True)
 class DirectBranchTd(Estimator):
-    """The FOCUS recipe: A(s->c) = r(s->c) + gamma * V*(c) - V*(s) for every edge. With
-    gamma = 1 the advantages on any root-to-leaf path sum to R - V*(root)."""
+    """The FOCUS recipe: each edge's advantage is its TD error over refined values.
+
+    For the edge from checkpoint ``s`` to child ``c``, ``A = r(s->c) + gamma * V*(c) -
+    V*(s)``, where ``V*`` is the refined value (see ``RewardConfig``). With ``gamma = 1``
+    the advantages along any root-to-leaf path sum to the path's return minus ``V*(root)``.
+    """
 
     name: ClassVar[str] = "DirectBranchTd"
 
 
 @dataclass(frozen=True)
 class GroupBaseline(Estimator):
-    """The GRPO baseline: every edge gets the mean, over the terminal leaves below it, of
-    R - mean(R) (R = return of a root-to-leaf path). On independent rollouts this is
-    exactly R_i - mean_j R_j on every edge of rollout i."""
+    """The GRPO baseline: each edge's advantage is the group-centred return of the leaves below it.
+
+    Every edge gets the mean, over the terminal leaves below it, of ``R - mean(R)``, where
+    ``R`` is a root-to-leaf path's return. On independent rollouts (``Independent(n)``)
+    this is exactly GRPO's ``R_i - mean(R)`` on every edge of rollout ``i``.
+    """
 
     name: ClassVar[str] = "GroupBaseline"
 
 
 @dataclass
 class ActorSample:
-    """One edge's training tokens and its scalar advantage (``weight``).
+    """One edge's training tokens and its advantage, the actor's learning signal.
 
-    Each span is a full training sequence: the exact context up to and including one
-    generated span, trainable only on that span's generated tokens. ``group_id`` is the
-    checkpoint the edge leaves from. ``visitation`` is the edge's visitation factor
-    w(s->c) = R * pi_hat(c) (docs/signal.md): multiplying ``weight`` by it makes the
-    searched tree's edges an unbiased estimate of the on-policy gradient, in units of R
-    independent rollouts (1.0 on Independent chains). ``weight`` stays the advantage;
-    ``to_records()`` exports ``weight * visitation`` (``visitation_weights=False``:
-    ``weight``)."""
+    ``prepare_samples`` creates these; a trainer uses ``weight`` as the learning signal of
+    the edge's generated tokens.
+
+    Attributes:
+        node_id: The node the edge leads to.
+        spans: The edge's training sequences. Each is the exact context up to and including
+            one generated span, trainable only on that span's generated tokens; a chat
+            template may split one edge into several spans.
+        group_id: The checkpoint the edge leaves from.
+        estimator: The name of the recipe that computed ``weight``.
+        weight: The advantage.
+        diagnostics: Named values behind the advantage (refined values, counts, ...).
+        search_pass: The search round that created the edge; None when unknown.
+        visitation: The edge's visitation factor. Multiplying ``weight`` by it makes a
+            searched tree's edges an unbiased estimate of the on-policy gradient, in units
+            of independent rollouts (1.0 on ``Independent`` rollouts). ``to_records()``
+            exports ``weight * visitation`` unless ``visitation_weights=False``.
+    """
 
     node_id: int
     spans: Tuple[PackedSequence, ...]
@@ -103,14 +139,26 @@ class ActorSample:
 
     @property
     def edge_tokens(self) -> int:
-        """Trainable tokens across the entire edge (for normalising by edge when a chat
-        template splits one edge into several spans)."""
+        """The number of trainable tokens across the whole edge.
+
+        Use it to normalise by edge when a chat template splits one edge into several spans.
+        """
         return sum(sum(1 for t in span.trainable if t) for span in self.spans)
 
 
 @dataclass(frozen=True)
 class CriticSample:
-    """A checkpoint's serialized context and its target remaining return G_bar."""
+    """A checkpoint's serialized context and its target remaining return, the critic's training data.
+
+    The critic learns to predict ``target`` from ``context``.
+
+    Attributes:
+        node_id: The checkpoint.
+        context: The text the critic read: the decoded exact token prefix of the checkpoint.
+        target: The direct-branch backup, the mean over the checkpoint's completed children
+            of the edge reward plus ``gamma`` times the child's refined value.
+        diagnostics: Named values behind the target.
+    """
 
     node_id: int
     context: str
@@ -281,12 +329,20 @@ class _PreparedCritics(_PreparedSamples, Sequence[CriticSample]):
 
 @dataclass(frozen=True)
 class Batch:
-    """The actor and critic samples one prompt produced, with collection statistics and
-    failures (``(node_id, message)`` pairs). ``to_records()`` converts it for a trainer.
+    """The actor and critic samples one problem's tree produced, with statistics and failures.
 
-    A batch returned by ``prepare_samples`` is a read-only view of samples held by the Go
-    core: ``actor`` and ``critic`` are sequences (equal to tuples of the same samples) that
-    build each sample on first access; its records are produced in Go directly."""
+    ``to_records()`` converts it into records for a trainer. A batch returned by
+    ``prepare_samples`` is a read-only view of samples held in native memory: ``actor`` and
+    ``critic`` are sequences that build each sample on first access.
+
+    Attributes:
+        actor: The actor samples, one per trained edge.
+        critic: The critic samples, one per scored checkpoint with completed children.
+        reward_config: The settings the batch was prepared with.
+        stats: The collection's statistics (rollouts, generated tokens, ...).
+        failures: ``(node_id, message)`` pairs: failed rollouts, failed critic calls, and
+            inexact edges left out of actor training.
+    """
 
     actor: Sequence[ActorSample] = ()
     critic: Sequence[CriticSample] = ()
@@ -309,28 +365,41 @@ class Batch:
         layout: str = "spans",
         visitation_weights: bool = True,
     ) -> List[Any]:
-        """Flatten the batch into trainer records: one per generated actor span and one per
-        critic target, as dicts unless factories are given (see ``focus_go.export``).
-        ``group_index`` identifies the prompt group; ``min_abs_advantage`` drops actor
-        records whose advantage (``weight``) is too small to matter.
-        By default (``visitation_weights=True``) each record's advantage is ``weight *
-        visitation`` (see ``ActorSample``), which makes a searched tree's records an
-        unbiased on-policy gradient estimate (1.0 on Independent chains, so their records
-        are unchanged); ``visitation_weights=False`` exports ``weight`` itself, the
-        behaviour before 2026-12-02 (README, "Changed defaults"). In the path layout the
-        factor applies to each token's own edge.
+        """Flatten the batch into trainer records.
 
-        ``layout="paths"`` (opt-in; the batch must come from ``prepare_samples``) cuts the
-        actor records differently: one per root-to-leaf path, ending at the last generated
-        token of its lowest trained edge. Every generated token is masked (``loss_mask``
-        true) in exactly one record, and the record's per-token ``advantages`` (an extra
-        key, aligned to ``tokens``) carry each token's own edge's advantage, 0.0 on the
-        context; ``advantage``, ``node_id`` and ``search_pass`` are those of the path's
-        last edge. A trainer that scores sequences sees each shared prefix once per leaf
-        instead of once per segment below it, for the same gradient, provided it sums
-        token losses (``sum_policy_tokens`` in Slime) and reads the per-token advantages
-        (Tinker's ``to_datum`` and the Slime hooks do). ``min_abs_advantage`` then drops
-        edges: their tokens stay in a path as context."""
+        Actor records come first, one per generated span, then critic records, one per
+        target. Records are dicts (the keys are listed under ``to_samples``) unless you pass
+        factories for your trainer's types.
+
+        ``layout="paths"`` (for a batch from ``prepare_samples``) cuts the actor records
+        differently: one per root-to-leaf path, ending at the last generated token of its lowest
+        trained edge. Every generated token is trained (``loss_mask`` true) in exactly one
+        record, and the record's extra ``advantages`` key, aligned to ``tokens``, carries each
+        token's own edge's advantage (0.0 on the context); ``advantage``, ``node_id`` and
+        ``search_pass`` are those of the path's last edge. A trainer then reads each shared
+        prefix once per leaf instead of once per segment below it, for the same gradient,
+        provided it sums token losses and reads the per-token advantages (Tinker's ``to_datum``
+        and the Slime hooks do).
+
+        Args:
+            group_index: Identifies the prompt group; copied into every record.
+            actor_factory: Builds each actor record instead of a dict (a ``SampleFactory``).
+            critic_factory: Builds each critic record instead of a dict (a
+                ``CriticSampleFactory``).
+            min_abs_advantage: Drops actor records whose advantage is smaller in magnitude. In
+                the path layout the dropped edges stay in their paths as context.
+            layout: ``"spans"`` (one actor record per generated span) or ``"paths"``.
+            visitation_weights: Export each advantage multiplied by its edge's visitation
+                factor (see ``ActorSample``), which makes a searched tree's records an unbiased
+                on-policy gradient estimate; False exports the unweighted advantage. In the path
+                layout the factor applies to each token's own edge.
+
+        Returns:
+            The actor records, then the critic records.
+
+        Raises:
+            ConfigError: An unknown ``layout``, a negative or non-finite ``min_abs_advantage``.
+        """
         return batch_records(
             self._go_batch(),
             group_index,
@@ -342,8 +411,12 @@ class Batch:
         )
 
     def describe(self) -> str:
-        """Each actor edge with its advantage and diagnostics, then each critic target,
-        one per line."""
+        """Render the batch as text for inspection.
+
+        Returns:
+            Each actor edge with its advantage and diagnostics, then each critic target, one per
+                line.
+        """
         with self._go_batch() as go:
             return _lib.call_string("focus_batch_text", _lib.c_handle(go.handle), *_lib.text_arg("describe"))
 
@@ -395,8 +468,16 @@ class _Borrowed:
 
 @dataclass(frozen=True)
 class TreeValues:
-    """A tree's values under one RewardConfig: ``backup[node_id]`` = G_bar (nodes with at
-    least one completed child), ``refined[node_id]`` = V*, ``count[node_id]`` = n_s."""
+    """A tree's values under one ``RewardConfig``, as ``tree_values`` computes them.
+
+    Attributes:
+        state: The tree.
+        reward_config: The settings the values were computed with.
+        backup: The direct-branch backup of each node with at least one completed child, by
+            node id.
+        refined: The refined value of each node, by node id.
+        count: The number of completed children of each node, by node id.
+    """
 
     state: SchedulerState[Any]
     reward_config: RewardConfig
@@ -406,8 +487,15 @@ class TreeValues:
 
 
 def tree_values(state: SchedulerState[Any], reward_config: Optional[RewardConfig] = None) -> TreeValues:
-    """Direct-branch backups, refined values and completed-child counts of every node
-    (``reward_config`` None: ``RewardConfig()``)."""
+    """Compute every node's direct-branch backup, refined value and completed-child count.
+
+    Args:
+        state: A collected tree.
+        reward_config: The settings to compute with; None for ``RewardConfig()``.
+
+    Returns:
+        The values, by node id.
+    """
     if reward_config is None:  # built here, not at import: building one calls the library
         reward_config = RewardConfig()
     cfg = reward_config._json()
@@ -426,8 +514,18 @@ def _critic_samples(raw: Sequence[Mapping[str, Any]]) -> Tuple[CriticSample, ...
 
 
 def critic_targets(values: TreeValues) -> List[CriticSample]:
-    """Critic training samples: the direct-branch backup G_bar at every expanded
-    checkpoint that was scored, paired with the context the critic read."""
+    """The critic's training samples: the direct-branch backup at every scored checkpoint.
+
+    Every expanded checkpoint that the critic scored gets one sample: the context the critic
+    read, paired with the mean over its completed children of the edge reward plus ``gamma``
+    times the child's refined value.
+
+    Args:
+        values: The tree's values, from ``tree_values``.
+
+    Returns:
+        One critic sample per scored checkpoint with completed children.
+    """
     cfg = values.reward_config._json()
     raw = json.loads(_lib.call_string("focus_critic_targets", _lib.c_handle(values.state.handle), cfg, len(cfg)))
     return list(_critic_samples(raw))
@@ -447,11 +545,29 @@ def prepare_samples(
 ) -> Batch:
     """Turn a searched tree into actor advantages and critic targets with a chosen recipe.
 
-    Critic targets do not depend on the recipe; ``estimator=None`` prepares only critic
-    targets. Failed branches are left out of every backup and listed in
-    ``Batch.failures``; an inexact edge (``NodeView.inexact``: the policy's ids or
-    logprobs were not exact) keeps its values and critic target but makes no actor
-    sample, and is listed there as ``"inexact edge: <reason>"``."""
+    ``Collector.prepare`` calls it with the collector's settings. Critic targets do not
+    depend on the recipe: every expanded checkpoint the critic scored regresses on the mean
+    of its direct-branch backups. Failed branches are left out of every backup and listed in
+    ``Batch.failures``. An inexact edge (the policy's token ids or log probabilities were
+    not exact, see ``NodeView.inexact``) keeps its values and critic target but makes no
+    actor sample, and is listed there as ``"inexact edge: <reason>"``.
+
+    Example:
+        ```python
+        from focus import DirectBranchTd, RewardConfig
+        from focus.preparation import prepare_samples
+
+        batch = prepare_samples(tree, reward_config=RewardConfig(), estimator=DirectBranchTd())
+        ```
+
+    Args:
+        state: A collected tree.
+        reward_config: The reward and value settings.
+        estimator: The recipe for actor advantages; None prepares critic targets only.
+
+    Returns:
+        The prepared batch.
+    """
     cfg = reward_config._json()
     name = "" if estimator is None else estimator.name
     out = _lib.c_handle()

@@ -3,7 +3,7 @@
 ``Selective(budget, warmup)`` runs ``warmup`` independent rollouts from the root, then
 rounds of ``per_pass`` branches from the checkpoints whose next branch gains most under its
 ``score`` (by default ``critic_adaptive``, aimed at the actor's gradient, docs/signal.md
-§F; ALGORITHM.md §5.7 for the rest), until the budget is spent or no checkpoint gains.
+§F; docs/signal.md describes every score), until the budget is spent or no checkpoint gains.
 ``Independent(n)`` is n rollouts from the root with no branching (GRPO groups), the
 baseline every comparison runs against. Budgets count rollouts
 (generate-until-terminal calls), not tokens. The same inputs and seed give the same tree
@@ -26,18 +26,42 @@ def _declare(obj: Any, kind: str) -> None:
 
 @dataclass(frozen=True)
 class Selective:
-    """FOCUS's selective branching. ``max_children`` caps direct children per checkpoint
-    (the root is exempt); ``min_remaining`` is the token room a checkpoint needs left to be
-    branched from (default: the segment length); ``score`` picks the branching criterion:
-    ``"critic_adaptive"`` (the default: depth-1 checkpoints first when the critic's error
-    over the root's children looks large, else as ``"gradient_variance"``; docs/signal.md
-    §F), ``"gradient_variance"`` (the reduction of the visitation-weighted actor gradient's
-    variance, shallow checkpoints and the root first; docs/signal.md §S),
-    ``"shallow_first"`` (depth-1 checkpoints, then the root, then deeper ones),
-    ``"value_refinement"`` (the critic-target error one more branch removes; the default
-    before 2026-12-02, README "Changed defaults"), ``"posterior_variance"`` or
-    ``"uniform"``. The defaults and ranges are the Go engine's (``core/search``; the
-    literal defaults here are tested against them), checked at construction."""
+    """FOCUS's selective branching: warmup rollouts, then branches where they gain most.
+
+    A collection first runs ``warmup`` independent rollouts from the root, then rounds of
+    ``per_pass`` branches from the checkpoints whose next branch gains most under
+    ``score``, until ``budget`` rollouts are spent or no checkpoint gains. Budgets count
+    rollouts (generate-until-terminal calls), not tokens. The same inputs and seed give
+    the same tree whatever order responses arrive in.
+
+    The scores:
+
+    - ``"critic_adaptive"`` (the default): depth-1 checkpoints first when the critic's
+      error over the root's children looks large, otherwise as ``"gradient_variance"``.
+    - ``"gradient_variance"``: the reduction of the variance of the actor's
+      (visitation-weighted) gradient that one more branch buys; shallow checkpoints and
+      the root score highest.
+    - ``"shallow_first"``: depth-1 checkpoints, then the root, then deeper ones.
+    - ``"value_refinement"``: the critic-target error one more branch removes.
+    - ``"posterior_variance"``: the posterior variance of the checkpoint's value.
+    - ``"uniform"``: every candidate alike.
+
+    The learning-signal guide compares them.
+
+    Args:
+        budget: Rollouts per tree, warmup included; failures and retries each cost one.
+        warmup: Independent rollouts from the root before any branch, in [1, budget].
+        per_pass: Branches planned per round.
+        max_children: The most direct children of a checkpoint; the root is exempt.
+        min_remaining: The generated-token room a checkpoint needs left to be branched
+            from; None for the segment length.
+        score: The branching criterion, one of the names above.
+        seed: Seeds the sampling requests and breaks ties.
+
+    Raises:
+        ConfigError: A value is out of range (``warmup`` above ``budget``, a count below
+            1, an unknown ``score``); the message names the field.
+    """
 
     budget: int = 32
     warmup: int = 16
@@ -56,8 +80,18 @@ class Selective:
 
 @dataclass(frozen=True)
 class Independent:
-    """``n`` independent rollouts from the root, no branching (a GRPO group). The engine
-    runs it as Go's ``search.Independent(n)``."""
+    """``n`` independent rollouts from the root and no branching: a GRPO group.
+
+    The baseline that selective branching is compared against, and what evaluation runs
+    (``Independent(1)``).
+
+    Args:
+        n: The number of rollouts.
+        seed: Seeds the sampling requests.
+
+    Raises:
+        ConfigError: ``n`` is less than 1.
+    """
 
     n: int = 16
     seed: int = field(default=0, kw_only=True)

@@ -179,8 +179,63 @@ def _content(value: Any) -> str:
 
 
 class ToolEnv(Env):
-    """Runs the tool calls of each assistant turn and grades the final answer (see the
-    module documentation)."""
+    """An environment whose actions are tool-calling turns: it runs the tool calls of each
+    assistant turn and grades the final answer.
+
+    Each step takes one parsed assistant turn (a ``ToolTurn``):
+
+    - A turn with tool calls runs every call, concurrently (each holding one slot of the
+      workspace's ``max_parallel`` limit when the collector has a ``Workspace``), and
+      returns one ``{"role": "tool", "name", "content"}`` message per call, in call order,
+      with reward 0.0.
+    - A turn without tool calls ends the episode with reward ``answer(turn.text)`` (the
+      visible text, reasoning and tool blocks removed), or 0.0 when there is no
+      ``answer``.
+
+    Calls are parsed, never evaluated: arguments must be a JSON object and are passed as
+    keyword arguments. Nothing a model writes raises. A malformed call, an unknown tool,
+    arguments that do not fit the signature, and a tool that raises all become a tool
+    message starting with ``"Error: "``, so the model sees its mistake and the branch goes
+    on. ``Step.info["tool_calls"]`` lists each call's ``name``, ``error`` (None when it
+    ran) and ``malformed`` (True when the parser could not decode it). A tool's return
+    value becomes the message content: a ``str`` as it is, None as ``""``, anything else as
+    JSON. A tool that takes a ``workspace`` keyword argument gets the collection's working
+    directory (a ``pathlib.Path``, or None without a workspace); the model cannot set it.
+
+    The schemas shown to the model are derived from each callable: the name is the
+    mapping key, the description the docstring's first paragraph, and the parameters come
+    from the signature (``str``, ``int``, ``float``, ``bool``, lists, dicts, ``Optional``
+    and ``Literal`` map to their JSON types), required when they have no default and
+    described by the docstring's Google-style ``Args:`` lines.
+
+    Example:
+        ```python
+        from focus import ToolEnv
+
+        def add(a: int, b: int) -> int:
+            '''Add two integers.
+
+            Args:
+                a: The first number.
+                b: The second number.
+            '''
+            return a + b
+
+        env = ToolEnv({"add": add}, answer=lambda text: float("42" in text))
+        ```
+
+    Args:
+        tools: Tool names mapped to Python callables, synchronous or ``async``.
+        answer: Grades the final answer's text, returning its reward (may be ``async``);
+            None gives 0.0.
+        schemas: Explicit schemas for some tools, by name, in place of the derived ones:
+            the OpenAI form ``{"type": "function", "function": {...}}`` or just its
+            ``function`` part.
+
+    Raises:
+        ConfigError: ``tools`` is not a mapping of names to callables, ``answer`` is not
+            callable, or ``schemas`` names an unknown tool.
+    """
 
     action: ClassVar[ActionKind] = "tool"
 

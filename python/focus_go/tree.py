@@ -27,8 +27,20 @@ R = TypeVar("R")
 class PackedSequence:
     """Exact token ids with a per-token trainable mask and behaviour log probabilities.
 
-    In a prepared ``ActorSample`` each span is a full training sequence: the exact context
-    up to and including one generated span, trainable only on that span's generated tokens."""
+    The edges of a tree are stored as packed sequences, and in a prepared ``ActorSample``
+    each span is a full training sequence: the exact context up to and including one
+    generated span, trainable only on that span's generated tokens.
+
+    Attributes:
+        tokens: The token ids.
+        trainable: True on the tokens the policy generated (the ones that train), False on
+            conditioning tokens such as the prompt, chat glue and tool results.
+        logprobs: The behaviour log probability of each generated token; 0.0 where not
+            generated.
+
+    Raises:
+        ConfigError: The three tuples differ in length.
+    """
 
     tokens: Tuple[int, ...]
     trainable: Tuple[bool, ...]
@@ -45,29 +57,67 @@ class PackedSequence:
 
 
 class SchedulerState(GoObject, Generic[R]):
-    """The whole mutable tree of one collection, held by the Go core.
+    """A collected tree: the whole search tree of one collection, held in native memory.
 
-    ``failures`` lists the collection's failures as ``(node_id, message)`` pairs: failed
-    rollouts (also marked on their nodes) and failed critic calls."""
+    ``Collector.collect`` returns it (you do not build one yourself); ``prepare_samples``
+    and ``Collector.prepare`` read it, and ``SchedulerView`` reads it as Python objects. It is released by ``close()``, at
+    the end of a ``with`` block, or when garbage collected; using it afterwards raises
+    ``InvalidHandleError``. ``to_json()`` is a lossless format for debugging and replay.
+
+    Attributes:
+        failures: The collection's failures as ``(node_id, message)`` pairs: failed
+            rollouts (also marked on their nodes) and failed critic calls.
+    """
 
     failures: Tuple[Tuple[int, str], ...] = ()
 
     @classmethod
     def from_json(cls, text: Union[str, bytes]) -> "SchedulerState[Any]":
-        """Read a tree from its JSON form; a malformed tree raises ConfigError naming the
-        node and field (cycles, missing parents, mismatched lengths, NaN values...)."""
+        """Read a tree from its JSON form, as ``to_json`` writes it.
+
+        Args:
+            text: The JSON text.
+
+        Returns:
+            The tree.
+
+        Raises:
+            ConfigError: The tree is malformed (cycles, missing parents, mismatched lengths,
+                non-finite values...); the message names the node and field.
+        """
         data = text.encode("utf-8") if isinstance(text, str) else bytes(text)
         return cls(_lib.call_handle("focus_tree_from_json", data, len(data)))
 
     @classmethod
     def load(cls, path: Union[str, "os.PathLike[str]"]) -> "SchedulerState[Any]":
+        """Read a tree from a JSON file, as ``save`` writes it.
+
+        Args:
+            path: The file.
+
+        Returns:
+            The tree.
+
+        Raises:
+            ConfigError: The tree is malformed.
+        """
         with open(path, "rb") as f:
             return cls.from_json(f.read())
 
     def to_json(self) -> str:
+        """The tree as JSON, lossless: ``from_json`` reads it back.
+
+        Returns:
+            The JSON text.
+        """
         return _lib.call_string("focus_tree_to_json", _lib.c_handle(self.handle))
 
     def save(self, path: Union[str, "os.PathLike[str]"]) -> None:
+        """Write the tree to a JSON file that ``load`` reads back.
+
+        Args:
+            path: The file, overwritten if it exists.
+        """
         with open(path, "w", encoding="utf-8") as f:
             f.write(self.to_json())
 
@@ -76,12 +126,14 @@ class SchedulerState(GoObject, Generic[R]):
 
     @property
     def problem_id(self) -> str:
+        """The id of the problem the tree was collected for ("" when it had none)."""
         return self._summary()["problem_id"]
 
     @property
     def stats(self) -> Dict[str, Any]:
-        """The collection statistics (rollouts, generated tokens, wall seconds...), read
-        without the nodes."""
+        """The collection statistics (rollouts, generated tokens, wall seconds...), read without
+        the nodes.
+        """
         return dict(self._summary()["stats"] or {})
 
     def __len__(self) -> int:
@@ -97,8 +149,28 @@ class SchedulerState(GoObject, Generic[R]):
 
 @dataclass(frozen=True)
 class NodeView:
-    """One node of a tree, read-only. ``reward``, ``tokens`` and ``text`` describe the edge
-    into the node; ``context_tokens`` the exact prefix up to and including that edge."""
+    """One node of a tree, read-only: a checkpoint and the edge that reached it from its parent.
+
+    Attributes:
+        id: The node id; the root is 0.
+        parent: The parent's id; None for the root.
+        children: The children's ids, in launch order.
+        depth: The number of edges from the root.
+        done: Whether the environment ended the episode on this edge.
+        truncated: Whether a length limit cut the path on this edge.
+        failed: The failure message of a failed rollout; None when it did not fail.
+        reward: The environment's reward on the edge.
+        critic: The critic's prediction for this checkpoint; None when not scored.
+        search_pass: The search round that created the edge.
+        tokens: The edge's token ids: generated tokens and conditioning such as tool
+            results.
+        spans: The edge as packed sequences, trainable only on generated tokens.
+        context_tokens: The exact token prefix up to and including this edge.
+        text: The decoded text of the edge.
+        observation: The environment's observation after the edge, as text.
+        inexact: Why the edge trains no actor (the policy's ids were not exact, or a token
+            had no finite log probability); None for an exact edge.
+    """
 
     id: int
     parent: Optional[int]
@@ -121,11 +193,24 @@ class NodeView:
 
     @property
     def terminal(self) -> bool:
+        """Whether the node ends its path: done or truncated."""
         return self.done or self.truncated
 
 
 class SchedulerView(Generic[R]):
-    """A read-only view of a SchedulerState (a snapshot taken when the view is made)."""
+    """A read-only Python view of a collected tree, taken as a snapshot when the view is made.
+
+    Example:
+        ```python
+        from focus.extend import SchedulerView
+
+        view = SchedulerView(tree)
+        leaves = [node for node in view.nodes if node.terminal]
+        ```
+
+    Args:
+        state: The tree.
+    """
 
     def __init__(self, state: SchedulerState[R]) -> None:
         self.state = state
@@ -133,14 +218,17 @@ class SchedulerView(Generic[R]):
 
     @property
     def problem_id(self) -> str:
+        """The id of the problem the tree was collected for ("" when it had none)."""
         return self._data.get("problem_id", "")
 
     @property
     def stats(self) -> Dict[str, Any]:
+        """The collection statistics (rollouts, generated tokens, wall seconds...)."""
         return dict(self._data.get("stats") or {})
 
     @cached_property
     def nodes(self) -> Sequence[NodeView]:
+        """Every node, indexed by id; the root first."""
         raw = self._data["nodes"]
         views: List[NodeView] = []
         for n in raw:
@@ -175,9 +263,18 @@ class SchedulerView(Generic[R]):
 
     @property
     def root(self) -> NodeView:
+        """The root node: the prompt."""
         return self.nodes[0]
 
     def node(self, node_id: int) -> NodeView:
+        """One node by id.
+
+        Args:
+            node_id: The node's id.
+
+        Returns:
+            The node.
+        """
         return self.nodes[node_id]
 
     def __len__(self) -> int:

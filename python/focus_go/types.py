@@ -55,7 +55,8 @@ Message: TypeAlias = Dict[str, Any]
 ``tool_calls``, ``tool_call_id`` and ``name``, as in Hugging Face chat templates."""
 
 Lane: TypeAlias = Literal["actor", "critic"]
-"""A training record's destination."""
+"""A training record's destination: ``"actor"`` (policy training) or ``"critic"`` (value
+training)."""
 
 LANE_KEY = "lane"
 """The metadata field distinguishing actor records from critic records."""
@@ -68,7 +69,21 @@ ESTIMATOR_KEY = "estimator"
 class Problem:
     """One training item: the prompt the policy sees, a label that stays out of the prompt
     (typically a reference answer the environment grades against), an id recorded in
-    exported metadata, and free-form metadata."""
+    exported metadata, and free-form metadata.
+
+    Example:
+        ```python
+        from focus.integrations import Problem
+
+        problem = Problem("Solve 3x + 7 = 22.", r"\\boxed{5}", id="linear")
+        ```
+
+    Attributes:
+        prompt: The user message (a string) or a list of chat messages.
+        label: What the environment grades against; never shown to the policy.
+        id: An identifier copied into every exported record as ``problem_id``.
+        metadata: Free-form data for your own use.
+    """
 
     prompt: Any
     label: Any = None
@@ -78,7 +93,13 @@ class Problem:
 
 @dataclass(frozen=True)
 class NativeToolCall:
-    """A structured tool call returned by a model backend, separate from completion text."""
+    """A structured tool call returned by a model backend, separate from completion text.
+
+    Attributes:
+        name: The function name.
+        arguments: The arguments as a JSON string.
+        call_id: The backend's id for the call, which links the tool's reply to it.
+    """
 
     name: str
     arguments: str
@@ -107,7 +128,16 @@ class ToolCall:
 
 @dataclass(frozen=True)
 class ToolTurn:
-    """A parsed assistant response: visible text, reasoning, and structured tool calls."""
+    """A parsed assistant response: visible text, reasoning, and structured tool calls.
+
+    Tool-call parsers produce it and ``ToolEnv`` consumes it: a turn with tool calls runs
+    them, a turn without ends the episode with ``text`` as the answer.
+
+    Attributes:
+        text: The visible text, without reasoning and tool-call blocks.
+        tool_calls: The calls, in the order the model wrote them.
+        reasoning: The reasoning (thinking) text, if the model wrote any.
+    """
 
     text: str
     tool_calls: Tuple[ToolCall, ...] = field(default_factory=tuple)
@@ -119,7 +149,13 @@ class TokenChunk:
     """One generated segment: its original token ids and whether the model finished.
 
     ``finished=False`` means generation can continue from that prefix; ``finished=True``
-    tells a final-answer environment to grade the completed response."""
+    tells a final-answer environment to grade the completed response.
+
+    Attributes:
+        tokens: The generated token ids, exactly as sampled.
+        finished: Whether the model ended its response (a stop finish rather than the
+            segment's length limit).
+    """
 
     tokens: Tuple[TokenId, ...]
     finished: bool
@@ -129,15 +165,32 @@ class TokenChunk:
 class GenerateResult:
     """One model response: generated tokens, text, probabilities and stopping information.
 
-    ``tokens`` are the exact generated ids, ``logprobs`` their behaviour log probabilities
-    (aligned 1:1), ``prefix_tokens`` the prompt they continue. A token the server gave no
-    finite logprob keeps the value it stands for, never 0 or a stand-in: ``nan`` where
-    SGLang sent null (its JSON writes -inf and NaN alike as null) or vLLM sent null (NaN),
-    ``-inf`` where vLLM wrote its -9999.0 floor; ``entropy`` averages the finite ones, and a
-    collection trains no actor on such a response. ``stop_reason`` is ``"stop"`` (EOS, stop
-    token or stop string, named by ``matched_stop``: a token id, the stop text, or None),
-    ``"length"`` or ``"abort"``. ``exact_generation`` is False when the ids were estimated
-    (API backends)."""
+    Backends return it; the agent parses it into an action. A token the server gave no
+    finite log probability keeps the value it stands for, never 0 or a stand-in: ``nan``
+    where SGLang or vLLM sent null, ``-inf`` where vLLM wrote its -9999.0 floor. A
+    collection trains no actor on such a response.
+
+    Attributes:
+        tokens: The exact generated token ids.
+        prefix_tokens: The prompt tokens the response continues.
+        text: The decoded response text.
+        stop_reason: ``"stop"`` (end of sequence, a stop token or a stop string),
+            ``"length"`` (the token limit) or ``"abort"``.
+        matched_stop: What stopped a ``"stop"`` finish: a token id, the stop text, or None.
+        logprobs: The behaviour log probability of each generated token, aligned with
+            ``tokens``.
+        top_logprobs: Per generated token, the most likely alternatives and their log
+            probabilities, when requested.
+        prompt_logprobs: Log probabilities of the prompt tokens, when requested.
+        prompt_top_logprobs: The most likely alternatives at each prompt position, when
+            requested.
+        entropy: The negative mean of the finite log probabilities, an estimate of the
+            response's per-token entropy.
+        exact_generation: False when the token ids were estimated (API backends), so the
+            response cannot train the actor.
+        native_tool_calls: The structured tool calls of an API backend, or None.
+        native_output: An API backend's raw output items.
+    """
 
     tokens: Tuple[TokenId, ...] = field(default_factory=tuple)
     prefix_tokens: Tuple[TokenId, ...] = field(default_factory=tuple)
@@ -156,9 +209,15 @@ class GenerateResult:
 
 @dataclass
 class Step:
-    """The result of one environment step: an observation to show the model next (text,
-    messages, or None), the reward on this step's edge, whether the episode ended, and
-    free-form info."""
+    """The result of one environment step.
+
+    Attributes:
+        observation: What to show the model next: text, a list of chat messages (with the
+            whole-turn context), or None.
+        reward: The reward on this step's edge of the tree.
+        done: Whether the episode ended.
+        info: Free-form information about the step.
+    """
 
     observation: Union[str, List[Message], None] = None
     reward: float = 0.0

@@ -35,7 +35,36 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 class Workspace:
     """A root working directory for tools plus a limit on concurrent tool executions,
-    shareable between collectors (see the module documentation)."""
+    shareable between collectors.
+
+    A workspace is an async context manager. While it is open it has a root directory
+    and a limit of ``max_parallel`` concurrent tool executions across everything that
+    shares it: pass the same workspace to several collectors and their ``ToolEnv``s
+    together run at most ``max_parallel`` tools at once.
+
+    Each collection (one problem's tree) gets its own working directory under the root,
+    shared by every branch of that tree, so tools that write files should choose names
+    that do not collide between branches. A tool receives that directory when it takes a
+    ``workspace`` keyword argument.
+
+    The workspace may be entered more than once (by each collector that holds it, or by
+    nested ``async with``): it opens on the first entry and closes on the last exit. Use
+    it from one event loop at a time.
+
+    Example:
+        ```python
+        async with Workspace("runs/tools", max_parallel=8) as workspace:
+            collector = Collector(agent, workspace=workspace)
+        ```
+
+    Args:
+        path: The root directory, created if missing and always kept; None for a fresh
+            temporary directory, removed when the workspace closes.
+        max_parallel: The most tool executions at once; None for no limit.
+
+    Raises:
+        ConfigError: ``max_parallel`` is not an integer of at least 1.
+    """
 
     def __init__(self, path: Union[str, "os.PathLike[str]", None] = None, *, max_parallel: Optional[int] = None) -> None:
         if max_parallel is not None and (not isinstance(max_parallel, int) or isinstance(max_parallel, bool) or max_parallel < 1):
@@ -49,7 +78,11 @@ class Workspace:
 
     @property
     def path(self) -> Path:
-        """The root directory (only while the workspace is open)."""
+        """The root directory.
+
+        Raises:
+            ConfigError: The workspace is not open.
+        """
         if self._root is None:
             raise ConfigError("Workspace is not open: use `async with workspace:` (or a Collector that holds it)")
         return self._root
@@ -80,8 +113,17 @@ class Workspace:
                 shutil.rmtree(root, ignore_errors=True)
 
     def problem_dir(self, problem_id: Optional[str] = None) -> Path:
-        """A new working directory under the root for one collection: numbered in creation
-        order, with the problem id (made filesystem-safe) in its name."""
+        """Create a new working directory under the root for one collection.
+
+        Args:
+            problem_id: Added to the directory's name, made filesystem-safe.
+
+        Returns:
+            The directory, named by a number in creation order and the problem id.
+
+        Raises:
+            ConfigError: The workspace is not open.
+        """
         self._problems += 1
         name = f"{self._problems:04d}"
         if problem_id:

@@ -3,8 +3,8 @@ focus's Slime hooks, in a process of its own.
 
     python tests/slime_check/modes.py MODE RESULT.json
 
-(``run.py`` starts one such process per mode; see it and README "Checking against Slime's
-own code".) Each mode builds Slime's arguments with Slime's own ``parse_args`` from
+(``run.py`` starts one such process per mode; see it and docs/development.md, "Checking against
+Slime's own code".) Each mode builds Slime's arguments with Slime's own ``parse_args`` from
 ``examples/slime/launch.sh``'s FOCUS flags plus the few model and data flags a
 ``--debug-rollout-only`` run needs, starts Slime's sglang-router (``_start_router``) on
 loopback with focus's simulated SGLang server as its one worker, and then calls Slime's

@@ -54,7 +54,7 @@ NOT_APPLICABLE = {
 def env() -> Dict[str, str]:
     slime = os.environ.get("SLIME_DIR")
     if not slime or not (Path(slime) / "slime" / "rollout" / "sglang_rollout.py").is_file():
-        sys.exit(f"slime-check: SLIME_DIR={slime!r} is not a THUDM/slime checkout (see README, 'Checking against Slime's own code')")
+        sys.exit(f"slime-check: SLIME_DIR={slime!r} is not a THUDM/slime checkout (see docs/development.md, 'Checking against Slime's own code')")
     megatron = os.environ.get("MEGATRON_DIR", str(WORK / "megatron"))
     if not (Path(megatron) / "megatron" / "training" / "arguments.py").is_file():
         sys.exit(f"slime-check: MEGATRON_DIR={megatron!r} holds no megatron/training package (run tests/slime_check/setup.sh)")

@@ -3,7 +3,7 @@
 # (build/slime-venv, about 7 GB: torch from PyPI is the CUDA build, which also runs on the
 # CPU) and Megatron-LM's `megatron` package at the commit Slime's Dockerfile pins
 # (build/slime-check/megatron). Everything comes from PyPI except the two source
-# checkouts, which the user provides (README, "Checking against Slime's own code"):
+# checkouts, which the user provides (docs/development.md, "Checking against Slime's own code"):
 #
 #   SLIME_DIR     a checkout of github.com/THUDM/slime (required)
 #   MEGATRON_DIR  a folder whose megatron/ is Megatron-LM at Slime's pinned commit, used as is; or

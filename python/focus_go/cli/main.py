@@ -140,7 +140,7 @@ def add_parser(commands: Any) -> None:
     s.add_argument("--per-pass", type=_positive, default=sel["per_pass"], help="Selective: branches per round")
     s.add_argument("--max-children", type=_positive, default=sel["max_children"], help="Selective: direct children per checkpoint")
     s.add_argument("--score", choices=lib["scores"], default=sel["score"],
-                   help="Selective: the branching score (docs/signal.md §S; value_refinement was the default before 2026-12-02)")
+                   help="Selective: the branching score (docs/learning-signal.md; docs/signal.md §S and §F)")
     s.add_argument("--seed", type=int, default=sel["seed"], help="search seed")
     s.add_argument("--segment-tokens", type=_positive, default=lib["segments"]["tokens"], help="Segments(n): tokens per segment (with a tool or text --env: of one assistant turn)")
     s.add_argument("--max-segments", type=_positive, default=agent["max_segments"])
@@ -178,5 +178,5 @@ def add_parser(commands: Any) -> None:
     c.add_argument("--visitation-weights", action=argparse.BooleanOptionalAction, default=records["visitation_weights"],
                    help="export each actor advantage times its edge's visitation factor (an unbiased on-policy "
                         "gradient from a searched tree, docs/signal.md §V); --no-visitation-weights exports the "
-                        "unweighted advantage (the default before 2026-12-02)")
+                        "unweighted advantage")
     p.set_defaults(run=run_collect)

@@ -99,28 +99,41 @@ class _NativeClient(GoObject):
 
 
 class NativePolicy(Policy[Any]):
-    """Shared message validation and client lifecycle of the OpenAI Chat Completions and
-    Responses policies. Instantiate the concrete backend classes to select a transport.
+    """The shared base of the OpenAI policies: message validation and client lifecycle.
 
-    ``api_key`` and ``base_url`` default to the ``OPENAI_API_KEY`` and ``OPENAI_BASE_URL``
-    environment variables, then to ``https://api.openai.com/v1``. That default URL needs a
-    key (ConfigError at construction otherwise); any other base URL, such as a local vLLM or
-    SGLang OpenAI-compatible server, may be keyless. A rejected key (HTTP 401/403) raises
-    ConfigError saying so; 429 and 5xx are retried with backoff (BackendError after the
-    retries).
+    Instantiate ``OpenAIChatPolicy`` or ``OpenAIResponsesPolicy`` to choose a transport.
+    These policies send messages and receive text plus structured tool calls; the API
+    returns no token ids, so token counts are estimated (one per four bytes of text), every
+    result has ``exact_generation=False``, and ``trainable`` is False. Use them for agent
+    execution, evaluation and teachers, not for actor training.
 
-    ``system_prompt`` is sent ahead of the conversation (as a system message or the
-    Responses ``instructions``) unless the conversation opens with its own system or
-    developer message. ``locked_sampling=True`` ignores per-call sampling parameters and
-    always uses ``default_params`` (or the SamplingParams defaults), for deployments whose
-    sampling must not vary between calls. A sampling field set to None is left out of the
-    request so the API's own default applies; fields the API lacks (``top_k``,
-    ``repetition_penalty``, ``prompt_logprobs``; ``stop`` and ``seed`` on the Responses API)
-    raise ConfigError when set.
+    A rejected key (HTTP 401 or 403) raises ``ConfigError`` saying so; 429 and 5xx answers
+    are retried with backoff, then raise ``BackendError``. A sampling field set to None is
+    left out of the request so the API's own default applies; fields the API lacks
+    (``top_k``, ``repetition_penalty``, ``prompt_logprobs``; ``stop`` and ``seed`` on the
+    Responses API) raise ``ConfigError`` when set. Results carry the visible text,
+    ``native_tool_calls`` (empty when the model called none), ``native_output`` (the raw
+    reply), the server's log probabilities when it returned them, and estimated ``tokens``.
 
-    Results carry the visible text, ``native_tool_calls`` (a tuple, empty when the model
-    called none), ``native_output`` (the raw reply), the server's logprobs when it returned
-    them, and estimated ``tokens``; ``exact_generation`` is False."""
+    Args:
+        model: The model name the API knows.
+        format: The format; a native format for ``model`` when None.
+        default_params: The sampling parameters of requests that bring none.
+        api_key: The API key; the ``OPENAI_API_KEY`` environment variable when None. The
+            default URL needs one; any other base URL, such as a local vLLM or SGLang
+            OpenAI-compatible server, may be keyless.
+        base_url: The API's base URL; ``OPENAI_BASE_URL``, else
+            ``https://api.openai.com/v1``, when None.
+        system_prompt: Sent ahead of the conversation (as a system message, or the
+            Responses ``instructions``) unless it opens with its own system or developer
+            message.
+        locked_sampling: Ignore per-call sampling parameters and always use
+            ``default_params`` (or the ``SamplingParams`` defaults), for deployments whose
+            sampling must not vary between calls.
+
+    Raises:
+        ConfigError: The default OpenAI URL is used without a key.
+    """
 
     _api: Optional[str] = None
 
@@ -184,6 +197,7 @@ class NativePolicy(Policy[Any]):
         return _native_result(out, prompt.tokens)
 
     def generate(self, prompt: PreparedPrompt, sampling_params: Optional[SamplingParams] = None) -> GenerateResult:
+        """Send ``prompt.messages`` and ``prompt.tools`` to the API and return its reply, blocking."""
         client, request = self._request(prompt, sampling_params)
         return _native_result(client.generate(request), prompt.tokens)
 
@@ -220,6 +234,7 @@ class NativePolicy(Policy[Any]):
             self._client.close()
 
     async def aclose(self) -> None:
+        """Close the HTTP client; the async form of ``close``."""
         self.close()
 
     def __enter__(self) -> "NativePolicy":

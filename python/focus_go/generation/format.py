@@ -52,16 +52,22 @@ Llama 3.1-3.3, ``deepseek_v3`` DeepSeek V3 / R1, ``pythonic`` Gemma 3 / Llama 4,
 
 
 class HFTokenizer(GoObject):
-    """A model's tokenizer and chat template.
+    """A model's tokenizer and chat template, loaded from local files.
 
-    ``model`` is a local directory holding ``tokenizer.json`` and ``tokenizer_config.json``
-    or a Hugging Face model id present in the local cache (``HF_HUB_CACHE``, ``HF_HOME`` or
-    ``~/.cache/huggingface/hub``). The chat template is ``chat_template.jinja`` beside the
-    config when there is one (it wins over the config's ``chat_template``, as in
-    transformers); a model without any template still encodes and decodes
-    (``chat_template`` is then ``""``) and ``render`` raises NotFoundError naming the
-    directory. Text crosses to the Rust tokenizer with its length, so NUL bytes are kept.
-    The tokenizer is safe to share between threads."""
+    Nothing is downloaded. The chat template is ``chat_template.jinja`` beside the config
+    when there is one (it wins over the config's ``chat_template``, as in transformers); a
+    model without any template still encodes and decodes (``chat_template`` is then ``""``)
+    and ``render`` raises ``NotFoundError``. Rendering reproduces transformers'
+    ``apply_chat_template``. The tokenizer is safe to share between threads.
+
+    Args:
+        model: A local directory holding ``tokenizer.json`` and ``tokenizer_config.json``,
+            or a Hugging Face model id present in the local cache (``HF_HUB_CACHE``,
+            ``HF_HOME`` or ``~/.cache/huggingface/hub``).
+
+    Raises:
+        NotFoundError: The model's tokenizer files do not exist.
+    """
 
     def __init__(self, model: Union[str, "os.PathLike[str]"]) -> None:
         self.name_or_path = os.fspath(model)
@@ -75,7 +81,7 @@ class HFTokenizer(GoObject):
 
     @classmethod
     def from_pretrained(cls, model: Union[str, "os.PathLike[str]"]) -> "HFTokenizer":
-        """Load ``model`` (same as the constructor; named like transformers' loader)."""
+        """Load ``model``; the same as the constructor, named like transformers' loader."""
         return cls(model)
 
     def _token(self, name: str) -> Optional[str]:
@@ -84,18 +90,22 @@ class HFTokenizer(GoObject):
 
     @property
     def eos_token(self) -> Optional[str]:
+        """The end-of-sequence token, or None."""
         return self._token("eos_token")
 
     @property
     def bos_token(self) -> Optional[str]:
+        """The beginning-of-sequence token, or None."""
         return self._token("bos_token")
 
     @property
     def pad_token(self) -> Optional[str]:
+        """The padding token, or None."""
         return self._token("pad_token")
 
     @property
     def eos_token_id(self) -> Optional[int]:
+        """The end-of-sequence token's id, or None."""
         token = self.eos_token
         if token is None:
             return None
@@ -103,13 +113,30 @@ class HFTokenizer(GoObject):
         return ids[0] if len(ids) == 1 else None
 
     def encode(self, text: str, add_special_tokens: bool = False) -> List[TokenId]:
-        """Token ids of ``text``. Special tokens written in the text become their ids."""
+        """Encode text into token ids; special tokens written in the text become their ids.
+
+        Args:
+            text: The text.
+            add_special_tokens: Add the tokenizer's special tokens (such as a BOS token).
+
+        Returns:
+            The token ids.
+        """
         data = text.encode("utf-8")
         return _lib.call_ids(
             "focus_codec_encode", _lib.c_handle(self.handle), data, len(data), int(add_special_tokens)
         )
 
     def decode(self, tokens: Sequence[int], skip_special_tokens: bool = False) -> str:
+        """Decode token ids into text.
+
+        Args:
+            tokens: The token ids.
+            skip_special_tokens: Leave special tokens out of the text.
+
+        Returns:
+            The text.
+        """
         ids, count = _lib.ids_arg(tokens)
         return _lib.call_string(
             "focus_codec_decode", _lib.c_handle(self.handle), ids, count, int(skip_special_tokens)
@@ -123,14 +150,27 @@ class HFTokenizer(GoObject):
         add_generation_prompt: bool = True,
         **kwargs: Any,
     ) -> Tuple[str, Tuple[TokenId, ...]]:
-        """Render ``messages`` with the chat template and encode the text; returns both.
+        """Render a conversation with the chat template and encode the text.
 
         Messages reach the template as transformers passes them: every key in order,
         null-valued keys dropped, reasoning under ``reasoning_content``, ``thinking`` or
-        ``reasoning`` seen under both ``thinking`` and ``reasoning_content``. The template
-        raises where transformers' Jinja2 raises (``ConfigError`` naming the message and
-        the expression), and a role that is neither system/user/assistant/tool nor named by
-        the template is refused."""
+        ``reasoning`` seen under both ``thinking`` and ``reasoning_content``.
+
+        Args:
+            messages: The chat messages.
+            tools: OpenAI-style function schemas for the template's ``tools``.
+            add_generation_prompt: End with the opening of an assistant turn.
+            **kwargs: Further template variables, such as ``enable_thinking=False``.
+
+        Returns:
+            The rendered text and its token ids.
+
+        Raises:
+            ConfigError: The template raises (as transformers' Jinja2 would), or a message has
+                a role that is neither system, user, assistant nor tool and that the template
+                does not name.
+            NotFoundError: The model has no chat template.
+        """
         request = {
             "messages": list(messages),
             "tools": None if tools is None else list(tools),
@@ -149,7 +189,18 @@ class HFTokenizer(GoObject):
         tokenize: bool = True,
         **kwargs: Any,
     ) -> Union[str, List[TokenId]]:
-        """transformers-compatible rendering: token ids, or the text with ``tokenize=False``."""
+        """Render a conversation the way transformers' ``apply_chat_template`` does.
+
+        Args:
+            conversation: The chat messages.
+            tools: OpenAI-style function schemas.
+            add_generation_prompt: End with the opening of an assistant turn.
+            tokenize: Return token ids; False returns the text.
+            **kwargs: Further template variables.
+
+        Returns:
+            The token ids, or the text with ``tokenize=False``.
+        """
         text, tokens = self.render(conversation, tools, add_generation_prompt=add_generation_prompt, **kwargs)
         return list(tokens) if tokenize else text
 
@@ -161,8 +212,11 @@ class HFTokenizer(GoObject):
 class ChatCodec:
     """Renders messages as model tokens with a tokenizer's own chat template.
 
-    ``template_kwargs`` are passed to every rendering (for example
-    ``{"enable_thinking": False}`` for Qwen3)."""
+    Args:
+        tokenizer: The model's tokenizer and chat template.
+        template_kwargs: Variables passed to every rendering, for example
+            ``{"enable_thinking": False}`` for Qwen3.
+    """
 
     tokenizer: HFTokenizer
     template_kwargs: Mapping[str, Any] = field(default_factory=dict)
@@ -170,10 +224,29 @@ class ChatCodec:
     def encode(
         self, messages: Sequence[Message], tools: Sequence[Mapping[str, Any]] = (), *, add_generation_prompt: bool = True
     ) -> Tuple[str, Tuple[TokenId, ...]]:
+        """Render a conversation into text and exact token ids.
+
+        Args:
+            messages: The chat messages.
+            tools: OpenAI-style function schemas.
+            add_generation_prompt: End with the opening of an assistant turn.
+
+        Returns:
+            The rendered text and its token ids.
+        """
         kwargs = dict(self.template_kwargs or {})
         return self.tokenizer.render(messages, list(tools) or None, add_generation_prompt=add_generation_prompt, **kwargs)
 
     def decode(self, tokens: Sequence[int], *, skip_special_tokens: bool = False) -> str:
+        """Decode token ids into text.
+
+        Args:
+            tokens: The token ids.
+            skip_special_tokens: Leave special tokens out of the text.
+
+        Returns:
+            The text.
+        """
         return self.tokenizer.decode(tokens, skip_special_tokens=skip_special_tokens)
 
 
@@ -203,10 +276,15 @@ _PARSERS = {
 class PreparedPrompt:
     """The messages, tool schemas and exact tokens of one generation request.
 
-    ``exact_continuation`` marks a prompt whose tokens continue a checkpoint's exact prefix
-    unchanged (``Segments``), rather than a fresh rendering of the conversation. It lives
-    here, beside the ``PolicyFormat`` that renders it and that it holds, rather than with
-    the plain types of ``focus_go.types``."""
+    The agent's context prepares it; ``policy.prepare(messages)`` renders an ordinary
+    conversation.
+
+    Attributes:
+        tokens: The prompt's exact token ids.
+        format: The format that rendered it.
+        exact_continuation: True when the tokens continue a checkpoint's exact prefix
+            unchanged (``Segments``) rather than a fresh rendering of the conversation.
+    """
 
     tokens: Tuple[TokenId, ...]
     format: "PolicyFormat[Any]"
@@ -216,10 +294,12 @@ class PreparedPrompt:
 
     @property
     def messages(self) -> List[Message]:
+        """A copy of the prompt's chat messages."""
         return [dict(m) for m in self._messages]
 
     @property
     def tools(self) -> List[Dict[str, Any]]:
+        """A copy of the prompt's tool schemas."""
         return [dict(t) for t in self._tools]
 
 
@@ -228,14 +308,37 @@ class PolicyFormat(Generic[A]):
     """Binds a codec for encoding model input to a parser for interpreting model output.
 
     The parser is the agent's default; the agent adapts it to the action kind its
-    environment or context manager needs (``Agent(parser=...)`` overrides it)."""
+    environment or context needs, and ``Agent(parser=...)`` overrides it. Build one with
+    ``PolicyFormat.resolve``, or construct ``PolicyFormat(name, codec, parser)`` for a custom
+    format.
+
+    Example:
+        ```python
+        from focus.backends import PolicyFormat
+
+        policy_format = PolicyFormat.resolve("Qwen/Qwen3.5-4B", profile="token_chunk")
+        ```
+
+    Args:
+        name: A name for logs, such as ``"Qwen/Qwen3.5-4B:token_chunk"``.
+        codec: Renders prompts into tokens and decodes responses.
+        parser: Turns a response into an action.
+    """
 
     name: str
     codec: ChatCodec
     parser: ActionParser[A]
 
     def prepare(self, messages: Sequence[Message], tools: Sequence[Dict[str, Any]] = ()) -> PreparedPrompt:
-        """Render the supplied conversation and tool schemas into a prompt snapshot."""
+        """Render a conversation and tool schemas into a prompt.
+
+        Args:
+            messages: The chat messages.
+            tools: OpenAI-style function schemas.
+
+        Returns:
+            The prompt, with its exact tokens.
+        """
         _, tokens = self.codec.encode(messages, tools)
         return PreparedPrompt(
             tokens=tokens,
@@ -245,7 +348,12 @@ class PolicyFormat(Generic[A]):
         )
 
     def record_reply(self, result: GenerateResult, messages: List[Message]) -> None:
-        """Append the assistant message for ``result``, keeping native tool-call fields."""
+        """Append the assistant message for a response, keeping native tool-call fields.
+
+        Args:
+            result: The response.
+            messages: The conversation, extended in place.
+        """
         message: Message = {"role": "assistant", "content": result.text}
         if result.native_tool_calls:
             message["tool_calls"] = [
@@ -264,15 +372,26 @@ class PolicyFormat(Generic[A]):
     ) -> "PolicyFormat[Any]":
         """The tokenizer, chat template and parser for a model.
 
-        ``profile`` names the parser: ``"qwen_xml"`` (Qwen3.5 tool calls), ``"hermes"``
-        (Qwen2.5 tool calls), ``"llama3_json"``, ``"deepseek_v3"``, ``"pythonic"``,
-        ``"harmony"``, ``"native"`` (API tool calls), ``"text"``, or ``"token_chunk"``
-        (exact segments); see ``PROFILES``. Without one, the model name selects the tool
-        dialect, or the chat template the tokenizer ships when the name does not tell
-        (``model_profile``); a model of no supported family raises ConfigError naming the
-        profiles, rather than reading its tool calls with another family's parser. Without
-        a tokenizer, ``model`` is loaded as a local directory or from the local Hugging Face
-        cache."""
+        ``profile`` names the parser: ``"qwen_xml"`` (Qwen3.5 and Qwen3-Coder tool calls),
+        ``"hermes"`` (Qwen2.5, Qwen3 and Hermes tool calls), ``"llama3_json"`` (Llama 3.1 to
+        3.3), ``"deepseek_v3"`` (DeepSeek V3 and R1), ``"pythonic"`` (Gemma 3, Llama 4),
+        ``"harmony"`` (gpt-oss), ``"native"`` (API tool calls), ``"text"``, or
+        ``"token_chunk"`` (exact segments). Without one, the model name selects the tool-call
+        dialect, or, when the name does not tell, the chat template the tokenizer ships.
+
+        Args:
+            model: A local model directory or a Hugging Face model id in the local cache.
+            tokenizer: The model's tokenizer; loaded from ``model`` when None.
+            profile: The parser profile; inferred from the model when None.
+
+        Returns:
+            The format.
+
+        Raises:
+            ConfigError: An unknown profile, or a model of no supported family and no profile
+                given (rather than reading its tool calls with another family's parser).
+            NotFoundError: The model's tokenizer files cannot be found.
+        """
         if profile is not None and profile not in _PARSERS:
             from ..errors import ConfigError
 

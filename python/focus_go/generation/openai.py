@@ -35,12 +35,34 @@ class OpenAIResponsesPolicy(NativePolicy):
 
     Messages become input items: ``message`` items, an assistant's tool calls
     ``function_call`` items and tool replies ``function_call_output`` items linked by
-    ``call_id``; tools are sent flat. ``reasoning_effort`` (``"none"``, ``"minimal"``,
-    ``"low"``, ``"medium"``, ``"high"``) is sent as ``reasoning={"effort": ...}``. From the
-    output, message text becomes ``text``, ``function_call`` items ``native_tool_calls`` and
-    the whole item list ``native_output`` (reasoning summaries included). Status
-    ``completed`` → ``"stop"``, ``incomplete`` for ``max_output_tokens`` → ``"length"``,
-    other incomplete or cancelled → ``"abort"``, ``failed`` → BackendError."""
+    ``call_id``; tools are sent flat. From the output, message text becomes ``text``,
+    ``function_call`` items ``native_tool_calls`` and the whole item list ``native_output``
+    (reasoning summaries included). Status ``completed`` gives ``"stop"``, ``incomplete``
+    for ``max_output_tokens`` gives ``"length"``, any other incomplete or cancelled status
+    ``"abort"``, and ``failed`` raises ``BackendError``. Token accounting is estimated, so
+    its responses do not train the actor.
+
+    Example:
+        ```python
+        from focus.backends import OpenAIResponsesPolicy
+
+        policy = OpenAIResponsesPolicy(model=model_name, reasoning_effort="low")
+        ```
+
+    Args:
+        model: The model name the API knows.
+        format: The format; a native format for ``model`` when None.
+        default_params: The sampling parameters of requests that bring none.
+        api_key: The API key; ``OPENAI_API_KEY`` when None.
+        base_url: The API's base URL; ``OPENAI_BASE_URL``, else
+            ``https://api.openai.com/v1``, when None.
+        system_prompt: Sent as ``instructions`` unless the conversation opens with its own
+            system or developer message.
+        locked_sampling: Ignore per-call sampling parameters and always use
+            ``default_params``.
+        reasoning_effort: ``"none"``, ``"minimal"``, ``"low"``, ``"medium"`` or ``"high"``,
+            sent as ``reasoning={"effort": ...}``; None sends none.
+    """
 
     _api = "responses"
 

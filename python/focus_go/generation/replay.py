@@ -32,7 +32,7 @@ class ReplayPolicy(Policy[Any]):
       results; requests with that prefix take them in order (a search samples the same
       prefix several times). A key may also be ``(prefix, seed)``: a request carrying
       that sampling seed takes those recordings first, which keeps a concurrent
-      collection (the Go engine seeds every request) identical to the recorded run
+      collection (which seeds every request) identical to the recorded run
       whatever order its requests arrive in. ``record_calls`` builds such a mapping.
 
     A request with no recording left (an exhausted list, an unknown prefix, or a prefix
@@ -71,6 +71,7 @@ class ReplayPolicy(Policy[Any]):
 
     @property
     def trainable(self) -> bool:
+        """Whether every recording is exact and the parser keeps token provenance."""
         return all(r.exact_generation for r in self._all) and self._format.parser.trainable
 
     @property
@@ -93,6 +94,7 @@ class ReplayPolicy(Policy[Any]):
         return self._next(tuple(int(t) for t in tokens), self.effective_params(sampling_params).seed)
 
     async def agenerate(self, prompt: PreparedPrompt, sampling_params: Optional[SamplingParams] = None) -> GenerateResult:
+        """The next recorded response for the prompt's tokens."""
         return self._next(tuple(prompt.tokens), self.effective_params(sampling_params).seed)
 
     def _next(self, prefix: Tuple[TokenId, ...], seed: Optional[int] = None) -> GenerateResult:
@@ -131,10 +133,29 @@ class ReplayPolicy(Policy[Any]):
 
 
 def record_calls(policy: Policy[Any]) -> Tuple[Policy[Any], Dict[Any, List[GenerateResult]]]:
-    """A policy that forwards every token request to ``policy`` and records its results,
-    and the recordings it fills: ``{(prefix, seed): [results...]}`` for seeded calls,
-    ``{prefix: [results...]}`` otherwise, ready for ``ReplayPolicy``. The recording policy
-    shares ``policy``'s format and defaults; close ``policy`` yourself."""
+    """Record a policy's responses for ``ReplayPolicy``.
+
+    Returns a policy that forwards every token request to ``policy`` and records its
+    results. The recording policy shares ``policy``'s format and defaults; close ``policy``
+    yourself.
+
+    Example:
+        ```python
+        from focus.backends import ReplayPolicy
+        from focus.generation.replay import record_calls
+
+        recorder, recordings = record_calls(policy)
+        # ... collect with an agent that uses `recorder` ...
+        replay = ReplayPolicy(recordings, format=policy.format)
+        ```
+
+    Args:
+        policy: The policy to record.
+
+    Returns:
+        The recording policy, and the recordings it fills: ``{(prefix, seed): [results]}``
+            for seeded calls, ``{prefix: [results]}`` otherwise.
+    """
     recordings: Dict[Any, List[GenerateResult]] = {}
 
     async def complete(tokens: Sequence[TokenId], params: Optional[SamplingParams]) -> GenerateResult:

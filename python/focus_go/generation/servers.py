@@ -173,6 +173,21 @@ class _TokenServerPolicy(Policy[Any]):
     async def agenerate_tokens(
         self, prefix_tokens: Sequence[TokenId], sampling_params: Optional[SamplingParams] = None
     ) -> GenerateResult:
+        """Generate a continuation of exact token ids.
+
+        Args:
+            prefix_tokens: The prefix token ids.
+            sampling_params: This request's sampling parameters; None for the policy's
+                defaults.
+
+        Returns:
+            The response, checked: a known stop reason, at most ``max_tokens`` tokens, one
+                finite log probability per token.
+
+        Raises:
+            BackendError: The server failed or answered something malformed.
+            FocusTimeoutError: The request passed its ``timeout``.
+        """
         params = self.effective_params(sampling_params)
         prefix = tuple(prefix_tokens)
         return await self._client.agenerate(prefix, params)
@@ -180,9 +195,11 @@ class _TokenServerPolicy(Policy[Any]):
     def generate_tokens(
         self, prefix_tokens: Sequence[TokenId], sampling_params: Optional[SamplingParams] = None
     ) -> GenerateResult:
+        """Generate a continuation of exact token ids, blocking; see ``agenerate_tokens``."""
         return self._client.generate(tuple(prefix_tokens), self.effective_params(sampling_params))
 
     def generate(self, prompt: PreparedPrompt, sampling_params: Optional[SamplingParams] = None) -> GenerateResult:
+        """Generate a response to a prepared prompt, blocking."""
         return self.generate_tokens(prompt.tokens, sampling_params)
 
     def startup_check(self) -> None:
@@ -218,6 +235,7 @@ class _TokenServerPolicy(Policy[Any]):
             self.format.codec.tokenizer.close()
 
     async def aclose(self) -> None:
+        """Close the HTTP clients; the async form of ``close``."""
         self.close()
 
 
@@ -260,23 +278,44 @@ def _check_max_concurrency(value: Optional[int]) -> int:
 
 
 class SGLangPolicy(_TokenServerPolicy):
-    """Generates token continuations through an SGLang server's native ``/generate``
-    endpoint (or an sglang-router in front of several), preserving exact token ids and
-    behaviour logprobs. It owns its HTTP clients: close it when done.
+    """Generates token continuations through SGLang, preserving exact token ids and log probabilities.
 
-    ``base_url`` is one server (or router) URL, or a list of replicas of the same model:
-    each tree's requests then go to the replica that served its prefix while that
-    replica has a free slot (``routing="affinity"``; ``"round_robin"`` is the baseline),
-    new trees to the least-loaded replica, and a request whose replica stops answering
-    fails over to another one.
+    Requests go to the server's native ``/generate`` endpoint (or to an sglang-router in
+    front of several servers). The policy owns its HTTP clients: close it when done.
 
-    ``max_concurrency`` caps the requests this policy has in flight at once, shared by
-    every collection that uses it; further requests wait for a free slot, oldest first.
-    None: the servers' capacity, each server's ``max_running_requests`` from
-    ``/get_server_info`` (read by ``startup_check``), or ``capacity`` (None: 256) for one
-    that does not say, such as a router. Behind a router, size it for all its workers
-    (Slime's hooks use ``--sglang-server-concurrency`` times the number of rollout
-    engines)."""
+    Example:
+        ```python
+        from focus.backends import SGLangPolicy
+
+        policy = SGLangPolicy(model="Qwen/Qwen3.5-4B", base_url="http://localhost:30000",
+                              profile="token_chunk")
+        ```
+
+    Args:
+        model: The model directory or Hugging Face id, for the tokenizer and chat template.
+        base_url: One server (or router) URL, or a list of replicas of the same model. With
+            replicas, each tree's requests go to the replica that served its prefix while it
+            has a free slot, new trees to the least-loaded replica, and a request whose
+            replica stops answering fails over to another.
+        format: The model's format; resolved from ``model`` and ``profile`` when None (that
+            tokenizer is closed with the policy).
+        profile: The parser profile when ``format`` is None (see ``PolicyFormat.resolve``).
+        default_params: The sampling parameters of requests that bring none.
+        api_key: Sent as a bearer token.
+        headers: Extra HTTP headers for every request.
+        timeout: The request deadline in seconds; None for none.
+        max_concurrency: The most requests in flight at once, shared by every collection
+            that uses the policy; further requests wait for a slot, oldest first. None: the
+            servers' capacity (each server's ``max_running_requests``, read by
+            ``startup_check``, or ``capacity`` for one that does not report it, such as a
+            router). Behind a router, size it for all the router's workers.
+        capacity: The requests one server batches at once when it does not say; None for
+            256.
+        routing: ``"affinity"`` (prefix affinity, the default) or ``"round_robin"``.
+
+    Raises:
+        ConfigError: A URL list, limit or routing is invalid.
+    """
 
     _backend = "sglang"
 
@@ -311,15 +350,46 @@ class SGLangPolicy(_TokenServerPolicy):
 
 
 class VLLMPolicy(_TokenServerPolicy):
-    """Generates from token prompts through a vLLM server's ``/v1/completions`` with
-    ``return_token_ids``, keeping exact token ids and behaviour logprobs. ``timeout`` is the
-    request deadline in seconds, retries included (None: no deadline); allow for queueing
-    when many requests share the server.
+    """Generates from token prompts through vLLM, keeping exact token ids and log probabilities.
 
-    ``base_url`` is one server or a list of replicas (no router needed): trees are routed
-    with prefix affinity and failover as SGLangPolicy's. ``max_concurrency`` caps the
-    requests in flight (None: ``capacity`` per server, None: 256, vLLM's default
-    ``max_num_seqs``, since vLLM does not report its own)."""
+    Requests go to the server's ``/v1/completions`` with ``return_token_ids``; the endpoint
+    must support vLLM's token-completion fields. The policy owns its HTTP clients: close it
+    when done.
+
+    Example:
+        ```python
+        from focus.backends import SamplingParams, VLLMPolicy
+
+        policy = VLLMPolicy(
+            model="Qwen/Qwen3.5-4B",
+            base_url="http://localhost:8000/v1",
+            api_key="EMPTY",
+            profile="token_chunk",
+            default_params=SamplingParams(max_tokens=512, logprobs=0),
+        )
+        ```
+
+    Args:
+        model: The model directory or Hugging Face id, for the tokenizer and chat template.
+        format: The model's format; resolved from ``model`` and ``profile`` when None (that
+            tokenizer is closed with the policy).
+        profile: The parser profile when ``format`` is None (see ``PolicyFormat.resolve``).
+        served_model: The name the server knows the model by, if not ``model``.
+        base_url: One server URL, or a list of replicas (no router needed), routed with
+            prefix affinity and failover as for ``SGLangPolicy``.
+        api_key: Sent as a bearer token (``"EMPTY"`` for a server without one).
+        default_params: The sampling parameters of requests that bring none.
+        timeout: The request deadline in seconds, retries included; None for none. Allow
+            for queueing when many requests share the server.
+        max_concurrency: The most requests in flight at once; None for ``capacity`` per
+            server.
+        capacity: The requests one server batches at once; None for 256, vLLM's default
+            ``max_num_seqs`` (vLLM does not report its own).
+        routing: ``"affinity"`` (prefix affinity, the default) or ``"round_robin"``.
+
+    Raises:
+        ConfigError: A URL list, limit or routing is invalid.
+    """
 
     _backend = "vllm"
 

@@ -32,14 +32,35 @@ decoded JSON reply, like ``slime.utils.http_utils.post``."""
 
 
 class SlimePolicy(Policy[Any]):
-    """Generates tokens through Slime's SGLang router using the training framework's HTTP
-    transport.
+    """Generates tokens through Slime's SGLang router, using the training framework's own HTTP transport.
 
-    ``post`` supplies Slime's asynchronous transport (see ``PostFn``) and ``url`` the
-    generation endpoint; Slime controls admission to that transport. ``headers``, when
-    given, are passed as ``post(url, payload, headers=headers)`` (Slime releases whose post
-    takes ``headers``). ``format`` (or ``profile``) as for SGLangPolicy; a format this policy
-    resolved is closed with it. Exact token ids and behaviour logprobs are kept."""
+    Requests are SGLang ``/generate`` bodies built and read exactly as ``SGLangPolicy``
+    does; Slime's client owns connection limits, retries and admission. Exact token ids and
+    behaviour log probabilities are kept.
+
+    Example:
+        ```python
+        from slime.utils.http_utils import post
+        from focus.backends import SlimePolicy
+
+        policy = SlimePolicy(post, url, model=model_name, profile="token_chunk")
+        ```
+
+    Args:
+        post: Slime's async HTTP helper, ``slime.utils.http_utils.post`` (see ``PostFn``).
+        url: The router's generation endpoint,
+            ``http://{args.sglang_router_ip}:{args.sglang_router_port}/generate``.
+        model: The model directory or Hugging Face id, for the tokenizer and chat template.
+        format: The model's format; resolved from ``model`` and ``profile`` when None (that
+            tokenizer is closed with the policy).
+        profile: The parser profile when ``format`` is None.
+        default_params: The sampling parameters of requests that bring none.
+        headers: HTTP headers, passed as ``post(url, payload, headers=headers)`` (for Slime
+            releases whose ``post`` takes them).
+
+    Raises:
+        ConfigError: ``post`` is not callable or ``url`` is not an http(s) URL.
+    """
 
     def __init__(
         self,
@@ -67,9 +88,20 @@ class SlimePolicy(Policy[Any]):
     async def agenerate_tokens(
         self, prefix_tokens: Sequence[TokenId], sampling_params: Optional[SamplingParams] = None
     ) -> GenerateResult:
-        """Continue ``prefix_tokens`` through ``post`` and return the exact tokens and
-        logprobs. A reply that breaks SGLang's contract raises BackendError; errors from
-        ``post`` itself propagate unchanged (Slime has already retried)."""
+        """Continue ``prefix_tokens`` through ``post`` and return the exact tokens and log probabilities.
+
+        Args:
+            prefix_tokens: The prefix token ids.
+            sampling_params: This request's sampling parameters; None for the policy's
+                defaults.
+
+        Returns:
+            The response.
+
+        Raises:
+            BackendError: The reply breaks SGLang's contract. Errors from ``post`` itself
+                propagate unchanged (Slime has already retried).
+        """
         if self._closed:
             raise ConfigError("SlimePolicy is closed")
         prefix = tuple(prefix_tokens)

@@ -42,19 +42,41 @@ def _tinker() -> Any:
 
 
 class TinkerPolicy(Policy[Any]):
-    """Uses a Tinker sampling client as the generation backend for a rollout.
+    """Generates through a Tinker sampling client, keeping exact token ids and log probabilities.
 
-    ``format`` supplies prompt encoding and the default action parser (resolved from
-    ``model`` and ``profile`` with a local tokenizer when omitted; that tokenizer is closed
-    with the policy). Sampling maps as: ``max_tokens`` (default 512), ``temperature``
-    (0.7), ``top_p`` (1.0), ``top_k`` (None → -1, off), ``stop`` strings, ``seed``;
-    ``logprobs=k > 0`` asks for ``topk_sample_logprobs=k`` (token id → logprob maps in
-    ``top_logprobs``, keyed by the id as a string) and ``prompt_logprobs`` for the prompt's
-    logprobs. ``repetition_penalty`` has no Tinker equivalent and raises ConfigError.
-    Stop reasons are Tinker's own, ``"stop"`` or ``"length"``. ``sequence_ids`` maps each
-    sampled continuation, as ``(prompt token tuple, sampled token tuple)``, to the
-    ``SampledSequence.sequence_id`` the SDK gave it (the provenance Tinker's
-    ``stable_reinforce`` loss asks for)."""
+    A sampling client is an immutable snapshot of the policy's weights: create a new policy
+    (or pass a new client) after each training step. The ``tinker`` package is imported only
+    when a request is made.
+
+    Sampling maps as: ``max_tokens``, ``temperature``, ``top_p``, ``top_k`` (None is off),
+    ``stop`` strings and ``seed``; ``logprobs=k > 0`` asks for the top ``k`` log
+    probabilities of each sampled token (in ``top_logprobs``, keyed by the token id as a
+    string) and ``prompt_logprobs`` for the prompt's. ``repetition_penalty`` has no Tinker
+    equivalent and raises ``ConfigError``. Stop reasons are ``"stop"`` or ``"length"``.
+
+    Example:
+        ```python
+        from focus.backends import TinkerPolicy
+
+        policy = TinkerPolicy(sampling_client, model=model_name, profile="token_chunk")
+        ```
+
+    Args:
+        sampling_client: A ``tinker.SamplingClient``.
+        model: The model directory or Hugging Face id, for the tokenizer and chat template.
+        format: The model's format; resolved from ``model`` and ``profile`` with a local
+            tokenizer when None (that tokenizer is closed with the policy).
+        profile: The parser profile when ``format`` is None.
+        default_params: The sampling parameters of requests that bring none.
+
+    Attributes:
+        sequence_ids: Maps each sampled continuation, as ``(prompt token tuple, sampled
+            token tuple)``, to the ``sequence_id`` Tinker gave it: the provenance Tinker's
+            ``stable_reinforce`` loss asks for.
+
+    Raises:
+        ConfigError: ``sampling_client`` has no ``sample`` method.
+    """
 
     def __init__(
         self,
@@ -83,8 +105,21 @@ class TinkerPolicy(Policy[Any]):
     async def agenerate_tokens(
         self, prefix_tokens: Sequence[TokenId], sampling_params: Optional[SamplingParams] = None
     ) -> GenerateResult:
-        """Sample one continuation of ``prefix_tokens`` and return its exact tokens and
-        logprobs. Raises BackendError when the sampler returns no sequence or no logprobs."""
+        """Sample one continuation of ``prefix_tokens`` and return its exact tokens and log probabilities.
+
+        Args:
+            prefix_tokens: The prefix token ids.
+            sampling_params: This request's sampling parameters; None for the policy's
+                defaults.
+
+        Returns:
+            The response.
+
+        Raises:
+            BackendError: The sampler returned no sequence or no log probabilities.
+            ConfigError: The policy is closed, the prompt is empty, or ``repetition_penalty``
+                is set.
+        """
         if self._closed:
             raise ConfigError("TinkerPolicy is closed")
         prefix = tuple(int(t) for t in prefix_tokens)
@@ -231,8 +266,10 @@ class TinkerPolicy(Policy[Any]):
         )
 
     def close(self) -> None:
-        """Release the tokenizer this policy loaded; the sampling client belongs to the
-        caller (Tinker clients need no closing)."""
+        """Release the tokenizer this policy loaded.
+
+        The sampling client belongs to the caller; Tinker clients need no closing.
+        """
         if self._closed:
             return
         super().close()
@@ -240,9 +277,11 @@ class TinkerPolicy(Policy[Any]):
             self.format.codec.tokenizer.close()
 
     def __enter__(self) -> "TinkerPolicy":
+        """Use the policy in a ``with`` block, which closes it at the end."""
         return self
 
     def __exit__(self, *exc: object) -> None:
+        """Close the policy."""
         self.close()
 
 

@@ -39,17 +39,39 @@ _FIELD_DEFAULTS: Dict[type, Dict[str, Any]] = {}
 
 @dataclass
 class SamplingParams:
-    """Generation controls for one request.
+    """Generation controls for a request: temperature, output length, log probabilities and more.
 
     ``None`` means "use the default": ``DEFAULT_TEMPERATURE``, ``DEFAULT_MAX_TOKENS`` and
     ``DEFAULT_TOP_P`` for those three, and the server's neutral setting for the rest. The
-    Go transports always send every field explicitly, because servers otherwise fill unset
-    fields from the model's generation config. ``logprobs=0`` asks for the sampled token's
-    log probability only, which training needs.
+    token-level backends send every field explicitly, because servers otherwise fill unset
+    fields from the model's generation config. The values are checked when the object is
+    built, ``dataclasses.replace`` included.
 
-    The values are checked when the object is built (``dataclasses.replace`` included),
-    with the ranges the Go transports enforce (``core/generate``): a bad one raises
-    ``ConfigError`` naming the field, e.g. "sampling: top_p 2 must be in (0, 1]"."""
+    Example:
+        ```python
+        from focus.backends import SamplingParams
+
+        params = SamplingParams(temperature=0.7, max_tokens=512, logprobs=0)
+        ```
+
+    Args:
+        temperature: The sampling temperature.
+        max_tokens: The most tokens to generate. With ``Segments`` the segment length sets
+            it instead.
+        top_p: The nucleus-sampling probability, in (0, 1].
+        top_k: Sample from the ``top_k`` most likely tokens only.
+        stop: Strings that end generation.
+        logprobs: How many top log probabilities to return per generated token; 0 returns
+            the sampled token's own log probability only, which training needs.
+        prompt_logprobs: How many top log probabilities to return per prompt token.
+        repetition_penalty: The server's repetition penalty.
+        seed: The sampling seed.
+        stop_token_ids: Token ids that end generation when sampled (SGLang and vLLM; the
+            OpenAI policies refuse it).
+
+    Raises:
+        ConfigError: A value is out of range; the message names the field.
+    """
 
     temperature: Optional[float] = DEFAULT_TEMPERATURE
     max_tokens: Optional[int] = DEFAULT_MAX_TOKENS

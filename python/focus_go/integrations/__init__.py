@@ -31,15 +31,38 @@ from ..types import Problem
 from ..workspace import Workspace
 
 CollectorFor = Callable[[Policy[Any], Problem], Collector]
-"""What every trainer integration asks of you: a function from the trainer's current
-policy and one Problem to the Collector that should collect it. Build a fresh environment
-per problem so concurrent problems never share a reference answer. The integration uses
-each collector once inside ``async with``; policies and critics stay with their owner."""
+"""What every trainer integration asks of you: a function that builds one problem's ``Collector``.
+
+It is called with the trainer's current policy and one ``Problem``, and returns the
+``Collector`` that should collect it. The Tinker loop and the Slime hooks take the same
+function. Build a fresh environment per problem so concurrent problems never share a
+reference answer. The integration uses each collector once inside ``async with``, so the
+collector's own ``close_services`` decides whether its services close afterwards;
+policies and critics stay with their owner.
+
+Example:
+    ```python
+    from focus import Agent, Collector, Critic, MathEnv, Segments, Selective
+
+    def collector_for(policy, problem):
+        agent = Agent(
+            policy=policy,
+            env=MathEnv(problem.label, policy.decode),
+            system_prompt="Solve the problem.",
+            context=Segments(256),
+        )
+        return Collector(agent, critic=Critic.constant(0.5), search=Selective(budget=32, warmup=16))
+    ```
+"""
 
 CriticSink = Callable[[Sequence[Dict[str, Any]]], None]
-"""Where critic records go: called with each collection's critic records (the documented
-critic record dicts). Neither trainer trains the critic; your value-model loop reads
-them back."""
+"""Where critic records go: a callable that receives each collection's critic records.
+
+Neither trainer trains the critic, so each collection's critic records (dicts with
+``context``, ``target``, ``lane``, ``group_index``, ``node_id`` and ``problem_id``) are
+handed to this callable, once per collection; your value-model loop reads them back.
+``JsonlDirectory`` is a ready-made sink.
+"""
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -68,24 +91,42 @@ def _write_atomic(path: Path, text: str, suffix: str = ".part") -> None:
 
 
 class JsonlDirectory:
-    """A critic sink that writes each call's critic records to a new JSONL file in
-    ``directory`` (created if missing): one JSON object per line, one file per call.
+    """A critic sink that writes each call's critic records to a new JSONL file in a directory.
 
-    Each file is written to a temporary name in the same directory and renamed into place,
-    so a reader never sees a partial file and concurrent collectors, threads and worker
-    processes never interleave lines. File names are
-    ``<problem id, made safe>-<uuid4>.jsonl``; a problem id cannot move the file out of the
-    directory. A call without records writes nothing. Instances are picklable (they hold
-    only the path), so one sink can be handed to spawned worker processes."""
+    One JSON object per line, one file per call. Each file is written to a temporary name
+    in the same directory and renamed into place, so a reader never sees a partial file and
+    concurrent collectors, threads and worker processes never interleave lines. File names
+    are ``<problem id, made safe>-<uuid4>.jsonl``; a problem id cannot move the file out of
+    the directory. A call without records writes nothing. Instances are picklable (they hold
+    only the path), so one sink can be handed to spawned worker processes.
+
+    Example:
+        ```python
+        from focus.integrations import JsonlDirectory
+
+        sink = JsonlDirectory("critic-targets")
+        ```
+
+    Args:
+        directory: The directory, created if missing.
+    """
 
     def __init__(self, directory: Union[str, Path]) -> None:
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
 
     def __call__(self, records: Sequence[Dict[str, Any]]) -> None:
-        """Write ``records`` (JSON-serialisable dicts, finite numbers) to a new file; write
-        nothing for an empty sequence. A record that cannot be serialised raises before any
-        file is created."""
+        """Write ``records`` to a new file; write nothing for an empty sequence.
+
+        Args:
+            records: JSON-serialisable dicts with finite numbers.
+
+        Raises:
+            TypeError: A record holds a value JSON cannot represent; raised before any
+                file is created.
+            ValueError: A record holds a non-finite number; raised before any file is
+                created.
+        """
         records = list(records)
         if not records:
             return
@@ -215,32 +256,43 @@ async def collect_records(
     layout: str = "spans",
     visitation_weights: bool = True,
 ) -> Tuple[List[Dict[str, Any]], List[Dict[str, Any]]]:
-    """Collect one problem with one collector and return its ``(actor, critic)`` records
-    (the documented record dicts, ``group_index`` on every record).
+    """Collect one problem with one collector and return its ``(actor, critic)`` records.
 
-    With a Go-native server policy (SGLangPolicy, VLLMPolicy) the collection first waits
-    for the policy to admit the tree (``Policy.admit``): start as many ``collect_records``
-    as you like at once, and trees begin as the servers' requests in flight drop below
-    their capacity, in the order they asked.
+    Both trainer integrations call it for each problem; call it directly for a trainer FOCUS
+    does not integrate yet. The records are dicts (the keys are listed under
+    ``to_samples``), with ``group_index`` on every record.
 
-    The collector is used once, inside ``async with``, so its own ``close_services``
-    decides whether its execution services close afterwards; its policy and critic stay
-    with their owner. ``workspace_for(problem)``, if given, returns the problem's
-    Workspace: it becomes the collector's workspace (a collector built with a different
-    one is refused) and is entered before the collector and left after it, so the
-    collection's tools run in it.
-    ``min_abs_advantage`` drops actor records whose advantage is smaller in magnitude.
-    ``layout="paths"`` returns path records instead of per-span ones (one per
-    root-to-leaf path, per-token ``advantages``; see ``Batch.to_records``).
-    By default (``visitation_weights=True``) each actor advantage is exported times its
-    edge's visitation factor (``ActorSample.visitation``: an unbiased on-policy gradient
-    from a searched tree); ``visitation_weights=False`` exports the unweighted advantage
-    (the behaviour before 2026-12-02).
+    With a token-server policy (``SGLangPolicy``, ``VLLMPolicy``) the collection first waits
+    for the policy to admit the tree: start as many ``collect_records`` as you like at once,
+    and trees begin, in the order they asked, as the servers' requests in flight drop below
+    their capacity. The collector is used once, inside ``async with``; its policy and critic
+    stay with their owner.
 
-    A collection with failed rollouts or critic calls raises CollectionError (its
-    ``state`` and ``failures`` keep what was collected; close ``state`` when done) unless
-    ``allow_partial=True``; even then, a collection in which every rollout failed raises
-    CollectionError, because it has nothing to train on."""
+    Args:
+        collector: The collector for this problem.
+        problem: The problem.
+        group_index: Identifies the prompt group; copied into every record.
+        workspace_for: Returns the problem's ``Workspace``. It becomes the collector's
+            workspace (a collector built with a different one is refused) and is entered
+            before the collector and left after it, so the collection's tools run in it.
+        min_abs_advantage: Drops actor records whose advantage is smaller in magnitude.
+        allow_partial: Keep a collection with failed rollouts or critic calls. A collection
+            in which every rollout failed still raises, because it has nothing to train on.
+        layout: ``"spans"`` (one actor record per generated span) or ``"paths"`` (one per
+            root-to-leaf path, with per-token ``advantages``; see ``Batch.to_records``).
+        visitation_weights: Export each advantage multiplied by its edge's visitation
+            factor (``ActorSample.visitation``), an unbiased on-policy gradient estimate from
+            a searched tree; False exports the unweighted advantage.
+
+    Returns:
+        The actor records and the critic records.
+
+    Raises:
+        CollectionError: Rollouts or critic calls failed and ``allow_partial`` is False, or
+            every rollout failed. Its ``state`` and ``failures`` keep what was collected;
+            close ``state`` when done.
+        ConfigError: An argument is invalid, checked before anything is collected.
+    """
     _check_min_abs_advantage(min_abs_advantage)  # a bad threshold fails before any collection
     actor, critic, _, _ = await _collect(
         collector, problem, group_index=group_index, workspace_for=workspace_for, allow_partial=allow_partial,

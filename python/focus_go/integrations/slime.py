@@ -96,7 +96,19 @@ class GenerateHook(Protocol):
     (an Agent's own ``sampling=`` wins). ``make_generate``'s hook also takes
     ``evaluation`` (Slime passes it to hooks whose signature has it)."""
 
-    async def __call__(self, args: Any, sample: Any, sampling_params: Any = None) -> Any: ...
+    async def __call__(self, args: Any, sample: Any, sampling_params: Any = None) -> Any:
+        """Generate the training samples for one Slime sample.
+
+        Args:
+            args: Slime's parsed arguments.
+            sample: The Slime sample to collect a tree for.
+            sampling_params: Slime's per-call sampling parameters; they fill what the agent
+                leaves unset.
+
+        Returns:
+            The Slime samples to train on.
+        """
+        ...
 
 
 def _router_url(args: Any) -> str:
@@ -988,66 +1000,90 @@ def make_generate(
     layout: str = "spans",
     visitation_weights: bool = True,
 ) -> GenerateHook:
-    """Build Slime's custom generate function from your CollectorFor.
+    """Build Slime's custom generate function from your ``CollectorFor``.
 
-    For each sample it builds the router's policy (a Go-native ``SGLangPolicy`` at
-    ``http://{args.sglang_router_ip}:{args.sglang_router_port}``, format from
-    ``args.hf_checkpoint`` and ``profile``, default sampling from ``--rollout-temperature``,
-    ``--rollout-top-p``, ``--rollout-top-k``, ``--rollout-max-response-len`` and
-    ``--rollout-stop``; one policy per router, reused across samples), wraps the sample as
-    a Problem (prompt and label from ``--input-key`` / ``--label-key``, ``label=None`` when
-    the sample has none, id ``g<group_index>-i<index>``), collects one tree with a fresh
-    collector from ``collector_for(policy, problem)`` under the call's sampling_params
-    (where the agent sets no sampling of its own: temperature, top_k, stop, stop_token_ids
-    and repetition_penalty on every request, ``max_new_tokens`` as the cap on each
-    root-to-leaf path's generated tokens, ``sampling_seed`` as the tree's search seed,
-    ``skip_special_tokens`` for the response text), sends the critic records to
-    ``critic_sink``, and returns the actor segments as a ``TreeSamples`` list of Slime
-    samples (``to_sample``) sharing the source's rollout id, which also answers for the
-    source sample (``index``, ``status``, ``reward`` = the tree's success rate, ...) where
-    Slime reads group elements. A generation Slime aborted returns ``[sample]`` (a
-    TreeSamples, status ABORTED, no reward), never a zero reward. If
-    ``min_abs_advantage`` drops every edge, one sample with ``remove_sample=True`` and
-    reward 0 is returned so Slime's group keeps its shape. By default
-    (``visitation_weights=True``) each sample's advantage is the edge's advantage times
-    its visitation factor (``ActorSample.visitation``), so a searched tree trains as an
-    unbiased on-policy gradient; ``visitation_weights=False`` gives the unweighted
-    advantage (the behaviour before 2026-12-02).
+    For each sample, the hook:
 
-    Called with ``evaluation=True`` (an eval dataset without its own
-    ``custom_generate_function_path``), it answers as ``make_evaluate``'s hook does: one
+    1. builds the router's policy, a ``SGLangPolicy`` at
+       ``http://{args.sglang_router_ip}:{args.sglang_router_port}`` (format from
+       ``args.hf_checkpoint`` and ``profile``; default sampling from
+       ``--rollout-temperature``, ``--rollout-top-p``, ``--rollout-top-k``,
+       ``--rollout-max-response-len`` and ``--rollout-stop``; one policy per router,
+       reused across samples, allowing ``router_concurrency(args)`` requests in flight);
+    2. wraps the sample as a ``Problem`` (prompt and label from ``--input-key`` and
+       ``--label-key``, ``label=None`` when the sample has none, id
+       ``g<group_index>-i<index>``);
+    3. collects one tree with a fresh collector from ``collector_for(policy, problem)``,
+       under the call's sampling_params where the agent sets no sampling of its own
+       (temperature, top_k, stop, stop_token_ids and repetition_penalty on every request,
+       ``max_new_tokens`` as the cap on each root-to-leaf path's generated tokens,
+       ``sampling_seed`` as the tree's search seed, ``skip_special_tokens`` for the
+       response text);
+    4. sends the critic records to ``critic_sink`` and returns the actor segments as a
+       ``TreeSamples`` list of Slime samples (``to_sample``) sharing the source's rollout
+       id.
+
+    A generation Slime aborted returns ``[sample]`` (status ABORTED, no reward), never a
+    zero reward. If ``min_abs_advantage`` drops every edge, one sample with
+    ``remove_sample=True`` and reward 0 is returned so Slime's group keeps its shape. Called
+    with ``evaluation=True`` (an eval dataset without its own
+    ``custom_generate_function_path``), the hook answers as ``make_evaluate``'s does: one
     unbranched rollout, one sample, reward = outcome.
 
-    Slime's rollout modes: the default and over-sampling rollouts, ``--partial-rollout``
-    (an aborted tree is handed back and collected again from its source sample; a
+    Slime's rollout modes all work: the default and over-sampling rollouts,
+    ``--partial-rollout`` (an aborted tree is collected again from its source sample; a
     finished one is kept and trained next rollout, its loss masks zeroed under
     ``--mask-offpolicy-in-partial-rollout``) and fully-async rollout (aborted groups are
-    requeued) all work. Slime's abort stops a tree at once: the hook watches
-    ``GenerateState.aborted`` (without importing Slime) and cancels the collection and its
-    requests in flight, and an abort finish from SGLang ends the tree in Go; nothing is
-    sent after it. The router policy allows ``router_concurrency(args)`` requests in
-    flight (``--sglang-server-concurrency`` times the rollout engines, as Slime's own
-    semaphore). ``workspace_for(problem)`` gives each prompt its own Workspace (as in
-    ``collect_records``). ``allow_partial=True`` keeps a collection with failures (a
-    collection in which every rollout failed still raises).
+    requeued). Slime's abort stops a tree at once: the hook cancels the collection and its
+    requests in flight, and nothing is sent after it.
 
-    Refused Slime settings (ValueError, at the first call): ``--apply-chat-template``
-    (FOCUS renders the chat itself), ``--rollout-top-p`` other than 1.0 (Slime would
-    require top-p replay data), ``--log-passrate`` with ``--n-samples-per-prompt`` > 1
-    (use ``log_rollout``), ``--group-rm`` (FOCUS samples carry their rewards),
-    ``--rollout-sample-hook-path`` with partial or fully-async rollout (Slime's sample
-    hooks rebuild the list without the tree's status and index), and sampling_params a
-    tree cannot honour (``min_new_tokens`` > 0, ``no_stop_trim`` false,
-    ``spaces_between_special_tokens`` true, ``custom_params``, unknown keys). The returned
-    hook has ``close()`` for the router policies it opened.
+    Refused Slime settings (``ValueError`` at the first call): ``--apply-chat-template``
+    (FOCUS renders the chat itself), ``--rollout-top-p`` other than 1.0 (Slime would require
+    top-p replay data), ``--log-passrate`` with ``--n-samples-per-prompt`` > 1 (use
+    ``log_rollout``), ``--group-rm`` (FOCUS samples carry their rewards),
+    ``--rollout-sample-hook-path`` with partial or fully-async rollout (Slime's sample hooks
+    rebuild the list without the tree's status and index), and sampling_params a tree cannot
+    honour (``min_new_tokens`` > 0, ``no_stop_trim`` false,
+    ``spaces_between_special_tokens`` true, ``custom_params``, unknown keys).
 
-    ``layout="paths"`` (opt-in) returns one sample per root-to-leaf path of the tree
-    instead of one per segment (``Batch.to_records``): the same gradient from about half
-    the tokens Megatron recomputes, with each trained token's own advantage carried in
-    ``train_metadata`` (``to_sample``). It needs the three FOCUS training hooks of
-    launch.sh: ``preserve_advantages`` and ``advantages`` (per-token advantages) and
-    ``sum_policy_tokens`` (a sum over tokens; a per-sample mean would weigh a token by
-    its path's length)."""
+    Example:
+        ```python
+        from focus.integrations import JsonlDirectory
+        from focus.integrations.slime import make_generate
+
+        generate = make_generate(
+            collector_for,
+            profile="token_chunk",
+            critic_sink=JsonlDirectory("critic-targets"),
+        )
+        ```
+
+        Then pass ``--custom-generate-function-path mymodule.generate`` to Slime.
+
+    Args:
+        collector_for: Builds the collector for each sample's problem.
+        profile: The parser profile of the router policy's format (see
+            ``PolicyFormat.resolve``); inferred from the model when None.
+        critic_sink: Receives each tree's critic records; None drops them.
+        workspace_for: Gives each problem its own ``Workspace``, as in
+            ``collect_records``.
+        min_abs_advantage: Drops actor segments whose advantage is smaller in magnitude,
+            after search.
+        allow_partial: Keep a collection with failures (a collection in which every
+            rollout failed still raises).
+        layout: ``"spans"`` (one sample per segment) or ``"paths"`` (one sample per
+            root-to-leaf path, the same gradient from about half the tokens, with each
+            trained token's own advantage carried in ``train_metadata``). ``"paths"`` needs
+            the three FOCUS training hooks: ``preserve_advantages`` and ``advantages``
+            (per-token advantages) and ``sum_policy_tokens`` (a sum over tokens; a
+            per-sample mean would weigh a token by its path's length).
+        visitation_weights: Each sample's advantage is its edge's advantage times the
+            edge's visitation factor (``ActorSample.visitation``), so a searched tree trains
+            as an unbiased on-policy gradient; False gives the unweighted advantage.
+
+    Returns:
+        The generate hook. It also has ``close()`` for the router policies it opened.
+    """
     return _Generate(
         collector_for,
         profile=profile,
@@ -1066,15 +1102,24 @@ def make_evaluate(
     profile: Optional[str] = None,
     workspace_for: Optional[Callable[[Problem], Workspace]] = None,
 ) -> GenerateHook:
-    """Build Slime's evaluation generate function from the same CollectorFor: one
-    unbranched rollout (``Independent(1)``, no critic) of the collector's agent, returned
-    as one Slime sample whose ``reward`` is the outcome (the sum of the path's rewards)
-    rather than a signed advantage; status COMPLETED or TRUNCATED, ABORTED if Slime aborted
-    it. Sampling comes from the eval dataset's sampling_params as for ``make_generate``
-    (top_p may be below 1 here; without sampling_params, the ``--eval-*`` flags where set,
-    else ``--rollout-*``); ``workspace_for`` works as for ``make_generate``.
-    Point an eval dataset's ``custom_generate_function_path`` at it. The returned hook has
-    ``close()`` for the router policies it opened."""
+    """Build Slime's evaluation generate function from the same ``CollectorFor``.
+
+    The hook runs one unbranched rollout (``Independent(1)``, no critic) of the collector's
+    agent and returns one Slime sample whose ``reward`` is the outcome (the sum of the
+    path's rewards) rather than a signed advantage; its status is COMPLETED or TRUNCATED,
+    or ABORTED if Slime aborted it. Sampling comes from the eval dataset's sampling_params
+    as for ``make_generate`` (top_p may be below 1 here; without sampling_params, the
+    ``--eval-*`` flags where set, else ``--rollout-*``). Point an eval dataset's
+    ``custom_generate_function_path`` at it.
+
+    Args:
+        collector_for: Builds the collector for each sample's problem.
+        profile: The parser profile of the router policy's format; inferred when None.
+        workspace_for: Gives each problem its own ``Workspace``, as for ``make_generate``.
+
+    Returns:
+        The evaluation hook. It also has ``close()`` for the router policies it opened.
+    """
     return _Evaluate(collector_for, profile, workspace_for)
 
 
@@ -1281,10 +1326,13 @@ def normalized_policy_tokens(tokens_per_rollout: int) -> Callable[..., Callable[
     the loss and gradient norm are M/C times Slime's default: with C near the mean M of
     your trees, ``--lr`` and ``--clip-grad`` of a GRPO recipe carry over.
 
-    Expose it from your module and name that attribute::
+    Expose it from your module:
 
-        reducer = normalized_policy_tokens(1024)
-        --custom-pg-loss-reducer-function-path mymodule.reducer
+    ```python
+    reducer = normalized_policy_tokens(1024)
+    ```
+
+    and name that attribute: ``--custom-pg-loss-reducer-function-path mymodule.reducer``.
 
     Slime calls the factory as ``(total_lengths, response_lengths, loss_masks,
     calculate_per_token_loss)``. ``--calculate-per-token-loss`` is refused: Slime then

@@ -42,17 +42,21 @@ from ..errors import ConfigError
 from . import CollectorFor, CriticSink, Problem, Workspace, _check_min_abs_advantage, _collect
 
 PPO_CLIP: Mapping[str, float] = MappingProxyType({"clip_low_threshold": 0.8, "clip_high_threshold": 1.2})
-"""Tinker's PPO loss configuration for the paper's ratio clip, 1 +- 0.2."""
+"""Tinker's PPO loss configuration for the paper's ratio clip, 1 ± 0.2."""
 
 
 @dataclass(frozen=True)
 class StepReport:
-    """What one actor update trained on: the batch index, the behavior step its sampler
-    came from (the number of updates in the sampled weights), the learner step (the number
-    of updates in the weights this update starts from), the policy lag between them
-    (``learner_step - behavior_step``), Tinker's metrics (forward-backward metrics such
-    as ``loss:sum``, then the optimizer's), and what went in: trees, tokens, failures, and
-    the logged ``stats``."""
+    """What one actor update trained on, as ``train`` reports it after each update.
+
+    Attributes:
+        batch: The batch index.
+        behavior_step: The number of updates in the weights the batch was sampled from.
+        learner_step: The number of updates in the weights this update started from.
+        policy_lag: ``learner_step - behavior_step``.
+        metrics: Tinker's metrics: the forward-backward metrics, such as ``loss:sum``, then
+            the optimizer's.
+    """
 
     batch: int
     behavior_step: int
@@ -226,17 +230,25 @@ async def update_actor(
     loss_fn: str = "ppo",
     loss_fn_config: Mapping[str, float] = PPO_CLIP,
 ) -> Any:
-    """Take one Tinker optimizer step on a batch's actor lane (records with
-    ``lane == "actor"``; critic records are skipped).
+    """Take one Tinker optimizer step on a batch's actor records.
 
-    forward_backward and optim_step are submitted back to back and then both awaited, as
-    the SDK and the cookbook do, so they land on the same clock cycle of the training
-    service (the SDK runs a client's requests in submission order, so the optimizer step
-    applies these gradients); both results are awaited before returning, so a sampler
-    published afterwards holds the updated weights. Adam uses ``learning_rate`` with the
-    cookbook's betas (0.9, 0.95) and eps 1e-8. The default loss is ``ppo`` with ratio clip
-    1 +- 0.2. Returns the step's metrics: the forward-backward metrics (e.g. ``loss:sum``)
-    updated with the optimizer's."""
+    Records with ``lane == "actor"`` are trained; critic records are skipped. The
+    forward-backward and optimizer-step requests are submitted back to back, so the
+    optimizer step applies these gradients, and both are awaited before returning, so a
+    sampler published afterwards holds the updated weights. Adam uses ``learning_rate`` with
+    betas (0.9, 0.95) and eps 1e-8.
+
+    Args:
+        training_client: A Tinker ``TrainingClient``.
+        records: The records of one batch, as ``collect_records`` returns them.
+        learning_rate: Adam's learning rate.
+        loss_fn: Tinker's loss function.
+        loss_fn_config: The loss's configuration; by default PPO with ratio clip 1 ± 0.2.
+
+    Returns:
+        The step's metrics: the forward-backward metrics (such as ``loss:sum``) updated with
+            the optimizer's.
+    """
     return (await _update(training_client, records, learning_rate=learning_rate, loss_fn=loss_fn, loss_fn_config=loss_fn_config)).metrics
 
 
@@ -389,12 +401,20 @@ class _MetricsLog:
 
 @dataclass(frozen=True)
 class TrainCheckpoint:
-    """One checkpoint of the loop: the Tinker training state (weights and optimizer, saved
-    with ``TrainingClient.save_state``) and the loop's cursor. ``learner_step`` updates were
-    applied; the next batch to collect is ``next_batch`` (problem position ``next_batch *
-    problems_per_step``). ``problems`` and ``problem_ids`` identify the problem list the
-    cursor points into. ``train`` draws no random numbers itself (problem order is fixed;
-    search seeds come from ``collector_for``), so the cursor is the whole loop state."""
+    """One checkpoint of the ``train`` loop: the Tinker training state and the loop's cursor.
+
+    ``train`` draws no random numbers itself (problem order is fixed; search seeds come from
+    ``collector_for``), so the cursor is the whole loop state.
+
+    Attributes:
+        state_path: Where ``TrainingClient.save_state`` saved the weights and optimizer.
+        learner_step: The number of updates applied.
+        next_batch: The next batch to collect (problem position ``next_batch *
+            problems_per_step``).
+        problems_per_step: The loop's ``problems_per_step``.
+        problems: The length of the problem list.
+        problem_ids: Identifies the problem list the cursor points into.
+    """
 
     state_path: str
     learner_step: int
@@ -404,6 +424,7 @@ class TrainCheckpoint:
     problem_ids: str
 
     def to_json(self) -> str:
+        """The checkpoint as one JSON line, as ``train`` appends it to ``checkpoint_path``."""
         return json.dumps(
             {
                 "state_path": self.state_path,
@@ -418,10 +439,22 @@ class TrainCheckpoint:
 
 
 def load_checkpoint(path: Union[str, "os.PathLike[str]"]) -> TrainCheckpoint:
-    """The last checkpoint recorded in a ``checkpoint_path`` JSONL file written by
-    ``train``. Resume with a training client created from its ``state_path`` (the SDK's
+    """Read the last checkpoint recorded in a ``checkpoint_path`` file written by ``train``.
+
+    Resume with a training client created from its ``state_path`` (the SDK's
     ``ServiceClient.create_training_client_from_state_with_optimizer``) and
-    ``train(..., resume_from=checkpoint)``."""
+    ``train(..., resume_from=checkpoint)``.
+
+    Args:
+        path: The JSONL file ``train`` appends checkpoints to.
+
+    Returns:
+        The last checkpoint.
+
+    Raises:
+        ConfigError: The file cannot be read, holds no checkpoint, or its last line is not
+            one.
+    """
     try:
         lines = [line for line in open(path, encoding="utf-8").read().splitlines() if line.strip()]
     except OSError as exc:
@@ -502,67 +535,105 @@ async def train(
     layout: str = "spans",
     visitation_weights: bool = True,
 ) -> List[StepReport]:
-    """Run the one-step asynchronous Tinker loop: collect one problem per update from a
-    frozen sampler, train on it, and publish a new sampler, overlapping the next collection
-    with the current update. Returns one StepReport per update.
+    """Run the one-step asynchronous Tinker loop and return one ``StepReport`` per update.
 
-    Each update trains on ``problems_per_step`` trees (default 1), collected concurrently
-    from the same frozen sampler, as the cookbook's ``groups_per_batch``. Problems are
-    taken in order, cycling the list: batch b collects ``problems[(b * k + i) % len]`` for
-    i < k = ``problems_per_step``, with ``group_index = b * k + i``. Each tree gets its own
-    ``TinkerPolicy`` around the batch's sampler snapshot (format ``PolicyFormat.resolve(
-    model, profile=profile)``, loaded once and shared) and a fresh collector from
-    ``collector_for(policy, problem)``. With ``async_depth=1`` (the default) the collection
-    of batch b+1 starts, from the newest published sampler, before update b: each batch is
-    at most one update behind the learner and every batch trains exactly once.
-    ``async_depth=0`` publishes a fresh sampler before each collection (no lag, no
-    overlap). ``workspace_for``, ``min_abs_advantage``, ``allow_partial``, ``layout`` and
-    ``visitation_weights`` apply to each collection as in ``collect_records``
-    (``layout="paths"``: one datum per root-to-leaf path with per-token advantages, the
-    same gradient from fewer tokens, since Tinker's losses sum over tokens;
-    ``visitation_weights``: each datum's advantage times its edge's visitation factor,
-    ``ActorSample.visitation``; on by default, False for the unweighted advantage). After each update each of the batch's collections
-    hands its critic records to ``critic_sink`` (one call per tree) with ``behavior_step``
-    and ``learner_step`` added, and ``on_step`` receives the StepReport.
+    Each update collects trees from a frozen sampler, trains on them, and publishes a new
+    sampler, overlapping the next collection with the current update. With
+    ``async_depth=1`` (the default) the collection of batch b+1 starts, from the newest
+    published sampler, before update b: each batch is at most one update behind the learner
+    and every batch trains exactly once. ``async_depth=0`` publishes a fresh sampler before
+    each collection (no lag, no overlap).
 
-    Metrics: each step's ``StepReport.stats`` holds ``trees``, ``rollouts``, ``failures``,
+    Each update trains on ``problems_per_step`` trees, collected concurrently from the same
+    sampler. Problems are taken in order, cycling the list: batch b collects
+    ``problems[(b * k + i) % len(problems)]`` for i < k = ``problems_per_step``, with
+    ``group_index = b * k + i``. Each tree gets its own ``TinkerPolicy`` around the batch's
+    sampler (format ``PolicyFormat.resolve(model, profile=profile)``, loaded once) and a
+    fresh collector from ``collector_for(policy, problem)``. After each update, each
+    collection hands its critic records to ``critic_sink`` with ``behavior_step`` and
+    ``learner_step`` added, and ``on_step`` receives the ``StepReport``.
+
+    A tree's warmup rollouts all start from the root prompt, so their first requests go to
+    the sampler as one ``sample(num_samples=warmup)`` request
+    (``TinkerPolicy.share_first_prompt``).
+
+    Metrics: each ``StepReport.stats`` holds ``trees``, ``rollouts``, ``failures``,
     ``reward_mean`` and ``success_rate`` (outcome reward of the finished rollouts, the sum
-    of their env rewards; success is an outcome > 0), ``abs_advantage_mean`` (over the
-    actor records), ``tokens_sampled``, ``tokens_trained``, ``policy_lag``, ``loss`` (Tinker's
-    ``loss:sum``), ``kl_sample_train_v1``/``_v2`` (sampler-vs-learner KL over the trained
-    tokens, from the training logprobs Tinker returns) and ``time_collect_s``,
-    ``time_update_s``, ``time_step_s``. With ``log_path`` every step appends them as one JSON
-    line (``{"step": learner_step + 1, ...}``); with ``wandb_project`` they also go to
-    ``wandb.log`` (wandb must be installed).
-
-    Evaluation: with ``eval_problems`` and ``eval_every = N > 0``, after every N-th update
-    a sampler of the new weights runs one unbranched rollout per held-out problem
-    (``Independent(1)``, no critic, as Slime's ``make_evaluate``), concurrently, and the step's
-    stats get ``eval/reward_mean``, ``eval/success_rate`` and ``eval/problems`` (outcome
-    rewards, not advantages).
-
-    Sampling: a tree's warmup rollouts (``Selective.warmup``, or ``Independent.n``) all
-    start from the root prompt, so their first requests go to the sampler as one
-    ``sample(num_samples=warmup)`` request (``TinkerPolicy.share_first_prompt``: the request
-    carries the smallest member seed and hands its i-th sequence to the member with the
-    i-th smallest seed); ``share_warmup_prompt=False`` sends them one by one.
-
-    Checkpoints: with ``checkpoint_every = N > 0`` and ``checkpoint_path``, after every
-    N-th update the training state is saved (``save_state(f"{checkpoint_name}-{step:06d}")``)
-    and a ``TrainCheckpoint`` line (the state's path and the loop's cursor) is appended to
-    ``checkpoint_path``. ``resume_from`` (such a file, or a ``TrainCheckpoint``) continues
-    where it stopped: ``steps`` counts from the start of the run, the first batch collected
-    is the checkpoint's ``next_batch`` and learner steps go on from its ``learner_step``;
-    the problem list and ``problems_per_step`` must be the ones checkpointed. The
-    ``training_client`` must hold the checkpoint's state (create it from ``state_path``
-    with the SDK's ``create_training_client_from_state_with_optimizer``). The first batch
-    after a resume is collected from the resumed weights (lag 0).
+    of their environment rewards; success is an outcome > 0), ``abs_advantage_mean``,
+    ``tokens_sampled``, ``tokens_trained``, ``policy_lag``, ``loss`` (Tinker's
+    ``loss:sum``), ``kl_sample_train_v1`` and ``kl_sample_train_v2`` (sampler-versus-learner
+    KL over the trained tokens) and ``time_collect_s``, ``time_update_s`` and
+    ``time_step_s``. Evaluation adds ``eval/reward_mean``, ``eval/success_rate`` and
+    ``eval/problems``: one unbranched rollout per held-out problem (``Independent(1)``, no
+    critic), scored by outcome.
 
     If the loop stops early (the awaiting task is cancelled, or a collection, update, sink
     or ``on_step`` raises), an outstanding collection is cancelled and joined before the
-    exception propagates. An update in flight when the task is cancelled is finished first
-    (its gradients are never left without their optimizer step); nothing is trained twice
-    or half."""
+    exception propagates. An update in flight when the task is cancelled is finished first,
+    so gradients are never left without their optimizer step; nothing is trained twice or
+    half.
+
+    Example:
+        ```python
+        from focus.integrations import JsonlDirectory
+        from focus.integrations.tinker import train
+
+        reports = await train(
+            training_client,
+            model=model,
+            problems=problems,
+            collector_for=collector_for,
+            steps=3,
+            learning_rate=1e-5,
+            profile="token_chunk",
+            critic_sink=JsonlDirectory("critic-targets"),
+        )
+        ```
+
+    Args:
+        training_client: A Tinker ``TrainingClient``; after a resume, one created from the
+            checkpoint's ``state_path`` (the SDK's
+            ``create_training_client_from_state_with_optimizer``).
+        model: The model directory or Hugging Face id, for the tokenizer and chat template.
+        problems: The training problems, taken in order and cycled.
+        collector_for: Builds the collector for each problem.
+        steps: The number of updates, counted from the start of the run.
+        learning_rate: Adam's learning rate.
+        critic_sink: Receives each tree's critic records; None drops them.
+        async_depth: 1 overlaps each collection with the previous update; 0 does not.
+        profile: The parser profile of the samplers' format (see
+            ``PolicyFormat.resolve``).
+        loss_fn: Tinker's loss function.
+        loss_fn_config: The loss's configuration; by default PPO with ratio clip 1 ± 0.2.
+        workspace_for: Gives each problem its own ``Workspace``, as in
+            ``collect_records``.
+        min_abs_advantage: Drops actor records whose advantage is smaller in magnitude.
+        allow_partial: Keep a collection with failures.
+        on_step: Called with each ``StepReport``.
+        problems_per_step: Trees per update.
+        log_path: Appends each step's stats as one JSON line, ``{"step": learner_step + 1,
+            ...}``.
+        wandb_project: Also logs the stats with ``wandb.log`` (wandb must be installed).
+        eval_problems: Held-out problems for evaluation.
+        eval_every: Evaluate after every N-th update; 0 never.
+        checkpoint_every: Save the training state after every N-th update; 0 never.
+        checkpoint_path: The JSONL file each ``TrainCheckpoint`` line is appended to.
+        checkpoint_name: The prefix of the saved states' names
+            (``f"{checkpoint_name}-{step:06d}"``).
+        resume_from: A checkpoint file or ``TrainCheckpoint`` to continue from: the first
+            batch collected is its ``next_batch``, learner steps go on from its
+            ``learner_step`` (its sampler holds the resumed weights, lag 0), and the
+            problem list and ``problems_per_step`` must be the ones checkpointed.
+        share_warmup_prompt: False sends the warmup rollouts' first requests one by one.
+        layout: ``"spans"`` or ``"paths"`` (one datum per root-to-leaf path with per-token
+            advantages: the same gradient from fewer tokens, since Tinker's losses sum over
+            tokens).
+        visitation_weights: Multiply each advantage by its edge's visitation factor
+            (``ActorSample.visitation``); False trains on the unweighted advantage.
+
+    Returns:
+        One report per update.
+    """
     from ..generation.format import PolicyFormat
     from ..tree import SchedulerView
     from ._outcomes import evaluate_outcome, outcomes

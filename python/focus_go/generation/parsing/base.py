@@ -17,11 +17,27 @@ TOOL_CALL = re.compile("<tool_call>(.*?)</tool_call>", re.DOTALL)
 
 
 class ActionParser(ABC, Generic[A]):
-    """Decodes a GenerateResult into the action type an environment's ``step()`` consumes.
+    """Decodes a ``GenerateResult`` into the action type an environment's ``step()`` consumes.
 
-    ``trainable`` says whether the parser keeps exact token provenance (so its responses
-    can train the actor); ``requires_native_channel`` that it needs a backend's structured
-    tool calls; ``action`` the ActionKind it produces (None: task-defined)."""
+    Subclass it and implement ``parse`` for an environment whose actions are neither text,
+    tool calls nor token chunks, and bind it in a ``PolicyFormat`` or pass it as
+    ``Agent(parser=...)``.
+
+    Example:
+        ```python
+        from focus.generation.parsing import ActionParser
+
+        class IntegerAction(ActionParser[int]):
+            def parse(self, result):
+                return int(result.text.strip())
+        ```
+
+    Attributes:
+        trainable: Whether the parser keeps exact token provenance, so that its responses
+            can train the actor.
+        requires_native_channel: Whether it needs a backend's structured tool calls.
+        action: The ``ActionKind`` it produces; None for a task-defined action.
+    """
 
     trainable: ClassVar[bool] = True
     requires_native_channel: ClassVar[bool] = False
@@ -29,13 +45,29 @@ class ActionParser(ABC, Generic[A]):
 
     @abstractmethod
     def parse(self, result: GenerateResult) -> A:
-        """Return the action ``result`` expresses (or a task-defined malformed one)."""
+        """Return the action a response expresses.
+
+        Args:
+            result: The model's response.
+
+        Returns:
+            The action, or a task-defined malformed one when the response expresses none.
+        """
 
 
 def tool_turn(text: str, decode: Callable[[str], ToolCall]) -> ToolTurn:
-    """Parse a completion into a tool-calling turn, decoding each ``<tool_call>`` block body
-    with ``decode``. Reasoning (``<think>...</think>``) is split off first, so a call drafted
-    while thinking is never executed; the visible text is what remains, stripped."""
+    """Parse a completion into a tool-calling turn, decoding each ``<tool_call>`` block.
+
+    Reasoning (``<think>...</think>``) is split off first, so a call drafted while thinking
+    is never executed; the visible text is what remains, stripped.
+
+    Args:
+        text: The completion text.
+        decode: Turns one block's body into a ``ToolCall``.
+
+    Returns:
+        The turn: visible text, tool calls in order, and reasoning.
+    """
     data = text.encode("utf-8")
     split = json.loads(_lib.call_string("focus_tool_blocks", data, len(data)))
     calls = tuple(decode(block) for block in split["blocks"] or ())

@@ -39,9 +39,12 @@ def _turn(action: Dict[str, Any]) -> ToolTurn:
 
 
 class TokenChunkParser(ActionParser[TokenChunk]):
-    """Extracts a generated segment's original token ids and whether the response finished:
-    a length finish gives ``finished=False``, a stop finish ``finished=True``; any other
-    finish reason raises BackendError."""
+    """Extracts a generated segment's original token ids and whether the response finished.
+
+    A length finish gives ``finished=False``, a stop finish ``finished=True``; any other
+    finish reason raises ``BackendError``. ``Segments`` uses this parser and sets the
+    generation limit, and every response is checked against that limit before it is parsed.
+    """
 
     action: ClassVar = "tokens"
 
@@ -51,7 +54,11 @@ class TokenChunkParser(ActionParser[TokenChunk]):
 
 
 class TextActionParser(ActionParser[str]):
-    """Uses the stripped completion text as the environment action."""
+    """Uses the stripped completion text as the environment's action.
+
+    The agent uses it for an environment that reads text, even when the policy's format
+    parses tool calls.
+    """
 
     action: ClassVar = "text"
 
