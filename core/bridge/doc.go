@@ -3,9 +3,10 @@
 // Completion, a Python Env subclass, a Python critic function) serve engine
 // calls without Go ever calling into Python. The engine side calls Call (or
 // uses the Policy, Env and Critic stand-ins here, which satisfy the
-// core/collect interfaces); each call becomes a Request that a Python worker thread takes with a blocking Poll
-// (PollMany: every queued request in one wake-up) through the C ABI, serves,
-// and answers with Resolve (Answer) or Fail by id.
+// core/collect interfaces); each call becomes a Request that the Python side
+// takes with a poll through the C ABI (PollMany: every queued request in one
+// wake-up; the poll is a ticketed call awaited on the event loop, so no thread
+// waits), serves, and answers with Resolve (Answer) or Fail by id.
 //
 // Wire format: a Request is {"id", "kind", "object", "payload"}; object is
 // the Python side's handle for the object the call is addressed to, and

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -399,7 +400,10 @@ func (e *engine) scoreCheckpoints(ctx context.Context, ids []int) error {
 		if ctx.Err() != nil {
 			return e.cancelled(ctx)
 		}
-		msg := "critic: " + err.Error()
+		msg := err.Error()
+		if !strings.HasPrefix(msg, "critic: ") { // the critics' own errors name themselves
+			msg = "critic: " + msg
+		}
 		for _, id := range batch {
 			e.failures = append(e.failures, Failure{NodeID: id, Message: msg})
 		}

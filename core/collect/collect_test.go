@@ -337,7 +337,7 @@ func TestFailures(t *testing.T) {
 		}}, contains: "critic: returned", critics: true},
 		{name: "critic error", critic: &fakeCritic{score: func(ctx context.Context, contexts []string) ([]float64, error) {
 			return nil, status.Errorf(status.Backend, "critic: http://127.0.0.1:9/value: 503")
-		}}, contains: "critic: critic: http://127.0.0.1:9/value: 503", critics: true},
+		}}, contains: "critic: http://127.0.0.1:9/value: 503", critics: true},
 		{name: "critic nan", critic: &fakeCritic{score: func(ctx context.Context, contexts []string) ([]float64, error) {
 			v := make([]float64, len(contexts))
 			v[0] = math.Inf(1)

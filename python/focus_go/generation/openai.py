@@ -24,7 +24,16 @@ class OpenAIChatPolicy(NativePolicy):
     ``top_logprobs`` when ``SamplingParams.logprobs`` is set. Finish reasons map to stop
     reasons as: ``stop`` and ``tool_calls`` → ``"stop"`` (the turn ended normally, with or
     without calls), ``length`` → ``"length"``, ``content_filter`` → ``"abort"``. Local token
-    accounting is estimated."""
+    accounting is estimated, so its responses do not train the actor. The arguments are
+    those of ``NativePolicy``.
+
+    Example:
+        ```python
+        from focus.backends import OpenAIChatPolicy
+
+        policy = OpenAIChatPolicy(model=model_name)
+        ```
+    """
 
     _api = "chat"
 

@@ -21,27 +21,35 @@ Recording = Union[GenerateResult, Sequence[GenerateResult]]
 
 
 class ReplayPolicy(Policy[Any]):
-    """Serves recorded GenerateResults in place of a model.
+    """Serves recorded ``GenerateResult``s in place of a model, so a collection re-runs offline.
 
-    ``recordings`` is either
+    Use it for regression tests, for debugging a tree, or to re-run preparation without a
+    server; ``record_calls`` records a live policy's responses in the form it takes. A
+    request with no recording left (an exhausted list, an unknown prefix, or a prefix whose
+    results are used up) raises ``ConfigError`` naming the prefix. Results are returned as
+    copies with ``prefix_tokens`` set, so the recordings stay intact; sampling parameters are
+    accepted and ignored (the recording decides). Recordings may mix exact and inexact
+    responses: ``is_exact(result)`` is the result's own ``exact_generation``, and
+    ``trainable`` is True only when every recording is exact and the parser keeps token
+    provenance.
 
-    - a sequence of results, served in order, one per request; a result whose
-      ``prefix_tokens`` are set must match the request's prefix (a mismatch means the run
-      diverged from the recording); or
-    - a mapping from exact prefix tokens (a tuple of ids) to a result or a sequence of
-      results; requests with that prefix take them in order (a search samples the same
-      prefix several times). A key may also be ``(prefix, seed)``: a request carrying
-      that sampling seed takes those recordings first, which keeps a concurrent
-      collection (which seeds every request) identical to the recorded run
-      whatever order its requests arrive in. ``record_calls`` builds such a mapping.
+    Args:
+        recordings: Either a sequence of results, served in order, one per request (a
+            result whose ``prefix_tokens`` are set must match the request's prefix; a
+            mismatch means the run diverged from the recording); or a mapping from exact
+            prefix tokens (a tuple of ids) to a result or a sequence of results, which
+            requests with that prefix take in order. A key may also be ``(prefix, seed)``:
+            a request carrying that sampling seed takes those recordings first, which keeps
+            a concurrent collection (which seeds every request) identical to the recorded
+            run whatever order its requests arrive in.
+        format: The codec and parser the recorded run used.
+        model: The model's name, for logs and records.
+        default_params: The sampling parameters of requests that bring none.
 
-    A request with no recording left (an exhausted list, an unknown prefix, or a prefix
-    whose results are used up) raises ConfigError naming the prefix. Results are returned
-    as copies with ``prefix_tokens`` set, so the recordings stay intact; ``sampling_params``
-    are accepted and ignored (the recording decides). ``format`` supplies the codec and
-    parser the recorded run used. ``trainable`` is True only when every recording is exact
-    and the parser keeps token provenance; ``is_exact(result)`` is the result's own
-    ``exact_generation``."""
+    Raises:
+        ConfigError: ``recordings`` is neither a sequence nor a mapping of results, or a
+            key is neither prefix token ids nor ``(prefix, seed)``.
+    """
 
     def __init__(
         self,
