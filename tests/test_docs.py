@@ -39,8 +39,8 @@ README_MAX_BYTES = 20 * 1024
 # benchmark pages and every page of the site.
 LINKED_PAGES = [README, ROOT / "CHANGELOG.md", ROOT / "benchmarks" / "README.md", ROOT / "benchmarks" / "RESULTS.md",
                 *sorted(DOCS.rglob("*.md"))]
-# Pages whose python blocks run: README.md and the guides (the API reference holds none).
-RUN_PAGES = [README, *sorted(p for p in DOCS.glob("*.md"))]
+# Pages whose python blocks run: README.md, the guides and the API reference's examples.
+RUN_PAGES = [README, *sorted(DOCS.rglob("*.md"))]
 
 FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})(?P<info>[^`]*)$")
 NOT_RUN = re.compile(r"^\s*<!--\s*not run:\s*(?P<reason>.*?)\s*-->\s*$")
@@ -199,7 +199,7 @@ def test_not_run_blocks_say_why():
                 assert len(block.not_run) >= 10, f"{_rel(page)}:{block.line}: say why the block cannot run"
 
 
-@pytest.mark.parametrize("page", _python_pages(), ids=lambda p: p.stem if p != README else "README")
+@pytest.mark.parametrize("page", _python_pages(), ids=_rel)
 def test_python_blocks_run(page, tmp_path):
     blocks = [{"line": b.line, "code": b.code} for b in parse(page)[0] if b.lang in ("python", "py") and b.not_run is None]
     if not blocks:
