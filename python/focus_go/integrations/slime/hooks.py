@@ -1,0 +1,429 @@
+"""The generate and evaluate hooks Slime calls: ``make_generate`` and ``make_evaluate``.
+
+Each call builds (once per router) the Go-native policy for Slime's router, turns the
+sample into a ``Problem``, collects a tree (or, for evaluation, one unbranched rollout)
+under the call's settings, watching Slime's abort, and returns Slime samples.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Callable, Dict, List, Optional, Protocol, Tuple
+
+from .. import CollectorFor, CriticSink, Problem, Workspace, _check_layout, _check_min_abs_advantage, _collect
+from ...collector import Collector
+from ...errors import CollectionError, ConfigError, ConfigTypeError, InternalError
+from .abort import _aborted, _slime_aborted, _unless_aborted
+from .samples import (
+    TreeSamples,
+    _aborted_tree,
+    _build_sample,
+    _problem_from,
+    _rollout_id,
+    _source_sample,
+    _success_rate,
+    _with_tree_outcomes,
+    to_sample,
+)
+from .settings import (
+    _CallSettings,
+    _call_collector,
+    _call_settings,
+    _check_args,
+    _check_rollout_mode,
+    _response_text,
+    _router_url,
+    _sampling_from_args,
+    router_concurrency,
+)
+
+
+class GenerateHook(Protocol):
+    """The signature Slime calls a custom generate function with: ``(args, sample,
+    sampling_params)``, returning the samples to train on. ``sampling_params`` is accepted
+    but does not override FOCUS's sampling settings: it fills what the agent leaves unset
+    (an Agent's own ``sampling=`` wins). ``make_generate``'s hook also takes
+    ``evaluation`` (Slime passes it to hooks whose signature has it)."""
+
+    async def __call__(self, args: Any, sample: Any, sampling_params: Any = None) -> Any:
+        """Generate the training samples for one Slime sample.
+
+        Args:
+            args: Slime's parsed arguments.
+            sample: The Slime sample to collect a tree for.
+            sampling_params: Slime's per-call sampling parameters; they fill what the agent
+                leaves unset.
+
+        Returns:
+            The Slime samples to train on.
+        """
+        ...
+
+
+class _SlimeHook:
+    """Shared body of the generate and evaluate hooks: one router policy per router URL
+    and checkpoint, built on first use and kept until ``close()``."""
+
+    _evaluation = False
+
+    def __init__(self, collector_for: CollectorFor, profile: Optional[str], workspace_for: Any) -> None:
+        if not callable(collector_for):
+            raise ConfigTypeError(f"collector_for must be callable, got {type(collector_for).__name__}")
+        self.collector_for = collector_for
+        self.profile = profile
+        self.workspace_for = workspace_for
+        self._policies: Dict[Tuple[str, str, Optional[int]], Any] = {}
+        self._lock = threading.Lock()
+
+    def policy(self, args: Any) -> Any:
+        """The Go-native SGLangPolicy for Slime's router, with ``args.hf_checkpoint``'s
+        tokenizer and chat template, Slime's rollout sampling flags as defaults, and
+        ``router_concurrency(args)`` requests in flight at most."""
+        from ...generation.servers import SGLangPolicy
+
+        model = getattr(args, "hf_checkpoint", None)
+        if not model:
+            raise ConfigError("Slime args have no hf_checkpoint; FOCUS loads the tokenizer and chat template from it")
+        limit = router_concurrency(args)
+        key = (_router_url(args), str(model), limit)
+        with self._lock:
+            policy = self._policies.get(key)
+            if policy is None:
+                policy = SGLangPolicy(
+                    model=str(model),
+                    base_url=key[0],
+                    profile=self.profile,
+                    default_params=_sampling_from_args(args, self._evaluation),
+                    max_concurrency=limit,
+                )
+                self._policies[key] = policy
+        return policy
+
+    def collector(self, policy: Any, problem: Problem, args: Any = None) -> Any:
+        try:
+            collector = self.collector_for(policy, problem)
+        except ConfigError as exc:
+            if problem.label is None:
+                raise type(exc)(
+                    f"{exc} (the Slime sample has no label: set --label-key to the dataset field holding "
+                    f"the reference answer; label_key is {getattr(args, 'label_key', None)!r})"
+                ) from exc
+            raise
+        if not isinstance(collector, Collector):
+            raise ConfigTypeError(f"collector_for returned {type(collector).__name__}, expected a focus Collector")
+        return collector
+
+    def close(self) -> None:
+        """Close the router policies this hook opened."""
+        with self._lock:
+            policies, self._policies = list(self._policies.values()), {}
+        for policy in policies:
+            policy.close()
+
+    async def aclose(self) -> None:
+        """Async twin of ``close``."""
+        self.close()
+
+
+class _Generate(_SlimeHook):
+    """Slime's custom generate function built by ``make_generate``."""
+
+    def __init__(
+        self,
+        collector_for: CollectorFor,
+        *,
+        profile: Optional[str],
+        critic_sink: Optional[CriticSink],
+        workspace_for: Any,
+        min_abs_advantage: Optional[float],
+        allow_partial: bool,
+        layout: str = "spans",
+        visitation_weights: bool = True,
+    ) -> None:
+        super().__init__(collector_for, profile, workspace_for)
+        _check_min_abs_advantage(min_abs_advantage)  # validate the threshold now, not per sample
+        _check_layout(layout)
+        self.critic_sink = critic_sink
+        self.min_abs_advantage = min_abs_advantage
+        self.allow_partial = allow_partial
+        self.layout = layout
+        self.visitation_weights = bool(visitation_weights)
+
+    async def __call__(self, args: Any, sample: Any, sampling_params: Any = None, evaluation: bool = False) -> Any:
+        """Collect one tree for ``sample`` and return its actor segments as a TreeSamples
+        list of Slime samples (an ABORTED TreeSamples holding the source sample if Slime
+        aborted the generation). An evaluation call (``evaluation=True``, which Slime
+        passes because this signature has it) is answered as ``make_evaluate``'s hook
+        would: one sample, reward = outcome."""
+        if evaluation:
+            return await _evaluate_sample(self, args, sample, sampling_params)
+        sample = _source_sample(sample)
+        _check_args(args)
+        _check_rollout_mode(args)
+        settings = _call_settings(args, sampling_params, evaluation=False)
+        problem = _problem_from(args, sample)
+        return await self._collect_tree(args, sample, problem, settings)
+
+    async def _collect_tree(self, args: Any, sample: Any, problem: Problem, settings: "_CallSettings") -> TreeSamples:
+        """One tree for ``sample``, stopped at once if Slime aborts the rollout."""
+        if _slime_aborted():
+            return _aborted_tree(sample)
+        policy = self.policy(args)
+        collector = _call_collector(self.collector(policy, problem, args), settings)
+        text = _response_text(policy, settings)
+        # An abort finish (Slime's /abort_request) ends the whole tree in Go at once.
+        collector._engine_options["stop_on_abort"] = True
+        group = getattr(sample, "group_index", None)
+        stats: Dict[str, Any] = {}
+        try:
+            aborted, collected = await _unless_aborted(
+                _collect(
+                    collector,
+                    problem,
+                    group_index=group if group is not None else _rollout_id(sample),
+                    workspace_for=self.workspace_for,
+                    allow_partial=self.allow_partial,
+                    min_abs_advantage=self.min_abs_advantage,
+                    layout=self.layout,
+                    visitation_weights=self.visitation_weights,
+                    keep_dropped=True,
+                    on_state=lambda state: stats.update(state.stats),
+                )
+            )
+        except CollectionError as exc:
+            state = getattr(exc, "state", None)
+            if _aborted(getattr(exc, "failures", ()) or ()):
+                if state is not None:
+                    state.close()
+                return _aborted_tree(sample)
+            raise
+        if aborted or _aborted(collected.failures):
+            return _aborted_tree(sample)
+        kept, critic, dropped = collected.actor, collected.critic, collected.dropped
+        if self.critic_sink is not None:
+            self.critic_sink(critic)
+        sample_type = type(sample)
+        done = sample_type.Status.COMPLETED
+        reward = _success_rate(stats)
+        if kept:
+            return TreeSamples(
+                _with_tree_outcomes([to_sample(r, sample, text, sample_type) for r in kept], stats),
+                sample,
+                status=done,
+                reward=reward,
+            )
+        # Every edge fell under min_abs_advantage: one sample that trains nothing keeps
+        # Slime's group shape (a list per sample) intact.
+        if dropped is None:
+            raise ConfigError(f"make_generate: problem {problem.id!r} has no actor records to train on")
+        empty = to_sample(dropped, sample, text, sample_type)
+        empty.reward = 0.0
+        empty.remove_sample = True
+        return TreeSamples(_with_tree_outcomes([empty], stats), sample, status=done, reward=reward)
+
+
+async def _evaluate_sample(hook: _SlimeHook, args: Any, sample: Any, sampling_params: Any) -> Any:
+    """One unbranched rollout of the hook's collector's agent as one Slime sample whose
+    reward is the outcome (the path's summed rewards); ABORTED if Slime aborted it. The
+    body of ``make_evaluate``'s hook and of ``make_generate``'s evaluation calls."""
+    from ...tree import SchedulerView
+    from .._outcomes import unbranched_rollout
+
+    _check_args(args)
+    settings = _call_settings(args, sampling_params, evaluation=True)
+    problem = _problem_from(args, sample)
+    policy = hook.policy(args)
+    base = hook.collector(policy, problem, args)
+    try:
+        state = await unbranched_rollout(
+            base,
+            problem,
+            workspace_for=hook.workspace_for,
+            build=lambda b, **parts: _call_collector(b, settings, **parts),
+        )
+    except CollectionError as exc:
+        if _aborted(getattr(exc, "failures", ()) or ()):
+            if getattr(exc, "state", None) is not None:
+                exc.state.close()
+            sample.status = type(sample).Status.ABORTED
+            return sample
+        raise
+    try:
+        view = SchedulerView(state)
+    finally:
+        state.close()
+    leaves = [n for n in view.nodes if n.done or n.truncated]
+    if len(leaves) != 1:
+        raise InternalError(f"make_evaluate: expected one finished rollout, found {len(leaves)}")
+    leaf = leaves[0]
+    path = []
+    node = leaf
+    while node.parent is not None:
+        path.append(node)
+        node = view.node(node.parent)
+    path.reverse()
+    prompt = list(view.root.context_tokens)
+    mask: List[bool] = [False] * len(prompt)
+    logprobs: List[float] = [0.0] * len(prompt)
+    for n in path:
+        for span in n.spans:
+            mask.extend(span.trainable)
+            logprobs.extend(span.logprobs)
+    outcome = sum(n.reward for n in path)
+    return _build_sample(
+        sample,
+        type(sample),
+        tokens=list(leaf.context_tokens),
+        prompt_len=len(prompt),
+        loss_mask=mask,
+        logprobs=logprobs,
+        reward=outcome,
+        status="COMPLETED" if leaf.done else "TRUNCATED",
+        tokenizer=_response_text(policy, settings),
+        focus={"problem_id": problem.id, "outcome": outcome, "segments": len(path)},
+    )
+
+
+class _Evaluate(_SlimeHook):
+    """Slime's evaluation generate function built by ``make_evaluate``."""
+
+    _evaluation = True
+
+    async def __call__(self, args: Any, sample: Any, sampling_params: Any = None) -> Any:
+        """One unbranched rollout of the collector's agent as one Slime sample whose reward
+        is the outcome (the path's summed rewards); ABORTED if Slime aborted it."""
+        return await _evaluate_sample(self, args, sample, sampling_params)
+
+
+def make_generate(
+    collector_for: CollectorFor,
+    *,
+    profile: Optional[str] = None,
+    critic_sink: Optional[CriticSink] = None,
+    workspace_for: Optional[Callable[[Problem], Workspace]] = None,
+    min_abs_advantage: Optional[float] = None,
+    allow_partial: bool = False,
+    layout: str = "spans",
+    visitation_weights: bool = True,
+) -> GenerateHook:
+    """Build Slime's custom generate function from your ``CollectorFor``.
+
+    For each sample, the hook:
+
+    1. builds the router's policy, a ``SGLangPolicy`` at
+       ``http://{args.sglang_router_ip}:{args.sglang_router_port}`` (format from
+       ``args.hf_checkpoint`` and ``profile``; default sampling from
+       ``--rollout-temperature``, ``--rollout-top-p``, ``--rollout-top-k``,
+       ``--rollout-max-response-len`` and ``--rollout-stop``; one policy per router,
+       reused across samples, allowing ``router_concurrency(args)`` requests in flight);
+    2. wraps the sample as a ``Problem`` (prompt and label from ``--input-key`` and
+       ``--label-key``, ``label=None`` when the sample has none, id
+       ``g<group_index>-i<index>``);
+    3. collects one tree with a fresh collector from ``collector_for(policy, problem)``,
+       under the call's sampling_params where the agent sets no sampling of its own
+       (temperature, top_k, stop, stop_token_ids and repetition_penalty on every request,
+       ``max_new_tokens`` as the cap on each root-to-leaf path's generated tokens,
+       ``sampling_seed`` as the tree's search seed, ``skip_special_tokens`` for the
+       response text);
+    4. sends the critic records to ``critic_sink`` and returns the actor segments as a
+       ``TreeSamples`` list of Slime samples (``to_sample``) sharing the source's rollout
+       id.
+
+    A generation Slime aborted returns ``[sample]`` (status ABORTED, no reward), never a
+    zero reward. If ``min_abs_advantage`` drops every edge, one sample with
+    ``remove_sample=True`` and reward 0 is returned so Slime's group keeps its shape. Called
+    with ``evaluation=True`` (an eval dataset without its own
+    ``custom_generate_function_path``), the hook answers as ``make_evaluate``'s does: one
+    unbranched rollout, one sample, reward = outcome.
+
+    Slime's rollout modes all work: the default and over-sampling rollouts,
+    ``--partial-rollout`` (an aborted tree is collected again from its source sample; a
+    finished one is kept and trained next rollout, its loss masks zeroed under
+    ``--mask-offpolicy-in-partial-rollout``) and fully-async rollout (aborted groups are
+    requeued). Slime's abort stops a tree at once: the hook cancels the collection and its
+    requests in flight, and nothing is sent after it.
+
+    Refused Slime settings (``ValueError`` at the first call): ``--apply-chat-template``
+    (FOCUS renders the chat itself), ``--rollout-top-p`` other than 1.0 (Slime would require
+    top-p replay data), ``--log-passrate`` with ``--n-samples-per-prompt`` > 1 (use
+    ``log_rollout``), ``--group-rm`` (FOCUS samples carry their rewards),
+    ``--rollout-sample-hook-path`` with partial or fully-async rollout (Slime's sample hooks
+    rebuild the list without the tree's status and index), and sampling_params a tree cannot
+    honour (``min_new_tokens`` > 0, ``no_stop_trim`` false,
+    ``spaces_between_special_tokens`` true, ``custom_params``, unknown keys).
+
+    Example:
+        ```python
+        from focus.integrations import JsonlDirectory
+        from focus.integrations.slime import make_generate
+
+        generate = make_generate(
+            collector_for,
+            profile="token_chunk",
+            critic_sink=JsonlDirectory("critic-targets"),
+        )
+        ```
+
+        Then pass ``--custom-generate-function-path mymodule.generate`` to Slime.
+
+    Args:
+        collector_for: Builds the collector for each sample's problem.
+        profile: The parser profile of the router policy's format (see
+            ``PolicyFormat.resolve``); inferred from the model when None.
+        critic_sink: Receives each tree's critic records; None drops them.
+        workspace_for: Gives each problem its own ``Workspace``, as in
+            ``collect_records``.
+        min_abs_advantage: Drops actor segments whose advantage is smaller in magnitude,
+            after search.
+        allow_partial: Keep a collection with failures (a collection in which every
+            rollout failed still raises).
+        layout: ``"spans"`` (one sample per segment) or ``"paths"`` (one sample per
+            root-to-leaf path, the same gradient from about half the tokens, with each
+            trained token's own advantage carried in ``train_metadata``). ``"paths"`` needs
+            the three FOCUS training hooks: ``preserve_advantages`` and ``advantages``
+            (per-token advantages) and ``sum_policy_tokens`` (a sum over tokens; a
+            per-sample mean would weigh a token by its path's length).
+        visitation_weights: Each sample's advantage is its edge's advantage times the
+            edge's visitation factor (``ActorSample.visitation``), so a searched tree trains
+            as an unbiased on-policy gradient; False gives the unweighted advantage.
+
+    Returns:
+        The generate hook. It also has ``close()`` for the router policies it opened.
+    """
+    return _Generate(
+        collector_for,
+        profile=profile,
+        critic_sink=critic_sink,
+        workspace_for=workspace_for,
+        min_abs_advantage=min_abs_advantage,
+        allow_partial=allow_partial,
+        layout=layout,
+        visitation_weights=visitation_weights,
+    )
+
+
+def make_evaluate(
+    collector_for: CollectorFor,
+    *,
+    profile: Optional[str] = None,
+    workspace_for: Optional[Callable[[Problem], Workspace]] = None,
+) -> GenerateHook:
+    """Build Slime's evaluation generate function from the same ``CollectorFor``.
+
+    The hook runs one unbranched rollout (``Independent(1)``, no critic) of the collector's
+    agent and returns one Slime sample whose ``reward`` is the outcome (the sum of the
+    path's rewards) rather than a signed advantage; its status is COMPLETED or TRUNCATED,
+    or ABORTED if Slime aborted it. Sampling comes from the eval dataset's sampling_params
+    as for ``make_generate`` (top_p may be below 1 here; without sampling_params, the
+    ``--eval-*`` flags where set, else ``--rollout-*``). Point an eval dataset's
+    ``custom_generate_function_path`` at it.
+
+    Args:
+        collector_for: Builds the collector for each sample's problem.
+        profile: The parser profile of the router policy's format; inferred when None.
+        workspace_for: Gives each problem its own ``Workspace``, as for ``make_generate``.
+
+    Returns:
+        The evaluation hook. It also has ``close()`` for the router policies it opened.
+    """
+    return _Evaluate(collector_for, profile, workspace_for)

@@ -1,0 +1,287 @@
+"""Slime's flags and per-call sampling_params, mapped onto a tree or refused.
+
+A generate call arrives with Slime's parsed ``args`` and the call's ``sampling_params``.
+Here they become what a collection takes: the router URL, the request limit
+(``router_concurrency``), the sampling defaults, and one call's ``_CallSettings``
+(sampling, the per-path token cap, the search seed, the response text's decoding), applied
+to the collector ``collector_for`` built (``_call_collector``). Slime settings a tree
+cannot honour are refused here with a ConfigError naming the flag.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import warnings
+from typing import Any, Callable, Dict, Mapping, Optional, Sequence
+
+from ...collector import Collector
+from ...errors import ConfigError
+from ...generation.types import SamplingParams
+
+
+def _router_url(args: Any) -> str:
+    ip = getattr(args, "sglang_router_ip", None)
+    port = getattr(args, "sglang_router_port", None)
+    if not ip or not port:
+        raise ConfigError(
+            "Slime args have no sglang_router_ip / sglang_router_port; the FOCUS generate hook "
+            "needs the router Slime starts (run it inside Slime's rollout manager)"
+        )
+    host = str(ip)
+    if ":" in host and not host.startswith("["):
+        host = f"[{host}]"  # IPv6, as Slime writes router URLs
+    return f"http://{host}:{port}"
+
+
+def _sampling_from_args(args: Any, evaluation: bool) -> Any:
+    """The policy's default sampling settings from Slime's rollout (or eval) flags: what
+    ``_call_settings`` makes of the sampling_params Slime would build from them."""
+    return _call_settings(args, None, evaluation).sampling
+
+
+# The sampling_params keys Slime sends a generate hook: GenerateState's dict in training
+# (slime/rollout/sglang_rollout.py, the same for every call, ``sampling_seed`` added per
+# group member under --sglang-enable-deterministic-inference) and each eval dataset's dict
+# (eval_rollout_single_dataset). ``_call_settings`` maps or refuses every one.
+_SLIME_SAMPLING_KEYS = frozenset(
+    {
+        "temperature",
+        "top_p",
+        "top_k",
+        "max_new_tokens",
+        "stop",
+        "stop_token_ids",
+        "skip_special_tokens",
+        "no_stop_trim",
+        "spaces_between_special_tokens",
+        "repetition_penalty",
+        "min_new_tokens",
+        "sampling_seed",
+        "custom_params",
+    }
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class _CallSettings:
+    """One Slime call's sampling_params mapped onto a tree: the collection's sampling
+    parameters, the cap on generated tokens per root-to-leaf path (Slime's
+    ``max_new_tokens``), the search seed (Slime's ``sampling_seed``: the engine derives
+    each request's seed from it, so branches differ and the tree is reproducible), and
+    how the samples' response text is decoded."""
+
+    sampling: SamplingParams
+    max_new_tokens: Optional[int]
+    seed: Optional[int]
+    skip_special_tokens: bool
+
+
+def _slime_sampling_params(args: Any, evaluation: bool) -> Dict[str, Any]:
+    """The sampling_params Slime builds from ``args`` (GenerateState's dict; for evaluation
+    the ``--eval-*`` flags over ``--rollout-*``, as Slime's eval config resolves them), for
+    a call that passes none."""
+
+    def pick(name: str) -> Any:
+        if evaluation:
+            value = getattr(args, f"eval_{name}", None)
+            if value is not None:
+                return value
+        return getattr(args, f"rollout_{name}", None)
+
+    params: Dict[str, Any] = {
+        "temperature": pick("temperature"),
+        "top_p": pick("top_p"),
+        "top_k": pick("top_k"),
+        "max_new_tokens": pick("max_response_len"),
+        "stop": getattr(args, "rollout_stop", None),
+        "stop_token_ids": getattr(args, "rollout_stop_token_ids", None),
+        "skip_special_tokens": bool(getattr(args, "rollout_skip_special_tokens", False)),
+        "no_stop_trim": True,
+        "spaces_between_special_tokens": False,
+    }
+    if evaluation:
+        params["min_new_tokens"] = getattr(args, "eval_min_new_tokens", None)
+    return {k: v for k, v in params.items() if v is not None}
+
+
+def _call_settings(args: Any, sampling_params: Optional[Mapping[str, Any]], evaluation: bool) -> _CallSettings:
+    """Map the sampling_params of one Slime call (or, if None or empty, what Slime builds
+    from ``args``) onto a tree, refusing with ConfigError what cannot apply to one."""
+    given = dict(sampling_params) if sampling_params else _slime_sampling_params(args, evaluation)
+    source = "an eval dataset's sampling settings" if evaluation else "Slime's rollout sampling_params"
+    unknown = sorted(set(given) - _SLIME_SAMPLING_KEYS)
+    if unknown:
+        raise ConfigError(
+            f"{source} have keys FOCUS does not know how to apply to a tree: {unknown} "
+            f"(known: {sorted(_SLIME_SAMPLING_KEYS)})"
+        )
+    top_p = given.get("top_p")
+    if top_p is not None and float(top_p) != 1.0 and not evaluation:
+        raise ConfigError(
+            f"top_p is {top_p} in {source}: Slime then requires top-p replay data on every training sample, "
+            "which FOCUS samples do not carry; use --rollout-top-p 1.0 (an eval dataset may set its own top_p)"
+        )
+    if given.get("custom_params"):
+        raise ConfigError(
+            f"custom_params {given['custom_params']!r} in {source}: FOCUS builds its own SGLang requests and "
+            "cannot forward custom_params"
+        )
+    stop_ids = given.get("stop_token_ids")
+    min_new = given.get("min_new_tokens")
+    if min_new:
+        raise ConfigError(
+            f"min_new_tokens {min_new} in {source} (--eval-min-new-tokens or an eval dataset's min_new_tokens): "
+            "SGLang would apply it to every segment request of the tree, not once per response; drop it"
+        )
+    if given.get("no_stop_trim") is False:
+        raise ConfigError(
+            f"no_stop_trim false in {source}: FOCUS keeps the exact generated tokens, the matched stop "
+            "included (SGLang's no_stop_trim true); drop no_stop_trim from the eval dataset"
+        )
+    if given.get("spaces_between_special_tokens"):
+        raise ConfigError(
+            f"spaces_between_special_tokens true in {source}: FOCUS decodes response text itself, without "
+            "spaces between special tokens"
+        )
+    max_new = given.get("max_new_tokens")
+    if max_new is not None and int(max_new) < 1:
+        raise ConfigError(f"max_new_tokens is {max_new} in {source}; a tree needs at least one token per path")
+    top_k = given.get("top_k")
+    stop = given.get("stop")
+    if isinstance(stop, str):
+        stop = [stop]
+    temperature = given.get("temperature")
+    penalty = given.get("repetition_penalty")
+    seed = given.get("sampling_seed")
+    sampling = SamplingParams(
+        temperature=1.0 if temperature is None else float(temperature),
+        top_p=1.0 if top_p is None else float(top_p),
+        top_k=None if top_k is None or int(top_k) <= 0 else int(top_k),
+        max_tokens=None if max_new is None else int(max_new),
+        stop=list(stop) if stop else None,
+        repetition_penalty=None if penalty is None else float(penalty),
+        stop_token_ids=[int(i) for i in stop_ids] if stop_ids else None,
+    )
+    return _CallSettings(
+        sampling=sampling,
+        max_new_tokens=None if max_new is None else int(max_new),
+        seed=None if seed is None else int(seed),
+        skip_special_tokens=bool(given.get("skip_special_tokens", False)),
+    )
+
+
+_COMPARED_SAMPLING = ("temperature", "top_p", "top_k", "repetition_penalty", "stop", "stop_token_ids")
+
+
+_KEEP: Any = object()
+
+
+def _call_collector(
+    base: Collector, settings: _CallSettings, *, search: Any = None, critic: Any = _KEEP, workspace: Any = _KEEP
+) -> Collector:
+    """``base`` (from collector_for) with one Slime call's settings applied: the agent's
+    sampling, where the agent sets none, is the call's (an agent's own sampling wins, as
+    FOCUS's setting, with a warning naming what Slime asked for instead); each
+    root-to-leaf path generates at most ``max_new_tokens``; the search seed is the call's
+    ``sampling_seed`` when Slime sends one. ``search`` / ``critic`` / ``workspace``
+    replace the base's (the evaluation rollout)."""
+    agent = copy.copy(base.agent)
+    if agent.sampling is None:
+        agent.sampling = settings.sampling
+    else:
+        differs = [
+            f"{name} {getattr(settings.sampling, name)!r} (agent: {getattr(agent.sampling, name)!r})"
+            for name in _COMPARED_SAMPLING
+            if getattr(settings.sampling, name) != getattr(agent.sampling, name)
+        ]
+        if differs:
+            warnings.warn(
+                "the agent's own sampling settings are used, not Slime's: Slime asked for "
+                + ", ".join(differs)
+                + "; build the Agent without sampling= to let Slime's flags and eval datasets decide",
+                stacklevel=3,
+            )
+    if settings.max_new_tokens is not None and settings.max_new_tokens < agent.max_total_tokens:
+        agent.max_total_tokens = settings.max_new_tokens
+    search = base.search if search is None else search
+    if settings.seed is not None:
+        search = dataclasses.replace(search, seed=settings.seed)
+    collector = Collector(
+        agent,
+        critic=base.critic if critic is _KEEP else critic,
+        search=search,
+        reward=base.reward,
+        estimator=base.estimator,
+        workspace=base.workspace if workspace is _KEEP else workspace,
+        close_services=base.close_services,
+    )
+    collector.timeouts = dict(base.timeouts)
+    collector._engine_options = dict(base._engine_options)
+    return collector
+
+
+def _response_text(policy: Any, settings: _CallSettings) -> Callable[[Sequence[int]], str]:
+    """How samples' response text is decoded: Slime's skip_special_tokens
+    (--rollout-skip-special-tokens) applies to the text only; tokens stay exact."""
+    return lambda ids: policy.decode(list(ids), skip_special_tokens=settings.skip_special_tokens)
+
+
+def _check_args(args: Any) -> None:
+    if getattr(args, "apply_chat_template", False):
+        raise ConfigError(
+            "Slime's --apply-chat-template turns the prompt into a rendered string; FOCUS renders the "
+            "conversation with the model's chat template itself, so drop --apply-chat-template"
+        )
+    top_p = getattr(args, "rollout_top_p", 1.0)
+    if top_p is not None and float(top_p) != 1.0:
+        raise ConfigError(
+            f"--rollout-top-p is {top_p}: Slime then requires top-p replay data on every sample, which "
+            "FOCUS samples do not carry; use --rollout-top-p 1.0"
+        )
+    n = getattr(args, "n_samples_per_prompt", 1) or 1
+    if getattr(args, "log_passrate", False) and int(n) > 1:
+        raise ConfigError(
+            f"--log-passrate with --n-samples-per-prompt {n}: Slime's train-side pass rate reshapes raw_reward "
+            f"into rollout_batch_size x {n}, but a FOCUS tree returns one sample per segment, so it fails after "
+            "the rollout; drop --log-passrate and pass --custom-rollout-log-function-path "
+            "focus.integrations.slime.log_rollout (pass@k over each tree's finished rollouts) and "
+            "--custom-eval-rollout-log-function-path focus.integrations.slime.log_eval_rollout (eval pass@k)"
+        )
+
+
+def _check_rollout_mode(args: Any) -> None:
+    """Refuse Slime modes a tree's samples cannot take part in."""
+    if getattr(args, "group_rm", False):
+        raise ConfigError(
+            "Slime's --group-rm scores each group element with a reward model; FOCUS samples carry their "
+            "advantages as rewards already (the tree's env grades its rollouts): run without --group-rm"
+        )
+    hooks = getattr(args, "rollout_sample_hook_path", None)
+    fully_async = "fully_async" in str(getattr(args, "rollout_function_path", None) or "")
+    if hooks and (getattr(args, "partial_rollout", False) or fully_async):
+        raise ConfigError(
+            "Slime's --rollout-sample-hook-path rebuilds each generate result as a plain list, which loses the "
+            "tree's status and index that --partial-rollout and fully-async rollout requeue aborted trees by; "
+            "drop the sample hooks or run the default rollout"
+        )
+
+
+def router_concurrency(args: Any) -> Optional[int]:
+    """The router policy's request limit from Slime's args: ``--sglang-server-concurrency``
+    times the rollout engines behind the router, as Slime's GenerateState sizes its
+    semaphore (``rollout_num_engines`` if set, else ``rollout_num_gpus //
+    rollout_num_gpus_per_engine``, at least 1 when there are rollout GPUs). None when the
+    args do not say: the policy then schedules to the router's capacity (its
+    ``max_running_requests`` when it reports one, else 256). Trees are admitted as the
+    requests in flight drop below this limit (``Policy.admit``, in ``collect_records``)."""
+    per_engine = getattr(args, "sglang_server_concurrency", None)
+    if per_engine is None:
+        return None
+    engines = getattr(args, "rollout_num_engines", None)
+    if engines is None:
+        gpus = int(getattr(args, "rollout_num_gpus", None) or 0)
+        per = int(getattr(args, "rollout_num_gpus_per_engine", None) or 1)
+        engines = max(1, gpus // per) if gpus > 0 else 0
+    limit = int(per_engine) * int(engines)
+    return limit if limit > 0 else None
