@@ -587,7 +587,7 @@ def test_to_datum_paths_same_terms_fewer_tokens():
 def test_train_passes_visitation_weights_to_each_collection(training_client, model, problems, monkeypatch, flag):
     # The datums' advantages come from the collection's records (collect_records, where the
     # weighting itself is tested); train hands its visitation_weights to every collection.
-    import focus_go.integrations.tinker as tinker_mod
+    import focus_go.integrations.tinker.loop as tinker_mod  # the module of train, which calls _collect
 
     seen = []
     real = tinker_mod._collect

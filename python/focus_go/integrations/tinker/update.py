@@ -1,0 +1,159 @@
+"""One Tinker optimizer step on a batch's actor records (``update_actor``): forward_backward
+and optim_step submitted back to back, awaited together, and the sampler-versus-learner KL
+read off the result.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import inspect
+import math
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, Dict, Mapping, Optional, Sequence
+
+from ...errors import ConfigError
+from .datum import SEQUENCE_ID_KEY, _types, _without_mask, to_datum
+
+
+PPO_CLIP: Mapping[str, float] = MappingProxyType({"clip_low_threshold": 0.8, "clip_high_threshold": 1.2})
+"""Tinker's PPO loss configuration for the paper's ratio clip, 1 ± 0.2."""
+
+
+async def _result(future: Any) -> Any:
+    """The value of a Tinker future: an APIFuture (``result_async``), any awaitable, or a
+    ``concurrent.futures.Future``; anything else is already the value."""
+    if hasattr(future, "result_async"):
+        return await future.result_async()
+    if inspect.isawaitable(future):
+        return await future
+    if isinstance(future, concurrent.futures.Future):
+        return await asyncio.wrap_future(future)
+    return future
+
+
+def _metrics(output: Any) -> Dict[str, Any]:
+    metrics = getattr(output, "metrics", None)
+    return dict(metrics) if metrics else {}
+
+
+async def _submitted(call: Any) -> Any:
+    """A Tinker call's future once the request is submitted: the SDK's methods submit when
+    called and return the future; a coroutine (an older SDK's ``*_async`` shape) submits
+    when awaited and returns the future."""
+    return await call if inspect.iscoroutine(call) else call
+
+
+async def _submit_update(training_client: Any, datums: Sequence[Any], loss_fn: str, config: Any, adam: Any) -> Any:
+    """Submit forward_backward and optim_step back to back, then await both, so they land
+    on the same clock cycle of the training service (the SDK orders a client's requests by
+    submission, so the optimizer step applies these gradients). Both results are awaited
+    even when one fails, so no request of this update is left running; the first error is
+    raised. Returns (forward-backward output, optimizer output)."""
+    backward = await _submitted(training_client.forward_backward(datums, loss_fn, config))
+    try:
+        optim = await _submitted(training_client.optim_step(adam))
+    except BaseException:
+        await asyncio.gather(_result(backward), return_exceptions=True)
+        raise
+    results = await asyncio.gather(_result(backward), _result(optim), return_exceptions=True)
+    for r in results:
+        if isinstance(r, BaseException):
+            raise r
+    return results[0], results[1]
+
+
+async def update_actor(
+    training_client: Any,
+    records: Sequence[Mapping[str, Any]],
+    *,
+    learning_rate: float,
+    loss_fn: str = "ppo",
+    loss_fn_config: Mapping[str, float] = PPO_CLIP,
+) -> Any:
+    """Take one Tinker optimizer step on a batch's actor records.
+
+    Records with ``lane == "actor"`` are trained; critic records are skipped. The
+    forward-backward and optimizer-step requests are submitted back to back, so the
+    optimizer step applies these gradients, and both are awaited before returning, so a
+    sampler published afterwards holds the updated weights. Adam uses ``learning_rate`` with
+    betas (0.9, 0.95) and eps 1e-8.
+
+    Args:
+        training_client: A Tinker ``TrainingClient``.
+        records: The records of one batch, as ``collect_records`` returns them.
+        learning_rate: Adam's learning rate.
+        loss_fn: Tinker's loss function.
+        loss_fn_config: The loss's configuration; by default PPO with ratio clip 1 ± 0.2.
+
+    Returns:
+        The step's metrics: the forward-backward metrics (such as ``loss:sum``) updated with
+            the optimizer's.
+    """
+    return (await _update(training_client, records, learning_rate=learning_rate, loss_fn=loss_fn, loss_fn_config=loss_fn_config)).metrics
+
+
+@dataclass
+class _Update:
+    metrics: Dict[str, Any]
+    tokens_trained: int
+    kl: Dict[str, float]
+
+
+async def _update(
+    training_client: Any,
+    records: Sequence[Mapping[str, Any]],
+    *,
+    learning_rate: float,
+    loss_fn: str,
+    loss_fn_config: Optional[Mapping[str, float]],
+) -> _Update:
+    types = _types()
+    datums = [to_datum(r) for r in records if r.get("lane", "actor") == "actor"]
+    if not datums:
+        raise ConfigError("update_actor: the batch has no actor records to train on")
+    if loss_fn == "stable_reinforce":
+        missing = sum(1 for d in datums if d.loss_fn_input_spans is None)
+        if missing:
+            raise ConfigError(
+                f"update_actor: loss_fn='stable_reinforce' needs provenance on every datum; {missing} of "
+                f"{len(datums)} records have no {SEQUENCE_ID_KEY} (train adds it when the sampler reports sequence ids)"
+            )
+    if not (isinstance(learning_rate, (int, float)) and math.isfinite(learning_rate) and learning_rate > 0):
+        raise ConfigError(f"update_actor: learning_rate must be a finite number > 0, got {learning_rate!r}")
+    config = None if loss_fn_config is None else {k: float(v) for k, v in loss_fn_config.items()}
+    adam = types.AdamParams(learning_rate=float(learning_rate), beta1=0.9, beta2=0.95, eps=1e-8)
+    backward, optim = await _submit_update(training_client, [_without_mask(d) for d in datums], loss_fn, config, adam)
+    metrics = _metrics(backward)
+    metrics.update(_metrics(optim))
+    trained = sum(int(sum(d.loss_fn_inputs["mask"].tolist())) for d in datums)
+    return _Update(metrics, trained, _kl_sample_train(datums, backward))
+
+
+def _kl_sample_train(datums: Sequence[Any], backward: Any) -> Dict[str, float]:
+    """Sampler-vs-learner KL estimates over the generated tokens, from the training log
+    probabilities Tinker returns (``loss_fn_outputs[i]["logprobs"]``) and the behavior log
+    probabilities the datums carry: ``kl_sample_train_v1`` = mean(sampled - trained),
+    ``kl_sample_train_v2`` = mean((sampled - trained)^2) / 2, as the cookbook reports them.
+    Empty when the output has no training logprobs."""
+    import numpy as np
+
+    outputs = list(getattr(backward, "loss_fn_outputs", None) or ())
+    if len(outputs) != len(datums):
+        return {}
+    diffs = []
+    for datum, out in zip(datums, outputs):
+        trained = out.get("logprobs") if isinstance(out, Mapping) else None
+        if trained is None:
+            return {}
+        train_lp = np.asarray(trained.tolist() if hasattr(trained, "tolist") else trained, dtype=np.float64).reshape(-1)
+        sampled = np.asarray(datum.loss_fn_inputs["logprobs"].tolist(), dtype=np.float64)
+        mask = np.asarray(datum.loss_fn_inputs["mask"].tolist()) > 0
+        if train_lp.shape != sampled.shape:
+            return {}
+        diffs.append(sampled[mask] - train_lp[mask])
+    flat = np.concatenate(diffs) if diffs else np.zeros(0)
+    if flat.size == 0:
+        return {}
+    return {"kl_sample_train_v1": float(flat.mean()), "kl_sample_train_v2": float(0.5 * (flat**2).mean())}
