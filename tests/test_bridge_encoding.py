@@ -19,7 +19,7 @@ import pytest
 
 from focus_go import Agent, Collector, Critic, Env, MathEnv, Segments, Selective, Step, _lib
 from focus_go.backends import Policy, SamplingParams, SGLangPolicy
-from focus_go.collector import _awaitable, _has_positive, _plain_json, _RecentIds
+from focus_go._bridge import _awaitable, _has_positive, _plain_json, _RecentIds
 from focus_go.generation.servers import _PARAM_FIELDS, params_json
 from focus_go.env import _grade, grade_math
 from focus_go.errors import ConfigError, InternalError, InvalidHandleError
@@ -522,10 +522,10 @@ def test_a_poll_takes_every_request_queued_by_the_time_it_is_served(server, poli
     # turn (or, on a busy loop, much) later; the requests queued meanwhile (the rest of a
     # burst: one answer call wakes several rollouts) are taken in the same batch instead
     # of a poll round trip each.
-    from focus_go import _async, collector as collector_mod
+    from focus_go import _async, _bridge
 
     problem = server.problems()[4]
-    real_call, real_poll, batches = _async.call, collector_mod._poll, []
+    real_call, real_poll, batches = _async.call, _bridge._poll, []
 
     slept: list = []
 
@@ -542,7 +542,7 @@ def test_a_poll_takes_every_request_queued_by_the_time_it_is_served(server, poli
         return requests
 
     monkeypatch.setattr(_async, "call", busy_loop_call)
-    monkeypatch.setattr(collector_mod, "_poll", recorded)
+    monkeypatch.setattr(_bridge, "_poll", recorded)
     done: list = []
     released = asyncio.Event()
 
@@ -564,7 +564,7 @@ def test_a_poll_takes_every_request_queued_by_the_time_it_is_served(server, poli
 
 
 def test_a_poll_keeps_what_it_took_when_the_bridge_closes_before_the_rest(monkeypatch):
-    from focus_go import _async, collector as collector_mod
+    from focus_go import _async, _bridge
     from focus_go.errors import OperationCancelled
 
     taken = [{"id": 7, "kind": "env.close", "object": 3, "payload": None}]
@@ -576,5 +576,5 @@ def test_a_poll_keeps_what_it_took_when_the_bridge_closes_before_the_rest(monkey
         raise OperationCancelled("bridge: closed")
 
     monkeypatch.setattr(_async, "call", first_ones)
-    monkeypatch.setattr(collector_mod, "_poll_now", closed)
-    assert asyncio.run(collector_mod._poll(1, _RecentIds())) == taken
+    monkeypatch.setattr(_bridge, "_poll_now", closed)
+    assert asyncio.run(_bridge._poll(1, _RecentIds())) == taken

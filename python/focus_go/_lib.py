@@ -520,7 +520,7 @@ def share_ids(ids: tuple, buf: "array.array[int]") -> None:
 
 def unshare_ids(ids: tuple, buf: "Optional[array.array[int]]" = None) -> None:
     """End share_ids(ids, buf). The same tuple may be shared by requests served at once
-    (siblings continuing one context, see collector._RecentIds): given buf, the entry is
+    (siblings continuing one context, see _bridge._RecentIds): given buf, the entry is
     removed only while it is still that request's."""
     shared = _shared_ids.get(id(ids))
     if shared is not None and (buf is None or shared[1] is buf):
