@@ -14,7 +14,7 @@ from typing import Any, Dict, List
 import pytest
 
 from focus_go.__main__ import main
-from focus_go._cli_collect import ProblemsFileError, read_problems
+from focus_go.cli.problems import ProblemsFileError, read_problems
 
 SMALL = ["--budget", "4", "--warmup", "2"]
 

@@ -269,7 +269,7 @@ def test_empty_completions_are_failures_not_success(tmp_path, server, problems_f
 def test_the_request_timeout_has_a_default():
     import argparse
 
-    from focus_go.cli import main as collect_main
+    from focus_go.cli import collect as collect_main
 
     commands = argparse.ArgumentParser().add_subparsers()
     collect_main.add_parser(commands)

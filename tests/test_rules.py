@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
+import importlib
 import inspect
 import json
 
@@ -17,7 +18,7 @@ import pytest
 
 from focus_go import Agent, Collector, Critic, Independent, MathEnv, RewardConfig, Segments, Selective, _rules
 from focus_go.backends import SamplingParams, SGLangPolicy
-from focus_go.cli import main as collect_command
+from focus_go.cli import collect as collect_command
 from focus_go.cli.settings import settings
 from focus_go.errors import ConfigError
 from focus_go.extend import SchedulerView
@@ -42,29 +43,41 @@ def test_python_literal_defaults_equal_the_librarys():
 
 
 def _record_option_defaults():
-    """{qualified name: {parameter: default}} of every function and method of the record
-    pipeline that takes ``visitation_weights`` or ``layout``."""
+    """{where it is defined (module.qualname): {parameter: default}} of every function and
+    method of the record pipeline that takes ``visitation_weights`` or ``layout``: those of
+    the modules below and of every module of the integrations' packages."""
+    import pkgutil
+
     import focus_go._records
     import focus_go.export
     import focus_go.integrations
-    import focus_go.integrations.slime
-    import focus_go.integrations.tinker
     import focus_go.preparation
 
+    modules = [focus_go._records, focus_go.export, focus_go.preparation, focus_go.integrations]
+    for info in pkgutil.walk_packages(focus_go.integrations.__path__, "focus_go.integrations."):
+        modules.append(importlib.import_module(info.name))
     found = {}
-    for module in (focus_go._records, focus_go.export, focus_go.preparation, focus_go.integrations,
-                   focus_go.integrations.slime, focus_go.integrations.tinker):
-        members = [(n, f) for n, f in vars(module).items() if inspect.isfunction(f) and f.__module__ == module.__name__]
-        for cname, cls in vars(module).items():
+    for module in modules:
+        members = [f for f in vars(module).values() if inspect.isfunction(f) and f.__module__ == module.__name__]
+        for cls in vars(module).values():
             if inspect.isclass(cls) and cls.__module__ == module.__name__:
-                members += [(f"{cname}.{n}", f) for n, f in vars(cls).items() if inspect.isfunction(f)]
-        for name, fn in members:
+                members += [f for f in vars(cls).values() if inspect.isfunction(f)]
+        for fn in members:
             params = inspect.signature(fn).parameters
             options = {k: params[k].default for k in ("visitation_weights", "layout")
                        if k in params and params[k].default is not inspect.Parameter.empty}
             if options:
-                found[f"{module.__name__}.{name}"] = options
+                found[f"{fn.__module__}.{fn.__qualname__}"] = options
     return found
+
+
+def _defined_at(public: str) -> str:
+    """Where the function a public dotted path names is defined (module.qualname)."""
+    module, _, rest = public.partition(".")
+    obj = importlib.import_module(module)
+    for part in rest.split("."):
+        obj = getattr(obj, part)
+    return f"{obj.__module__}.{obj.__qualname__}"
 
 
 def test_record_option_defaults_equal_the_librarys():
@@ -76,7 +89,8 @@ def test_record_option_defaults_equal_the_librarys():
     for public in ("focus_go.preparation.Batch.to_records", "focus_go.export.to_samples",
                    "focus_go.integrations.collect_records", "focus_go.integrations.slime.make_generate",
                    "focus_go.integrations.tinker.train", "focus_go._records.tree_records"):
-        assert set(found[public]) == {"visitation_weights", "layout"}, public
+        assert set(found[_defined_at(public)]) == {"visitation_weights", "layout"}, public
+    assert "focus_go.integrations.slime.hooks._Generate.__init__" in found  # the packages' modules are read
     for name, options in found.items():
         assert options == {k: lib[k] for k in options}, name
 

@@ -1,9 +1,14 @@
-"""The ``focus-go collect`` command (``focus_go.cli.main`` documents it), one job per module.
+"""The ``focus-go`` command line (also ``python -m focus_go``, whose ``__main__`` only calls
+``main``), one job per module.
 
 Arrows point down this list; no module imports one above it:
 
-- ``main``: the flags (``add_parser``, called by ``focus_go.__main__``) and their types;
-- ``run``: one run, ``run_collect``: check, open the backend, collect every problem
+- ``command``: the ``focus-go`` parser, its ``version`` subcommand, and ``main``;
+- ``demo``: ``focus-go demo``, FOCUS end to end on the embedded simulated server;
+- ``view``: ``focus-go view``, saved trees rendered to self-contained HTML pages;
+- ``collect``: the flags of ``focus-go collect`` (``add_parser``) and their types; its
+  docstring documents the command;
+- ``run``: one collect run, ``run_collect``: check, open the backend, collect every problem
   concurrently, write each as it completes, stop cleanly on ``INTERRUPT_SIGNALS``
   (``cancel_on_signals``), report and choose the exit code;
 - ``settings``: the search, critic, reward config and estimator the flags describe;
@@ -21,3 +26,9 @@ Arrows point down this list; no module imports one above it:
 They build on the library's public modules (``focus_go.collector``, ``focus_go.types``,
 ...), never the other way round.
 """
+
+from __future__ import annotations
+
+from .command import main
+
+__all__ = ["main"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import os
@@ -11,13 +12,13 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List
 
-from . import Agent, Collector, Critic, MathEnv, Segments, Selective
-from ._records import jsonl
-from .backends import SamplingParams, SGLangPolicy
-from .errors import ConfigError
-from .export import format_edges, format_tree, format_tree_html
-from .extend import SchedulerView
-from .sim import SimServer
+from .. import Agent, Collector, Critic, MathEnv, Segments, Selective, _rules
+from .._records import jsonl
+from ..backends import SamplingParams, SGLangPolicy
+from ..errors import ConfigError
+from ..export import format_edges, format_tree, format_tree_html
+from ..extend import SchedulerView
+from ..sim import SimServer
 
 
 async def _collect(server: SimServer, problems: List[Any], budget: int, warmup: int) -> List[Any]:
@@ -137,3 +138,18 @@ def run_demo(out_dir: Path, n_problems: int = 4, budget: int = Selective.budget,
     for _, s, _ in results:
         s.close()
     return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    return run_demo(Path(args.out), n_problems=args.problems, budget=args.budget, warmup=args.warmup)
+
+
+def add_parser(commands: Any) -> None:
+    """Register ``demo`` on the ``focus-go`` subcommand parser."""
+    demo = commands.add_parser("demo", help="collect trees on the embedded simulated server and write records")
+    demo.add_argument("--out", default="focus-demo", help="output directory (default: ./focus-demo)")
+    demo.add_argument("--problems", type=int, default=4, help="how many bundled problems to collect")
+    selective = _rules.defaults()["selective"]  # Selective()'s defaults, the library's
+    demo.add_argument("--budget", type=int, default=selective["budget"], help="rollouts per tree")
+    demo.add_argument("--warmup", type=int, default=selective["warmup"], help="warmup rollouts per tree")
+    demo.set_defaults(run=_run)

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional, TextIO
 
-from .errors import ConfigError, FocusError
+from ..errors import ConfigError, FocusError
 
 _REWARD_FLAGS = ("gamma", "critic_weight", "reward_min", "reward_max", "truncated_reward", "truncation")
 
@@ -36,9 +36,9 @@ def _run_settings(tree_path: Path) -> Dict[str, Any]:
 def render(tree_path: Path, html_path: Path, args: argparse.Namespace) -> Dict[str, Any]:
     """Render one tree file to ``html_path``; returns what the page shows (node count,
     problem id, reward settings used)."""
-    from .export import format_tree_html
-    from .preparation import DirectBranchTd, GroupBaseline, RewardConfig, prepare_samples
-    from .tree import SchedulerState, SchedulerView
+    from ..export import format_tree_html
+    from ..preparation import DirectBranchTd, GroupBaseline, RewardConfig, prepare_samples
+    from ..tree import SchedulerState, SchedulerView
 
     try:
         text = tree_path.read_text(encoding="utf-8")
