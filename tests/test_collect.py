@@ -262,6 +262,98 @@ def test_configuration_errors(server, policy):
         Critic.constant(float("nan"))
 
 
+@pytest.mark.parametrize(
+    "options,message",
+    [
+        ({"max_retries": -1}, "max_retries must be an integer >= 0, got -1"),
+        ({"max_retries": 1.5}, "max_retries must be an integer >= 0, got 1.5"),
+        ({"max_retries": True}, "max_retries must be an integer >= 0, got True"),
+        ({"stop_on_abort": 1}, "stop_on_abort must be True or False, got 1"),
+        ({"stop_on_abort": None}, "stop_on_abort must be True or False, got None"),
+    ],
+)
+def test_collector_options_are_checked_when_it_is_built(server, policy, options, message):
+    problem = server.problems()[0]
+    agent = Agent(policy=policy, env=MathEnv(problem.label, policy.decode), context=Segments(16))
+    with pytest.raises(ConfigError, match=message.replace(".", r"\.")):
+        Collector(agent, **options)
+    ok = Collector(agent, max_retries=2, stop_on_abort=True)
+    assert (ok.max_retries, ok.stop_on_abort) == (2, True)
+    assert (Collector(agent).max_retries, Collector(agent).stop_on_abort) == (0, False)
+
+
+def test_max_retries_launches_a_failed_rollout_again_from_its_checkpoint(server, policy):
+    # The first generation fails. Without retries the budget's third rollout is a branch;
+    # with max_retries=1 it is the failed warmup rollout launched again from the root.
+    problem = server.problems()[0]
+
+    def collect(**options):
+        calls = []
+
+        async def flaky(tokens, params):
+            calls.append(len(tokens))
+            if len(calls) == 1:
+                raise ConnectionError("server went away")
+            return await policy.agenerate_tokens(tokens, params)
+
+        flaky_policy = Policy(format=policy.format, complete=flaky, default_params=SAMPLING)
+        agent = Agent(policy=flaky_policy, env=MathEnv(problem.label, policy.decode), context=Segments(16))
+        collector = Collector(agent, critic=Critic.constant(0.5), search=Selective(3, 2, seed=1), **options)
+        with asyncio.run(collector.collect(problem, allow_partial=True)) as state:
+            view = SchedulerView(state)
+            from_root = sum(1 for n in view.nodes if n.parent == view.root.id)
+            return from_root, len(state.failures), collector.last_progress.rollouts_launched
+
+    assert collect() == (2, 1, 3)
+    assert collect(max_retries=1) == (3, 1, 3)
+
+
+def test_stop_on_abort_ends_the_collection_at_the_first_aborted_generation(server, policy):
+    problem = server.problems()[0]
+    warmup = 3
+
+    def agent_of(complete):
+        aborting = Policy(format=policy.format, complete=complete, default_params=SAMPLING)
+        return Agent(policy=aborting, env=MathEnv(problem.label, policy.decode), context=Segments(16))
+
+    def aborted(tokens):
+        return GenerateResult(tokens=(11,), prefix_tokens=tuple(tokens), text="x", stop_reason="abort", logprobs=[-0.5])
+
+    # Off (the default): the aborted generation fails its rollout and the search goes on.
+    calls = []
+
+    async def abort_first(tokens, params):
+        calls.append(len(tokens))
+        return aborted(tokens) if len(calls) == 1 else await policy.agenerate_tokens(tokens, params)
+
+    collector = Collector(agent_of(abort_first), critic=Critic.constant(0.5), search=Selective(6, warmup))
+    with asyncio.run(collector.collect(problem, allow_partial=True)) as state:
+        assert [f.aborted for f in state.failures] == [True]
+        assert collector.last_progress.rollouts_launched == 6
+
+    # On: the first aborted generation ends the collection, cancelling the calls in flight
+    # (here: calls only cancellation ends) and launching none, whatever allow_partial says.
+    calls, cancelled = [], []
+
+    async def abort_last_of_warmup(tokens, params):
+        calls.append(len(tokens))
+        if len(calls) == warmup:
+            return aborted(tokens)
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            cancelled.append(len(tokens))
+            raise
+
+    collector = Collector(agent_of(abort_last_of_warmup), critic=Critic.constant(0.5), search=Selective(6, warmup),
+                          stop_on_abort=True)
+    with pytest.raises(CollectionError, match="aborted") as info:
+        asyncio.run(asyncio.wait_for(collector.collect(problem, allow_partial=True), 30))
+    assert [f.aborted for f in info.value.failures] == [True]
+    info.value.state.close()
+    assert len(calls) == warmup and len(cancelled) == warmup - 1
+
+
 def test_vllm_policy_collects_too(server):
     problem = server.problems()[4]
     policy = VLLMPolicy(model=server.model, base_url=server.url + "/v1", api_key="EMPTY", profile="token_chunk", default_params=SAMPLING)

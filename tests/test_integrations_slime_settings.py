@@ -462,3 +462,45 @@ def test_example_sets_up_evaluation_pass_rates_and_the_reducer(server, args, mon
             sys.modules["focus_math"].generate.close()
             sys.modules["focus_math"].evaluate.close()
         sys.modules.pop("focus_math", None)
+
+
+# ---- the collector's own options reach every call's collector ------------------------------
+
+
+def test_each_call_collects_with_the_collectors_options(server, args):
+    # A call's collector is a copy of collector_for's with the call's settings; the options
+    # the user gave (timeouts, retries) travel, and the generate hook turns stop_on_abort on.
+    from focus_go import Agent, Collector, Critic, MathEnv, Segments, Selective
+    from focus_go.backends import SGLangPolicy
+    from focus_go.integrations.slime.settings import _call_collector, _call_settings
+
+    p = server.problems()[0]
+    policy = SGLangPolicy(model=server.model, base_url=server.url, profile="token_chunk")
+    try:
+        agent = Agent(policy=policy, env=MathEnv(p.label, policy.decode), context=Segments(16))
+        base = Collector(agent, critic=Critic.constant(0.5), search=Selective(4, 2), policy_timeout=30.0,
+                         critic_timeout=5, max_retries=2)
+        settings = _call_settings(args, dict(TRAINING), evaluation=False)
+        call = _call_collector(base, settings)
+        assert (call.timeouts, call.max_retries, call.stop_on_abort) == (base.timeouts, 2, False)
+        assert call.timeouts == {"policy_timeout": 30.0, "env_timeout": 0.0, "critic_timeout": 5.0}
+        assert _call_collector(base, settings, stop_on_abort=True).stop_on_abort is True
+        evaluation = _call_collector(base, settings, search=Selective(2, 1), critic=None, workspace=None)
+        assert (evaluation.critic, evaluation.max_retries, evaluation.timeouts) == (None, 2, base.timeouts)
+    finally:
+        policy.close()
+
+
+def test_the_generate_hook_asks_for_stop_on_abort_by_its_public_option():
+    # No private field of the Collector is written by the integrations.
+    import pathlib
+    import re
+
+    import focus_go.integrations
+
+    root = pathlib.Path(focus_go.integrations.__file__).parent
+    for path in root.rglob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        assert not re.search(r"collector\._[a-z]", text), path
+    hooks = (root / "slime" / "hooks.py").read_text(encoding="utf-8")
+    assert "stop_on_abort=True" in hooks

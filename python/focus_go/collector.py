@@ -196,10 +196,21 @@ class Collector:
         env_timeout: Seconds each environment call may take; None for no limit of its own.
         critic_timeout: Seconds each critic call may take; None for no limit of its own.
             A call that times out leaves its checkpoints unscored.
+        max_retries: How many times a rollout that fails is launched again from the
+            checkpoint it started at, with a new seed. Each retry spends one rollout of
+            the search budget, and none is launched once the budget is spent; the failed
+            attempt stays in the tree as a failed rollout. 0 (the default) retries none.
+        stop_on_abort: End the collection at the first generation the server aborted
+            (finish reason ``"abort"``, as when a trainer such as Slime aborts its
+            rollout): the calls in flight are cancelled, no rollout is launched after
+            it, and ``collect`` raises ``CollectionError`` listing the aborted rollout
+            (its ``state`` keeps the tree so far), whatever ``allow_partial`` says. False
+            (the default): the aborted generation fails its rollout and the search goes
+            on. The Slime generate hook collects with it on.
 
     Raises:
-        ConfigError: An argument is of the wrong type or a timeout is not a positive
-            number of seconds.
+        ConfigError: An argument is of the wrong type, a timeout is not a positive
+            number of seconds, or ``max_retries`` is negative.
     """
 
     def __init__(
@@ -215,6 +226,8 @@ class Collector:
         policy_timeout: Optional[float] = None,
         env_timeout: Optional[float] = None,
         critic_timeout: Optional[float] = None,
+        max_retries: int = 0,
+        stop_on_abort: bool = False,
     ) -> None:
         if not isinstance(agent, Agent):
             raise ConfigError(f"Collector: agent must be an Agent, got {type(agent).__name__}")
@@ -233,10 +246,13 @@ class Collector:
             name: _timeout(name, value)
             for name, value in (("policy_timeout", policy_timeout), ("env_timeout", env_timeout), ("critic_timeout", critic_timeout))
         }
+        if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
+            raise ConfigError(f"Collector: max_retries must be an integer >= 0, got {max_retries!r}")
+        if not isinstance(stop_on_abort, bool):
+            raise ConfigError(f"Collector: stop_on_abort must be True or False, got {stop_on_abort!r}")
+        self.max_retries = max_retries
+        self.stop_on_abort = stop_on_abort
         self._entered = 0
-        # Engine settings an integration sets for its own collections (core/collect's
-        # Config JSON keys, e.g. the Slime hook's "stop_on_abort"); not user API.
-        self._engine_options: Dict[str, Any] = {}
         self._running: List[_Run] = []
         self.last_progress: Optional[CollectionProgress] = None
 
@@ -384,7 +400,8 @@ class Collector:
             "env": env_part,
             "critic": None if self.critic is None else self.critic._part(remote.register),
             **self.timeouts,
-            **self._engine_options,
+            "max_retries": self.max_retries,
+            "stop_on_abort": self.stop_on_abort,
             "turn": turn,
         }
         run = _Run(config, remote)

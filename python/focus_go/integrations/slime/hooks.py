@@ -169,10 +169,9 @@ class _Generate(_SlimeHook):
         if _slime_aborted():
             return _aborted_tree(sample)
         policy = self.policy(args)
-        collector = _call_collector(self.collector(policy, problem, args), settings)
-        text = _response_text(policy, settings)
         # An abort finish (Slime's /abort_request) ends the whole tree in Go at once.
-        collector._engine_options["stop_on_abort"] = True
+        collector = _call_collector(self.collector(policy, problem, args), settings, stop_on_abort=True)
+        text = _response_text(policy, settings)
         group = getattr(sample, "group_index", None)
         stats: Dict[str, Any] = {}
         try:

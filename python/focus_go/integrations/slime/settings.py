@@ -178,14 +178,21 @@ _KEEP: Any = object()
 
 
 def _call_collector(
-    base: Collector, settings: _CallSettings, *, search: Any = None, critic: Any = _KEEP, workspace: Any = _KEEP
+    base: Collector,
+    settings: _CallSettings,
+    *,
+    search: Any = None,
+    critic: Any = _KEEP,
+    workspace: Any = _KEEP,
+    stop_on_abort: Optional[bool] = None,
 ) -> Collector:
     """``base`` (from collector_for) with one Slime call's settings applied: the agent's
     sampling, where the agent sets none, is the call's (an agent's own sampling wins, as
     FOCUS's setting, with a warning naming what Slime asked for instead); each
     root-to-leaf path generates at most ``max_new_tokens``; the search seed is the call's
     ``sampling_seed`` when Slime sends one. ``search`` / ``critic`` / ``workspace``
-    replace the base's (the evaluation rollout)."""
+    replace the base's (the evaluation rollout), ``stop_on_abort`` its option of that name
+    (the generate hook's); its other options (timeouts, retries) are the base's."""
     agent = copy.copy(base.agent)
     if agent.sampling is None:
         agent.sampling = settings.sampling
@@ -207,7 +214,7 @@ def _call_collector(
     search = base.search if search is None else search
     if settings.seed is not None:
         search = dataclasses.replace(search, seed=settings.seed)
-    collector = Collector(
+    return Collector(
         agent,
         critic=base.critic if critic is _KEEP else critic,
         search=search,
@@ -215,10 +222,13 @@ def _call_collector(
         estimator=base.estimator,
         workspace=base.workspace if workspace is _KEEP else workspace,
         close_services=base.close_services,
+        # Collector.timeouts holds each timeout in seconds as the engine takes it, 0.0 for none.
+        policy_timeout=base.timeouts["policy_timeout"] or None,
+        env_timeout=base.timeouts["env_timeout"] or None,
+        critic_timeout=base.timeouts["critic_timeout"] or None,
+        max_retries=base.max_retries,
+        stop_on_abort=base.stop_on_abort if stop_on_abort is None else stop_on_abort,
     )
-    collector.timeouts = dict(base.timeouts)
-    collector._engine_options = dict(base._engine_options)
-    return collector
 
 
 def _response_text(policy: Any, settings: _CallSettings) -> Callable[[Sequence[int]], str]:
