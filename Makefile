@@ -54,6 +54,9 @@ venv: $(VENV)/.installed
 
 $(VENV)/.installed: $(LIBFOCUS) pyproject.toml setup.py $(shell find python -name '*.py')
 	test -x $(VPY) || $(PYTHON) -m venv $(VENV)
+	# setuptools' build folders keep every module they once copied: one moved or removed
+	# since would be installed again beside its new place.
+	rm -rf $(BUILD)/lib.* $(BUILD)/bdist.*
 	$(VPY) -m pip install --quiet --disable-pip-version-check '.[test]'
 	# tinker-cookbook's own helpers check the Tinker datums (tests/test_integrations_tinker_sdk.py);
 	# --no-deps because its tml-renderers dependency is not on PyPI. Python >= 3.11, as tinker.
