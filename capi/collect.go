@@ -16,11 +16,11 @@ import (
 	"github.com/focus-go/focus-go/backends/critic"
 	"github.com/focus-go/focus-go/core/bridge"
 	"github.com/focus-go/focus-go/core/collect"
-	"github.com/focus-go/focus-go/core/collect/session"
+	"github.com/focus-go/focus-go/core/session"
 	"github.com/focus-go/focus-go/core/status"
 )
 
-// A collection is a core/collect/session.Session behind a handle: the exports below decode
+// A collection is a core/session.Session behind a handle: the exports below decode
 // the session.Spec JSON, call the session and encode what it returns.
 
 // handleParts resolves a Spec's native parts from the handle table (session.Resolver).

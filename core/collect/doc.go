@@ -28,7 +28,8 @@
 // released as soon as their checkpoint can no longer be branched from). The
 // returned tree belongs to the caller.
 //
-// Subpackage session runs one collection as an object with a lifecycle (a
-// declarative Spec, Start, Cancel, Wait, Result); the C ABI and the
-// benchmarks' load generator collect through it.
+// Package core/session (a sibling, since it also uses core/bridge and
+// core/mathenv, which are built on this package) runs one collection as an
+// object with a lifecycle (a declarative Spec, Start, Cancel, Wait, Result);
+// the C ABI and the benchmarks' load generator collect through it.
 package collect
