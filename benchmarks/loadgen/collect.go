@@ -15,10 +15,10 @@ import (
 	"github.com/focus-go/focus-go/backends/chat"
 	"github.com/focus-go/focus-go/backends/sglang"
 	"github.com/focus-go/focus-go/core/collect"
-	"github.com/focus-go/focus-go/core/session"
 	"github.com/focus-go/focus-go/core/generate"
 	"github.com/focus-go/focus-go/core/prepare"
 	"github.com/focus-go/focus-go/core/search"
+	"github.com/focus-go/focus-go/core/session"
 )
 
 // benchProblem is one entry of the -problems file: {"id", "label", "prompt_tokens"}.
