@@ -17,7 +17,7 @@
 // whose tokens are conditioning only; the rollout goes on, its rewards and
 // critic targets count, and preparation makes no actor sample for it.
 //
-// Concurrency and resources: Run (and Collect) may be called concurrently
+// Concurrency and resources: Run may be called concurrently
 // for different problems; one call's collaborators must not be shared with
 // another call unless they are safe for concurrent use (the HTTP policies
 // and critics are; envs never are, so build one per problem). Within a call
