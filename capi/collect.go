@@ -14,6 +14,7 @@ import (
 
 	"github.com/focus-go/focus-go/backends/chat"
 	"github.com/focus-go/focus-go/backends/critic"
+	"github.com/focus-go/focus-go/backends/server"
 	"github.com/focus-go/focus-go/core/bridge"
 	"github.com/focus-go/focus-go/core/collect"
 	"github.com/focus-go/focus-go/core/session"
@@ -27,7 +28,7 @@ import (
 type handleParts struct{}
 
 func (handleParts) Policy(h uint64) (collect.Policy, error) {
-	return handleAs[closingPolicy](h, "policy")
+	return handleAs[*server.Policy](h, "policy")
 }
 
 func (handleParts) Codec(h uint64) (collect.Codec, error) {
