@@ -248,7 +248,7 @@ fuzz: $(LIBTOKENIZERS)
 	done
 
 race: $(LIBTOKENIZERS)
-	$(GO) test -tags $(SELFTEST_TAGS) -race -count=1 -run 'Fault|Stress|Concurrent|Cancellation|Redacted|CloseWith|Async|StepFork|Remote|Session|Progress' ./core/collect ./core/collect/session ./core/bridge ./backends/transport ./capi ./capi/completion
+	$(GO) test -tags $(SELFTEST_TAGS) -race -count=1 -run 'Fault|Stress|Concurrent|Cancellation|Redacted|CloseWith|Async|StepFork|Remote|Session|Progress' ./core/collect ./core/session ./core/bridge ./backends/transport ./capi ./capi/completion
 	$(GO) test -tags $(SELFTEST_TAGS) -race -count=1 ./core/fleet
 
 # ---- opt-in: THUDM/slime's own code driving focus's hooks (not part of `make test` or .ci/run)

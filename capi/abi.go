@@ -11,6 +11,8 @@ import (
 	"runtime/debug"
 	"unsafe"
 
+	jsoniter "github.com/json-iterator/go"
+
 	"github.com/focus-go/focus-go/core/status"
 )
 
@@ -22,25 +24,47 @@ const abiVersion = C.FOCUS_ABI_VERSION
 func main() {}
 
 // guard runs one export body: a returned error or a recovered panic becomes a status code
-// and, when the caller passed an err slot, a message (focus_bytes) it must free.
+// and, when the caller passed an err slot, the error (focus_bytes, see errorPayload) it
+// must free.
 func guard(errOut *C.focus_bytes, body func() error) (code C.focus_status) {
 	defer func() {
 		if r := recover(); r != nil {
 			msg := fmt.Sprintf("focus: internal error (Go panic: %v)\n%s", r, debug.Stack())
-			code = setError(errOut, status.Internal, msg)
+			code = setError(errOut, status.Internal, msg, "")
 		}
 	}()
 	if err := body(); err != nil {
-		return setError(errOut, status.CodeOf(err), err.Error())
+		return setError(errOut, status.CodeOf(err), err.Error(), status.FieldOf(err))
 	}
 	return C.FOCUS_OK
 }
 
-func setError(errOut *C.focus_bytes, code status.Code, msg string) C.focus_status {
+func setError(errOut *C.focus_bytes, code status.Code, msg, field string) C.focus_status {
 	if errOut != nil {
-		setBytes(errOut, msg)
+		setBytes(errOut, errorPayload(msg, field))
 	}
 	return C.focus_status(code)
+}
+
+// wireError is an error as the caller reads it from *err (focus.h).
+type wireError struct {
+	Message string `json:"message"`
+	// Field is the configuration field the error is about (status.FieldOf); omitted
+	// when it is about none.
+	Field string `json:"field,omitempty"`
+}
+
+// errorJSON writes errors as they read: without escaping <, > and & (the standard
+// library's HTML escaping, which jsonAPI keeps).
+var errorJSON = jsoniter.Config{EscapeHTML: false}.Froze()
+
+// errorPayload is the JSON of an error: {"message"} or {"message", "field"}.
+func errorPayload(msg, field string) []byte {
+	data, err := errorJSON.Marshal(wireError{Message: msg, Field: field})
+	if err != nil { // two strings always encode; keep the message whatever happens
+		return []byte(`{"message":"focus: the error could not be encoded"}`)
+	}
+	return data
 }
 
 // setBytes hands s to the caller as a focus_bytes: a malloc'd copy (freed with

@@ -14,20 +14,21 @@ import (
 
 	"github.com/focus-go/focus-go/backends/chat"
 	"github.com/focus-go/focus-go/backends/critic"
+	"github.com/focus-go/focus-go/backends/server"
 	"github.com/focus-go/focus-go/core/bridge"
 	"github.com/focus-go/focus-go/core/collect"
-	"github.com/focus-go/focus-go/core/collect/session"
+	"github.com/focus-go/focus-go/core/session"
 	"github.com/focus-go/focus-go/core/status"
 )
 
-// A collection is a core/collect/session.Session behind a handle: the exports below decode
+// A collection is a core/session.Session behind a handle: the exports below decode
 // the session.Spec JSON, call the session and encode what it returns.
 
 // handleParts resolves a Spec's native parts from the handle table (session.Resolver).
 type handleParts struct{}
 
 func (handleParts) Policy(h uint64) (collect.Policy, error) {
-	return handleAs[closingPolicy](h, "policy")
+	return handleAs[*server.Policy](h, "policy")
 }
 
 func (handleParts) Codec(h uint64) (collect.Codec, error) {
@@ -357,8 +358,9 @@ func focus_collection_progress(h C.focus_handle, out *C.focus_bytes, errOut *C.f
 }
 
 // focus_collection_result hands over the finished collection's tree (a new tree handle, 0
-// if none) and *out = {"code", "message", "failures": [{"node_id", "message"}]}; code is
-// the collection's status (0 = complete).
+// if none) and *out = {"code", "message", "field" (only when the error is about a
+// configuration field), "failures": [{"node_id", "message"}]}; code is the collection's
+// status (0 = complete).
 //
 //export focus_collection_result
 func focus_collection_result(h C.focus_handle, treeOut *C.focus_handle, out *C.focus_bytes, errOut *C.focus_bytes) C.focus_status {
@@ -383,6 +385,10 @@ func focus_collection_result(h C.focus_handle, treeOut *C.focus_handle, out *C.f
 		if failures == nil {
 			failures = []collect.Failure{}
 		}
-		return returnJSON(out, map[string]any{"code": status.CodeOf(o.Err), "message": msg, "failures": failures})
+		outcome := map[string]any{"code": status.CodeOf(o.Err), "message": msg, "failures": failures}
+		if field := status.FieldOf(o.Err); field != "" {
+			outcome["field"] = field
+		}
+		return returnJSON(out, outcome)
 	})
 }

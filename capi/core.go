@@ -13,7 +13,6 @@ import (
 
 	"github.com/focus-go/focus-go/core/export"
 	"github.com/focus-go/focus-go/core/prepare"
-	"github.com/focus-go/focus-go/core/status"
 	"github.com/focus-go/focus-go/core/tree"
 )
 
@@ -264,14 +263,11 @@ func focus_batch_text(h C.focus_handle, kind *C.char, kindLen C.size_t, out *C.f
 		if err != nil {
 			return err
 		}
-		switch k := goString(kind, kindLen); k {
-		case "describe":
-			setBytes(out, export.Describe(b))
-		case "edges":
-			setBytes(out, export.FormatEdges(b))
-		default:
-			return status.Errorf(status.InvalidArgument, "batch text: unknown kind %q, expected describe or edges", k)
+		text, err := export.BatchText(b, goString(kind, kindLen))
+		if err != nil {
+			return err
 		}
+		setBytes(out, text)
 		return nil
 	})
 }

@@ -7,8 +7,10 @@
  * Conventions
  * - Every function except focus_abi_version, focus_live_handles and the *_free functions
  *   returns a focus_status: FOCUS_OK (0) or an error code. On error, if `err` is not NULL,
- *   *err receives the UTF-8 message (a focus_bytes, see below). Go panics are recovered
- *   and returned as FOCUS_ERR_INTERNAL.
+ *   *err receives the error as a JSON object (a focus_bytes, see below):
+ *   {"message": the UTF-8 message, "field": the configuration field the error is about},
+ *   "field" only when the error is about one (ABI 7; before, *err was the bare message).
+ *   Go panics are recovered and returned as FOCUS_ERR_INTERNAL.
  * - Every string and byte payload crosses with its length, in both directions, so a NUL
  *   byte is ordinary data (a prompt, a decoded token, a tool call or an error message may
  *   hold one). Inputs are `char *p, size_t p_len` (p may be NULL when p_len is 0).
@@ -34,7 +36,7 @@ extern "C" {
 #endif
 
 /* Bumped on every incompatible change; the Python loader refuses a mismatch. */
-#define FOCUS_ABI_VERSION 6
+#define FOCUS_ABI_VERSION 7
 
 typedef int32_t focus_status;
 typedef uint64_t focus_handle;
@@ -409,7 +411,8 @@ focus_status focus_collection_wait(focus_handle collection, uint64_t ticket, int
 focus_status focus_collection_progress(focus_handle collection, focus_bytes *out, focus_bytes *err);
 
 /* The finished collection's tree (*tree = a new tree handle, 0 if none) and outcome:
- * *out = {"code", "message", "failures": [{"node_id", "message"}]}. */
+ * *out = {"code", "message", "field" (as in *err, only when there is one),
+ * "failures": [{"node_id", "message"}]}. */
 focus_status focus_collection_result(focus_handle collection, focus_handle *tree, focus_bytes *out,
                                      focus_bytes *err);
 

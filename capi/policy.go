@@ -11,33 +11,12 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/focus-go/focus-go/backends/sglang"
+	"github.com/focus-go/focus-go/backends/server"
 	"github.com/focus-go/focus-go/backends/transport"
-	"github.com/focus-go/focus-go/backends/vllm"
 	"github.com/focus-go/focus-go/core/fleet"
 	"github.com/focus-go/focus-go/core/generate"
 	"github.com/focus-go/focus-go/core/status"
 )
-
-// tokenPolicy is what both Go-native token backends offer.
-type tokenPolicy interface {
-	Generate(ctx context.Context, req generate.Request) (*generate.Result, error)
-	Close()
-}
-
-// closingPolicy is a policy handle: the fleet over the policy's server replicas (one or
-// more URLs), and the clients it closes.
-type closingPolicy struct {
-	*fleet.Fleet
-	clients []tokenPolicy
-}
-
-func (p closingPolicy) Close() error {
-	for _, c := range p.clients {
-		c.Close()
-	}
-	return nil
-}
 
 type wirePolicyConfig struct {
 	Backend        string            `json:"backend"`
@@ -54,67 +33,32 @@ type wirePolicyConfig struct {
 	MaxRetries     int               `json:"max_retries"`
 }
 
+// config is the server.Config the wire form spells: base_urls, or the one base_url.
+func (w wirePolicyConfig) config() server.Config {
+	urls := w.BaseURLs
+	if len(urls) == 0 {
+		urls = []string{w.BaseURL}
+	}
+	return server.Config{Backend: w.Backend, URLs: urls, Model: w.Model, ServedModel: w.ServedModel,
+		APIKey: w.APIKey, Headers: w.Headers, Timeout: seconds(w.TimeoutSeconds),
+		MaxConcurrency: w.MaxConcurrency, Capacity: w.Capacity, Routing: fleet.Routing(w.Routing), MaxRetries: w.MaxRetries}
+}
+
 func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 
+// focus_policy_open opens a Go-native policy (backends/server.Open).
+//
 //export focus_policy_open
 func focus_policy_open(config *C.char, n C.size_t, out *C.focus_handle, errOut *C.focus_bytes) C.focus_status {
 	return guard(errOut, func() error {
-		var cfg wirePolicyConfig
-		if err := decodeJSON(config, n, "policy config", &cfg); err != nil {
+		var w wirePolicyConfig
+		if err := decodeJSON(config, n, "policy config", &w); err != nil {
 			return err
 		}
-		urls := cfg.BaseURLs
-		if len(urls) == 0 {
-			urls = []string{cfg.BaseURL}
-		}
-		retry := transport.RetryPolicy{MaxRetries: cfg.MaxRetries}
-		slots := cfg.MaxConcurrency
-		if slots == 0 {
-			slots = fleet.ClientSlots
-		}
-		p := closingPolicy{}
-		var replicas []fleet.Replica
-		for _, url := range urls {
-			r := fleet.Replica{Name: url, Capacity: cfg.Capacity}
-			var c tokenPolicy
-			var err error
-			switch cfg.Backend {
-			case sglang.Name:
-				var sc *sglang.Client
-				sc, err = sglang.New(sglang.Config{BaseURL: url, APIKey: cfg.APIKey, Headers: cfg.Headers,
-					Timeout: seconds(cfg.TimeoutSeconds), MaxConcurrency: slots, Retry: retry})
-				c = sc
-				r.Check = func(ctx context.Context) (any, int, error) {
-					info, err := sc.StartupCheck(ctx)
-					return info, info.MaxRunningRequests, err
-				}
-			case vllm.Name:
-				var vc *vllm.Client
-				vc, err = vllm.New(vllm.Config{BaseURL: url, Model: cfg.Model, ServedModel: cfg.ServedModel,
-					APIKey: cfg.APIKey, Headers: cfg.Headers, Timeout: seconds(cfg.TimeoutSeconds),
-					MaxConcurrency: slots, Retry: retry})
-				c = vc
-				r.Check = func(ctx context.Context) (any, int, error) {
-					info, err := vc.StartupCheck(ctx)
-					return info, 0, err // vLLM does not report max_num_seqs
-				}
-			default:
-				return status.Errorf(status.InvalidArgument, "policy config: unknown backend %q, expected sglang or vllm", cfg.Backend)
-			}
-			if err != nil {
-				p.Close()
-				return err
-			}
-			p.clients = append(p.clients, c)
-			r.Policy = c
-			replicas = append(replicas, r)
-		}
-		f, err := fleet.New(fleet.Config{Replicas: replicas, Limit: cfg.MaxConcurrency, Routing: fleet.Routing(cfg.Routing)})
+		p, err := server.Open(w.config())
 		if err != nil {
-			p.Close()
 			return err
 		}
-		p.Fleet = f
 		*out = C.focus_handle(handles.put(p))
 		return nil
 	})
@@ -216,7 +160,7 @@ func focus_policy_generate(h C.focus_handle, ticket C.uint64_t, prefix *C.uint32
 	params *C.char, n C.size_t, out *C.focus_bytes, tokens **C.uint32_t, logprobs **C.double, generated *C.size_t,
 	errOut *C.focus_bytes) C.focus_status {
 	return run(ticket, errOut, func() (func(context.Context) error, error) {
-		p, err := handleAs[closingPolicy](uint64(h), "policy")
+		p, err := handleAs[*server.Policy](uint64(h), "policy")
 		if err != nil {
 			return nil, err
 		}
@@ -238,7 +182,7 @@ func focus_policy_generate(h C.focus_handle, ticket C.uint64_t, prefix *C.uint32
 //export focus_policy_startup_check
 func focus_policy_startup_check(h C.focus_handle, ticket C.uint64_t, out *C.focus_bytes, errOut *C.focus_bytes) C.focus_status {
 	return run(ticket, errOut, func() (func(context.Context) error, error) {
-		p, err := handleAs[closingPolicy](uint64(h), "policy")
+		p, err := handleAs[*server.Policy](uint64(h), "policy")
 		if err != nil {
 			return nil, err
 		}
@@ -261,7 +205,7 @@ func (a admission) Close() error { a.Release(); return nil }
 //export focus_policy_admit
 func focus_policy_admit(h C.focus_handle, ticket C.uint64_t, width C.int64_t, out *C.focus_handle, errOut *C.focus_bytes) C.focus_status {
 	return run(ticket, errOut, func() (func(context.Context) error, error) {
-		p, err := handleAs[closingPolicy](uint64(h), "policy")
+		p, err := handleAs[*server.Policy](uint64(h), "policy")
 		if err != nil {
 			return nil, err
 		}
@@ -279,7 +223,7 @@ func focus_policy_admit(h C.focus_handle, ticket C.uint64_t, width C.int64_t, ou
 //export focus_policy_load
 func focus_policy_load(h C.focus_handle, out *C.focus_bytes, errOut *C.focus_bytes) C.focus_status {
 	return guard(errOut, func() error {
-		p, err := handleAs[closingPolicy](uint64(h), "policy")
+		p, err := handleAs[*server.Policy](uint64(h), "policy")
 		if err != nil {
 			return err
 		}

@@ -11,10 +11,10 @@ import (
 	"github.com/focus-go/focus-go/backends/parse"
 	"github.com/focus-go/focus-go/core/action"
 	"github.com/focus-go/focus-go/core/collect"
-	"github.com/focus-go/focus-go/core/collect/session"
 	"github.com/focus-go/focus-go/core/generate"
 	"github.com/focus-go/focus-go/core/prepare"
 	"github.com/focus-go/focus-go/core/search"
+	"github.com/focus-go/focus-go/core/session"
 	"github.com/focus-go/focus-go/core/status"
 	"github.com/focus-go/focus-go/sim"
 )

@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -101,6 +102,34 @@ func TestImportsPointDown(t *testing.T) {
 				continue
 			}
 			assert.Contains(t, ok, l, "%s imports %s: layer %s may import only %v", p.ImportPath, imp, layer(p.ImportPath), ok)
+		}
+	}
+}
+
+// TestFoldersAreFloors keeps a nested folder on its parent's floor: a package inside
+// another package's folder (core/tree/treetest inside core/tree) imports nothing from
+// outside that folder that itself depends on the parent. A package that needs what is
+// built on top of its parent (core/session runs core/collect with core/bridge's remote
+// parts) is the parent's sibling, not its child.
+func TestFoldersAreFloors(t *testing.T) {
+	pkgs := listPackages(t, "./...")
+	deps := map[string]map[string]bool{}
+	for _, p := range pkgs {
+		deps[p.ImportPath] = map[string]bool{}
+		for _, d := range p.Deps {
+			deps[p.ImportPath][d] = true
+		}
+	}
+	for _, p := range pkgs {
+		for parent := path.Dir(p.ImportPath); strings.HasPrefix(parent, module); parent = path.Dir(parent) {
+			if _, ok := deps[parent]; !ok {
+				continue // a folder without a package of its own
+			}
+			for _, imp := range p.Imports {
+				inside := imp == parent || strings.HasPrefix(imp, parent+"/")
+				assert.False(t, !inside && deps[imp][parent], "%s imports %s, which depends on %s: "+
+					"a package in %s's folder stays on its floor; move it beside %s", p.ImportPath, imp, parent, parent, parent)
+			}
 		}
 	}
 }

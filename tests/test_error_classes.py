@@ -11,6 +11,7 @@ import pytest
 
 import focus_go
 from focus_go.errors import ConfigError, ConfigTypeError, FocusError, error_for
+from focus_go.backends import SamplingParams
 
 ROOT = Path(focus_go.__file__).resolve().parent
 BARE = {"ValueError", "TypeError", "RuntimeError"}
@@ -81,3 +82,46 @@ def test_tinker_errors_are_focus_errors():
         to_datum(record)
     with pytest.raises(ConfigError, match="no actor records"):
         asyncio.run(update_actor(object(), [], learning_rate=1e-5))
+
+
+# The field a configuration error is about crosses from Go as data (core/status.FieldError),
+# not only inside the message: ConfigError.field.
+@pytest.mark.parametrize(
+    "make, field, message",
+    [
+        (lambda: focus_go.Selective(budget=0, warmup=0), "budget", "Selective: budget is 0, must be >= 1"),
+        (lambda: focus_go.Selective(budget=4, warmup=8), "warmup", "Selective: warmup is 8, must be in [1, budget=4]"),
+        (lambda: focus_go.Selective(score="ucb"), "score", 'Selective: score is "ucb"'),
+        (lambda: focus_go.Independent(0), "n", "Independent: n is 0, must be >= 1"),
+        (lambda: focus_go.Segments(0), "tokens", "Segments: tokens is 0, must be >= 1"),
+        (lambda: focus_go.Selective(per_pass=0), "per_pass", "Selective: per_pass is 0, must be >= 1"),
+        (lambda: focus_go.Critic.constant(float("nan")), "value", "Critic.constant: value is NaN, must be a finite number"),
+        (lambda: SamplingParams(temperature=-1.0), "temperature", "sampling: temperature -1 must be ≥ 0"),
+        (lambda: focus_go.RewardConfig(gamma=2.0), "gamma", "reward: gamma is 2, must be in (0, 1]"),
+    ],
+)
+def test_config_error_names_its_field(make, field, message):
+    with pytest.raises(ConfigError) as info:
+        make()
+    assert info.value.field == field
+    assert message in str(info.value)
+    assert type(info.value) is ConfigError
+
+
+def test_config_error_field_is_none_when_not_about_a_field():
+    from focus_go.extend import SchedulerState
+
+    assert ConfigError("bad").field is None
+    assert ConfigTypeError("not callable").field is None
+    assert error_for(ConfigError.code, "bad JSON").field is None
+    assert error_for(ConfigError.code, "Selective: budget is 0", "budget").field == "budget"
+    with pytest.raises(ConfigError) as info:
+        SchedulerState.from_json("{not json")
+    assert info.value.field is None
+
+
+def test_config_error_field_survives_pickling():
+    import pickle
+
+    exc = pickle.loads(pickle.dumps(error_for(ConfigError.code, "Selective: budget is 0", "budget")))
+    assert (type(exc), str(exc), exc.field) == (ConfigError, "Selective: budget is 0", "budget")

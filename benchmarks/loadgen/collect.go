@@ -15,10 +15,10 @@ import (
 	"github.com/focus-go/focus-go/backends/chat"
 	"github.com/focus-go/focus-go/backends/sglang"
 	"github.com/focus-go/focus-go/core/collect"
-	"github.com/focus-go/focus-go/core/collect/session"
 	"github.com/focus-go/focus-go/core/generate"
 	"github.com/focus-go/focus-go/core/prepare"
 	"github.com/focus-go/focus-go/core/search"
+	"github.com/focus-go/focus-go/core/session"
 )
 
 // benchProblem is one entry of the -problems file: {"id", "label", "prompt_tokens"}.
@@ -186,7 +186,7 @@ func collectTrees(args []string) error {
 	return nil
 }
 
-// collectOne runs one collection through core/collect/session, the code path Python's
+// collectOne runs one collection through core/session, the code path Python's
 // Collector uses: the spec built from data, the parts resolved, started, waited for.
 func collectOne(spec session.Spec, parts session.Resolver) (collect.Result, error) {
 	s, err := session.Start(context.Background(), spec, parts)

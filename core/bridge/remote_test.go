@@ -227,18 +227,18 @@ func marshal(t *testing.T, tr *tree.Tree) string {
 func TestRemoteCollectionMatchesNative(t *testing.T) {
 	cfg := remoteConfig()
 	policy := answerPolicy{prompt: len(cfg.PromptTokens)}
-	native, err := collect.Collect(context.Background(), cfg, policy, mathenv.New("5", byteText), collect.ConstantCritic{Value: 0.5})
+	native, err := collect.Run(context.Background(), cfg, policy, mathenv.New("5", byteText), collect.ConstantCritic{Value: 0.5})
 	require.NoError(t, err)
 
 	b := New()
 	py := servePython(b, policy, mathenv.New("5", byteText), collect.ConstantCritic{Value: 0.5})
-	remote, err := collect.Collect(context.Background(), cfg, Policy{b, 1}, Env{b, 100}, Critic{b, 2})
+	remote, err := collect.Run(context.Background(), cfg, Policy{b, 1}, Env{b, 100}, Critic{b, 2})
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { return b.Queued() == 0 }, time.Second, time.Millisecond, "close notifications are taken")
 	b.Close()
 	py.wg.Wait()
 
-	assert.Equal(t, marshal(t, native), marshal(t, remote), "the bridge changes nothing")
+	assert.Equal(t, marshal(t, native.Tree), marshal(t, remote.Tree), "the bridge changes nothing")
 	py.mu.Lock()
 	defer py.mu.Unlock()
 	assert.Len(t, py.envs, 1, "every fork was closed; only the caller's root env is left")

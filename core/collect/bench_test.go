@@ -62,7 +62,7 @@ func BenchmarkSelective32x16(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
-		if _, err := Collect(ctx, cfg, pol, nopEnv{}, ConstantCritic{Value: 0.5}); err != nil {
+		if _, err := Run(ctx, cfg, pol, nopEnv{}, ConstantCritic{Value: 0.5}); err != nil {
 			b.Fatal(err)
 		}
 	}

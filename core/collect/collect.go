@@ -22,12 +22,6 @@ type Result struct {
 	Failures []Failure
 }
 
-// Collect runs one collection (see Run) and returns its tree.
-func Collect(ctx context.Context, cfg Config, policy Policy, env Env, critic Critic) (*tree.Tree, error) {
-	res, err := Run(ctx, cfg, policy, env, critic)
-	return res.Tree, err
-}
-
 // engine is one collection's state. Only the coordinating goroutine (Run)
 // touches the tree, snapshots and failures; rollout goroutines read their
 // launch and the immutable settings and write only their own outcome and the
@@ -61,6 +55,20 @@ type engine struct {
 
 // treeIDs numbers collections in this process (generate.Request.Tree); zero is never used.
 var treeIDs atomic.Uint64
+
+// Option is an optional setting of one Run.
+type Option func(*options)
+
+type options struct {
+	progress *Progress
+}
+
+// WithProgress has Run count its work in p as it goes (one collection per Progress;
+// read it with p.Snapshot from any goroutine while the collection runs). A nil p
+// counts nothing the caller can read.
+func WithProgress(p *Progress) Option {
+	return func(o *options) { o.progress = p }
+}
 
 // Run collects one tree: it Resets env once, runs Search.Warmup rollouts from
 // the root concurrently, then rounds of branches planned by search.Plan
@@ -98,12 +106,20 @@ var treeIDs atomic.Uint64
 // (or status.Timeout) error. Invalid configuration is status.InvalidArgument
 // with a nil tree. Run closes every env fork it made before returning; env
 // itself stays open.
-func Run(ctx context.Context, cfg Config, policy Policy, env Env, critic Critic) (Result, error) {
-	return run(ctx, cfg, policy, env, critic, new(Progress))
-}
-
-func run(ctx context.Context, cfg Config, policy Policy, env Env, critic Critic, prog *Progress) (Result, error) {
+//
+// Run is the engine's one entry point: core/session wraps it in a lifecycle (start,
+// cancel, wait, poll) for the C ABI and the load generator, and opts add what a caller
+// may want to watch (WithProgress).
+func Run(ctx context.Context, cfg Config, policy Policy, env Env, critic Critic, opts ...Option) (Result, error) {
 	began := time.Now()
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	prog := o.progress
+	if prog == nil {
+		prog = new(Progress)
+	}
 	if err := cfg.Validate(); err != nil {
 		return Result{}, err
 	}

@@ -677,17 +677,17 @@ func TestInvalidConfig(t *testing.T) {
 			assert.Nil(t, res.Tree)
 		})
 	}
-	_, err := Collect(context.Background(), good, nil, newFakeEnv(), nil)
+	_, err := Run(context.Background(), good, nil, newFakeEnv(), nil)
 	assert.Equal(t, status.InvalidArgument, status.CodeOf(err))
 }
 
 func TestEnvResetFailure(t *testing.T) {
 	env := &failingResetEnv{fakeEnv: newFakeEnv()}
-	tr, err := Collect(context.Background(), baseConfig(search.Independent(2)), newPolicy(10), env, nil)
+	res, err := Run(context.Background(), baseConfig(search.Independent(2)), newPolicy(10), env, nil)
 	assert.Equal(t, status.Backend, status.CodeOf(err))
 	assert.Contains(t, err.Error(), "collect: env reset: sandbox down")
-	require.NotNil(t, tr)
-	assert.Len(t, tr.Nodes, 1)
+	require.NotNil(t, res.Tree)
+	assert.Len(t, res.Tree.Nodes, 1)
 }
 
 type failingResetEnv struct{ *fakeEnv }

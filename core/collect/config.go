@@ -112,7 +112,7 @@ func (c Config) Validate() error {
 	c = c.withDefaults()
 	if e := (AgentLimits{Segments: c.Segments, MaxSegments: c.MaxSegments, MaxTotalTokens: c.MaxTotalTokens}).check(); e != nil {
 		def := map[string]int{"segments": DefaultSegments, "max_segments": DefaultMaxSegments, "max_total_tokens": DefaultMaxTotalTokens}[e.Field]
-		return status.Errorf(status.InvalidArgument, "collect: %s %s (0 = %d)", e.Field, e.Reason, def)
+		return status.FieldErrorf(status.InvalidArgument, "collect", e.Field, "%s (0 = %d)", e.Reason, def)
 	}
 	switch {
 	case len(c.PromptTokens) == 0:

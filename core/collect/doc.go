@@ -17,7 +17,7 @@
 // whose tokens are conditioning only; the rollout goes on, its rewards and
 // critic targets count, and preparation makes no actor sample for it.
 //
-// Concurrency and resources: Run (and Collect) may be called concurrently
+// Concurrency and resources: Run may be called concurrently
 // for different problems; one call's collaborators must not be shared with
 // another call unless they are safe for concurrent use (the HTTP policies
 // and critics are; envs never are, so build one per problem). Within a call
@@ -28,7 +28,8 @@
 // released as soon as their checkpoint can no longer be branched from). The
 // returned tree belongs to the caller.
 //
-// Subpackage session runs one collection as an object with a lifecycle (a
-// declarative Spec, Start, Cancel, Wait, Result); the C ABI and the
-// benchmarks' load generator collect through it.
+// Package core/session (a sibling, since it also uses core/bridge and
+// core/mathenv, which are built on this package) runs one collection as an
+// object with a lifecycle (a declarative Spec, Start, Cancel, Wait, Result);
+// the C ABI and the benchmarks' load generator collect through it.
 package collect

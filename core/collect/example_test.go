@@ -56,10 +56,11 @@ func Example() {
 		Search: search.Selective(6, 4), Reward: prepare.DefaultRewardConfig(),
 	}
 	env := mathenv.New(`\boxed{5}`, func(ids []uint32) (string, error) { return bytes{}.Decode(ids, false) })
-	t, err := collect.Collect(context.Background(), cfg, guesser{len(prompt)}, env, collect.ConstantCritic{Value: 0.5})
+	res, err := collect.Run(context.Background(), cfg, guesser{len(prompt)}, env, collect.ConstantCritic{Value: 0.5})
 	if err != nil {
 		panic(err)
 	}
+	t := res.Tree
 	fmt.Println("rollouts", t.Stats.Rollouts, "unspent", t.Stats.BudgetUnspent, "reused", t.Stats.PrefixTokensReused)
 	for _, nd := range t.Nodes[1:] {
 		fmt.Printf("node %2d <- %2d pass %d %-8q reward %.0f done %t\n", nd.ID, nd.Parent, nd.SearchPass, nd.Text, nd.Reward, nd.Done)

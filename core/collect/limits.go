@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/focus-go/focus-go/core/search"
+	"github.com/focus-go/focus-go/core/status"
 )
 
 // AgentLimits are the agent's limits as a caller states them: Segments(tokens),
@@ -23,16 +24,9 @@ func DefaultAgentLimits() AgentLimits {
 	return AgentLimits{Segments: DefaultSegments, MaxSegments: DefaultMaxSegments, MaxTotalTokens: DefaultMaxTotalTokens}
 }
 
-// LimitError names the limit that is out of range (segments, max_segments,
-// max_total_tokens) and why.
-type LimitError struct {
-	Field  string
-	Reason string
-}
-
-func (e *LimitError) Error() string { return fmt.Sprintf("agent limit %s: %s", e.Field, e.Reason) }
-
-// Validate reports the first limit below 1 as a *LimitError (nil: all valid).
+// Validate reports the first limit below 1 as a *status.FieldError naming it in
+// Python's spelling (segments, max_segments, max_total_tokens): "agent limit segments:
+// is 0, must be >= 1" (nil: all valid).
 func (l AgentLimits) Validate() error {
 	if e := l.check(); e != nil {
 		return e
@@ -42,20 +36,24 @@ func (l AgentLimits) Validate() error {
 
 // check applies search.Limits' rule to the token limits (the search plans with them)
 // and its own to MaxSegments.
-func (l AgentLimits) check() *LimitError {
+func (l AgentLimits) check() *status.FieldError {
 	if err := (search.Limits{MaxTotalTokens: l.MaxTotalTokens, SegmentTokens: l.Segments}).Validate(); err != nil {
-		var se *search.ConfigError
+		var se *status.FieldError
 		if !errors.As(err, &se) {
-			return &LimitError{"limits", err.Error()}
+			return limitError("limits", err.Error())
 		}
 		field := se.Field
 		if field == "segment_tokens" {
 			field = "segments"
 		}
-		return &LimitError{field, se.Reason}
+		return limitError(field, se.Reason)
 	}
 	if l.MaxSegments < 1 {
-		return &LimitError{"max_segments", fmt.Sprintf("is %d, must be >= 1", l.MaxSegments)}
+		return limitError("max_segments", fmt.Sprintf("is %d, must be >= 1", l.MaxSegments))
 	}
 	return nil
+}
+
+func limitError(field, reason string) *status.FieldError {
+	return &status.FieldError{Config: "agent limit", Field: field, Reason: reason}
 }

@@ -6,6 +6,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/focus-go/focus-go/core/status"
 )
 
 func TestAgentLimits(t *testing.T) {
@@ -27,13 +29,17 @@ func TestAgentLimits(t *testing.T) {
 				require.NoError(t, err)
 				return
 			}
-			var le *LimitError
+			var le *status.FieldError
 			require.True(t, errors.As(err, &le), "%v", err)
 			assert.Equal(t, tc.field, le.Field)
 			assert.Equal(t, tc.reason, le.Reason)
+			assert.Equal(t, "agent limit "+tc.field+": "+tc.reason, err.Error())
 		})
 	}
 	// Config.Validate applies the same rule after filling zeros with defaults.
 	cfg := Config{PromptTokens: []uint32{1}, MaxSegments: -1}
-	assert.ErrorContains(t, cfg.Validate(), "collect: max_segments is -1, must be >= 1 (0 = 64)")
+	err := cfg.Validate()
+	assert.EqualError(t, err, "collect: max_segments is -1, must be >= 1 (0 = 64)")
+	assert.Equal(t, "max_segments", status.FieldOf(err))
+	assert.Equal(t, status.InvalidArgument, status.CodeOf(err))
 }

@@ -41,8 +41,9 @@ func TestResultArraysAreSharedAndNeverWritten(t *testing.T) {
 	pol := newBenchPolicy(promptLen)
 	wantTokens, wantLogprobs := slices.Clone(pol.more.Tokens), slices.Clone(pol.more.Logprobs)
 	var kept [][]uint32
-	res, err := Collect(context.Background(), baseConfig(search.Selective(4, 2)), pol, keepingEnv{mu: &sync.Mutex{}, kept: &kept}, ConstantCritic{Value: 0.5})
+	run, err := Run(context.Background(), baseConfig(search.Selective(4, 2)), pol, keepingEnv{mu: &sync.Mutex{}, kept: &kept}, ConstantCritic{Value: 0.5})
 	require.NoError(t, err)
+	res := run.Tree
 	require.Greater(t, res.Len(), 4)
 	shared := func(a, b []uint32) bool { return len(a) > 0 && len(b) > 0 && &a[0] == &b[0] }
 	for _, n := range res.Nodes[1:] {

@@ -1,14 +1,13 @@
 package collect
 
 import (
-	"context"
 	"sync/atomic"
 	"time"
 )
 
 // Progress is a running collection's counters, updated by the engine with atomic adds
 // (no lock on the rollout path) and readable at any time from any goroutine with
-// Snapshot. A zero Progress is ready; give one to RunWithProgress (one collection per
+// Snapshot. A zero Progress is ready; give one to Run with WithProgress (one collection per
 // Progress) and read it while the collection runs.
 type Progress struct {
 	budget   atomic.Int64
@@ -88,14 +87,6 @@ func (p *Progress) start(budget int) {
 }
 
 func (p *Progress) end() { p.ended.Store(time.Now().UnixNano()) }
-
-// RunWithProgress is Run, counting its work in p (nil: not counted) as it goes.
-func RunWithProgress(ctx context.Context, cfg Config, policy Policy, env Env, critic Critic, p *Progress) (Result, error) {
-	if p == nil {
-		p = new(Progress)
-	}
-	return run(ctx, cfg, policy, env, critic, p)
-}
 
 // finishedRollout counts a rollout's outcome as its goroutine returns it, as insert
 // will (a cancelled rollout is discarded, not counted).

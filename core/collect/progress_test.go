@@ -58,7 +58,7 @@ func TestProgressAdvancesAndMatchesStats(t *testing.T) {
 	}
 	stop := make(chan struct{})
 	wait := watchProgress(t, &prog, stop)
-	res, err := RunWithProgress(context.Background(), baseConfig(search.Selective(32, 16)), pol, newFakeEnv(), &fakeCritic{}, &prog)
+	res, err := Run(context.Background(), baseConfig(search.Selective(32, 16)), pol, newFakeEnv(), &fakeCritic{}, WithProgress(&prog))
 	close(stop)
 	wait()
 	require.NoError(t, err)
@@ -110,7 +110,7 @@ func TestProgressCountsFailedRollouts(t *testing.T) {
 	var prog Progress
 	cfg := baseConfig(search.Selective(12, 6))
 	cfg.AllowPartial = true
-	res, err := RunWithProgress(context.Background(), cfg, pol, newFakeEnv(), nil, &prog)
+	res, err := Run(context.Background(), cfg, pol, newFakeEnv(), nil, WithProgress(&prog))
 	require.NoError(t, err)
 	failed := 0
 	for _, n := range res.Tree.Nodes {
@@ -130,4 +130,12 @@ func TestProgressBeforeStart(t *testing.T) {
 	var p Progress
 	s := p.Snapshot()
 	assert.Equal(t, ProgressSnapshot{}, s, "nothing counted, not started, not done")
+}
+
+func TestWithoutProgress(t *testing.T) {
+	for _, opts := range [][]Option{nil, {WithProgress(nil)}} {
+		res, err := Run(context.Background(), baseConfig(search.Independent(2)), newPolicy(10), newFakeEnv(), nil, opts...)
+		require.NoError(t, err)
+		assert.Equal(t, 2, res.Tree.Stats.Rollouts, "Run counts for itself when no Progress is given")
+	}
 }

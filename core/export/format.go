@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/focus-go/focus-go/core/prepare"
+	"github.com/focus-go/focus-go/core/status"
 	"github.com/focus-go/focus-go/core/tree"
 )
 
@@ -140,6 +141,24 @@ func tail(s string) string {
 		n--
 	}
 	return strconv.Quote(s)
+}
+
+// The text views of a batch BatchText renders, by the name the binding asks for.
+const (
+	ViewDescribe = "describe" // Describe (Batch.describe)
+	ViewEdges    = "edges"    // FormatEdges (the export's edge table)
+)
+
+// BatchText renders b as the named view (ViewDescribe or ViewEdges); another name is a
+// status.InvalidArgument error naming the views.
+func BatchText(b *prepare.Batch, view string) (string, error) {
+	switch view {
+	case ViewDescribe:
+		return Describe(b), nil
+	case ViewEdges:
+		return FormatEdges(b), nil
+	}
+	return "", status.Errorf(status.InvalidArgument, "batch text: unknown kind %q, expected %s or %s", view, ViewDescribe, ViewEdges)
 }
 
 // FormatEdges renders a batch as two tables: each actor edge's weight and

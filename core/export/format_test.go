@@ -10,6 +10,7 @@ import (
 
 	"github.com/focus-go/focus-go/core/export"
 	"github.com/focus-go/focus-go/core/prepare"
+	"github.com/focus-go/focus-go/core/status"
 	"github.com/focus-go/focus-go/core/tree"
 	"github.com/focus-go/focus-go/core/tree/treetest"
 )
@@ -102,6 +103,30 @@ critic node=2 target=0 v_hat=0.5 v_star=0.25 n_s=1 context="sb"
 		Critic: []prepare.CriticSample{prepare.NewCriticSample(1, strings.Repeat("ab", 30), 0.25, prepare.Diagnostics{})}}
 	assert.Equal(t, "actor node=4 group=1 estimator=Custom advantage=-0.5 edge_tokens=0\n"+
 		`critic node=1 target=0.25 context=…"abababababababababababababababababababab"`+"\n", export.Describe(explicit))
+}
+
+func TestBatchText(t *testing.T) {
+	b := mustPrepare(t, treetest.Figure61(), prepare.DirectBranchTd{})
+	tests := []struct {
+		view string
+		want string // the text, or the error
+	}{
+		{export.ViewDescribe, export.Describe(b)},
+		{export.ViewEdges, export.FormatEdges(b)},
+		{"tree", `batch text: unknown kind "tree", expected describe or edges`},
+		{"", `batch text: unknown kind "", expected describe or edges`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.view, func(t *testing.T) {
+			text, err := export.BatchText(b, tt.view)
+			if err != nil {
+				assert.Equal(t, status.InvalidArgument, status.CodeOf(err))
+				assert.Equal(t, tt.want, err.Error())
+				return
+			}
+			assert.Equal(t, tt.want, text)
+		})
+	}
 }
 
 func TestWriteHTML(t *testing.T) {

@@ -66,10 +66,10 @@ const DefaultVisitationWeights = true
 // binding checks a threshold with it before collecting anything (core/rules).
 func (o Options) Validate() error {
 	if math.IsNaN(o.MinAbsAdvantage) || o.MinAbsAdvantage < 0 {
-		return status.Errorf(status.InvalidArgument, "min_abs_advantage is %g, must be >= 0", o.MinAbsAdvantage)
+		return status.FieldErrorf(status.InvalidArgument, "", "min_abs_advantage", "is %g, must be >= 0", o.MinAbsAdvantage)
 	}
 	if o.Layout != "" && o.Layout != LayoutSpans && o.Layout != LayoutPaths {
-		return status.Errorf(status.InvalidArgument, "layout is %q, must be %q or %q", string(o.Layout), string(LayoutSpans), string(LayoutPaths))
+		return status.FieldErrorf(status.InvalidArgument, "", "layout", "is %q, must be %q or %q", string(o.Layout), string(LayoutSpans), string(LayoutPaths))
 	}
 	return nil
 }

@@ -155,19 +155,19 @@ func (p SamplingParams) Resolve() (Resolved, error) {
 	}
 	switch {
 	case math.IsNaN(r.Temperature) || r.Temperature < 0:
-		return r, status.Errorf(status.InvalidArgument, "sampling: temperature %v must be ≥ 0", r.Temperature)
+		return r, status.FieldErrorf(status.InvalidArgument, "sampling", "temperature", "%v must be ≥ 0", r.Temperature)
 	case r.MaxTokens < 1:
-		return r, status.Errorf(status.InvalidArgument, "sampling: max_tokens %d must be ≥ 1", r.MaxTokens)
+		return r, status.FieldErrorf(status.InvalidArgument, "sampling", "max_tokens", "%d must be ≥ 1", r.MaxTokens)
 	case math.IsNaN(r.TopP) || r.TopP <= 0 || r.TopP > 1:
-		return r, status.Errorf(status.InvalidArgument, "sampling: top_p %v must be in (0, 1]", r.TopP)
+		return r, status.FieldErrorf(status.InvalidArgument, "sampling", "top_p", "%v must be in (0, 1]", r.TopP)
 	case r.TopK < -1:
-		return r, status.Errorf(status.InvalidArgument, "sampling: top_k %d must be -1 (off), 0 (off) or ≥ 1", r.TopK)
+		return r, status.FieldErrorf(status.InvalidArgument, "sampling", "top_k", "%d must be -1 (off), 0 (off) or ≥ 1", r.TopK)
 	case p.Logprobs != nil && *p.Logprobs < 0:
-		return r, status.Errorf(status.InvalidArgument, "sampling: logprobs %d must be ≥ 0", *p.Logprobs)
+		return r, status.FieldErrorf(status.InvalidArgument, "sampling", "logprobs", "%d must be ≥ 0", *p.Logprobs)
 	case p.PromptLogprobs != nil && *p.PromptLogprobs < 0:
-		return r, status.Errorf(status.InvalidArgument, "sampling: prompt_logprobs %d must be ≥ 0", *p.PromptLogprobs)
+		return r, status.FieldErrorf(status.InvalidArgument, "sampling", "prompt_logprobs", "%d must be ≥ 0", *p.PromptLogprobs)
 	case math.IsNaN(r.RepetitionPenalty) || r.RepetitionPenalty <= 0 || r.RepetitionPenalty > 2:
-		return r, status.Errorf(status.InvalidArgument, "sampling: repetition_penalty %v must be in (0, 2]", r.RepetitionPenalty)
+		return r, status.FieldErrorf(status.InvalidArgument, "sampling", "repetition_penalty", "%v must be in (0, 2]", r.RepetitionPenalty)
 	}
 	for i, s := range r.Stop {
 		if s == "" {

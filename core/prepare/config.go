@@ -37,18 +37,9 @@ func DefaultRewardConfig() RewardConfig {
 	return RewardConfig{Gamma: 1, CriticWeight: 1, RewardMin: 0, RewardMax: 1, TruncatedReward: 0, Truncation: TruncationTerminal}
 }
 
-// ConfigError names the RewardConfig field that is out of range.
-type ConfigError struct {
-	Field  string
-	Reason string
-}
-
-func (e *ConfigError) Error() string {
-	return fmt.Sprintf("reward config %s: %s", e.Field, e.Reason)
-}
-
-// Validate checks every field's range; a violation is a *ConfigError
-// classified status.InvalidArgument.
+// Validate checks every field's range; a violation is a *status.FieldError
+// classified status.InvalidArgument: "prepare: reward config gamma: is 2, must be in
+// (0, 1]".
 func (c RewardConfig) Validate() error {
 	if err := c.validate(); err != nil {
 		return status.Wrap(status.InvalidArgument, err, "prepare")
@@ -56,24 +47,29 @@ func (c RewardConfig) Validate() error {
 	return nil
 }
 
-func (c RewardConfig) validate() *ConfigError {
+// fieldError is a RewardConfig field out of range.
+func fieldError(field, format string, args ...any) *status.FieldError {
+	return &status.FieldError{Config: "reward config", Field: field, Reason: fmt.Sprintf(format, args...)}
+}
+
+func (c RewardConfig) validate() *status.FieldError {
 	for _, f := range [...]struct {
 		name string
 		v    float64
 	}{{"gamma", c.Gamma}, {"critic_weight", c.CriticWeight}, {"reward_min", c.RewardMin}, {"reward_max", c.RewardMax}, {"truncated_reward", c.TruncatedReward}} {
 		if math.IsNaN(f.v) || math.IsInf(f.v, 0) {
-			return &ConfigError{f.name, fmt.Sprintf("is %g, must be finite", f.v)}
+			return fieldError(f.name, "is %g, must be finite", f.v)
 		}
 	}
 	switch {
 	case c.Gamma <= 0 || c.Gamma > 1:
-		return &ConfigError{"gamma", fmt.Sprintf("is %g, must be in (0, 1]", c.Gamma)}
+		return fieldError("gamma", "is %g, must be in (0, 1]", c.Gamma)
 	case c.CriticWeight < 0 || c.CriticWeight > MaxCriticWeight:
-		return &ConfigError{"critic_weight", fmt.Sprintf("is %g, must be in [0, %d]", c.CriticWeight, MaxCriticWeight)}
+		return fieldError("critic_weight", "is %g, must be in [0, %d]", c.CriticWeight, MaxCriticWeight)
 	case c.RewardMin >= c.RewardMax:
-		return &ConfigError{"reward_min", fmt.Sprintf("is %g, must be below reward_max %g", c.RewardMin, c.RewardMax)}
+		return fieldError("reward_min", "is %g, must be below reward_max %g", c.RewardMin, c.RewardMax)
 	case c.Truncation != TruncationTerminal && c.Truncation != TruncationBootstrap:
-		return &ConfigError{"truncation", fmt.Sprintf("is %q, must be %q or %q", c.Truncation, TruncationTerminal, TruncationBootstrap)}
+		return fieldError("truncation", "is %q, must be %q or %q", c.Truncation, TruncationTerminal, TruncationBootstrap)
 	}
 	return nil
 }

@@ -131,10 +131,11 @@ func TestRewardConfigValidate(t *testing.T) {
 				require.NoError(t, err)
 				return
 			}
-			var ce *prepare.ConfigError
+			var ce *status.FieldError
 			require.True(t, errors.As(err, &ce), "got %v", err)
 			assert.Equal(t, status.InvalidArgument, status.CodeOf(err))
 			assert.Equal(t, tc.field, ce.Field)
+			assert.Equal(t, "prepare: reward config "+tc.field+": "+ce.Reason, err.Error())
 			_, err = prepare.Prepare(treetest.Figure61(), c, nil)
 			assert.ErrorAs(t, err, &ce)
 		})

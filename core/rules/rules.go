@@ -182,7 +182,7 @@ func Check(kind string, config []byte) (any, error) {
 			return nil, err
 		}
 		if err := (collect.ConstantCritic{Value: v.Value}).Validate(); err != nil {
-			return nil, status.Errorf(status.InvalidArgument, "%s: value is %v, must be a finite number", kind, v.Value)
+			return nil, status.FieldErrorf(status.InvalidArgument, kind, "value", "is %v, must be a finite number", v.Value)
 		}
 		return v, nil
 	case KindMinAbsAdvantage:
@@ -268,29 +268,21 @@ func Check(kind string, config []byte) (any, error) {
 }
 
 // named rewrites a field error of the config types as "<kind>: <field> <reason>",
-// with the field in the binding's spelling (rename maps Go's to it).
+// with the field in the binding's spelling (rename maps Go's to it); the error keeps
+// the field as data (status.FieldOf).
 func named(kind string, err error, rename map[string]string) error {
 	if err == nil {
 		return nil
 	}
-	field, reason := "", ""
-	var se *search.ConfigError
-	var le *collect.LimitError
-	var re *prepare.ConfigError
-	switch {
-	case errors.As(err, &se):
-		field, reason = se.Field, se.Reason
-	case errors.As(err, &le):
-		field, reason = le.Field, le.Reason
-	case errors.As(err, &re):
-		field, reason = re.Field, re.Reason
-	default:
+	var fe *status.FieldError
+	if !errors.As(err, &fe) {
 		return status.Wrap(status.InvalidArgument, err, "%s", kind)
 	}
+	field := fe.Field
 	if to, ok := rename[field]; ok {
 		field = to
 	}
-	return status.Errorf(status.InvalidArgument, "%s: %s %s", kind, field, reason)
+	return status.FieldErrorf(status.InvalidArgument, kind, field, "%s", fe.Reason)
 }
 
 func firstError(errs ...error) error {
@@ -332,7 +324,7 @@ func (o *object) null(name string) bool {
 }
 
 func (o *object) bad(name, expected string) error {
-	return status.Errorf(status.InvalidArgument, "%s: %s must be %s, got %s", o.kind, name, expected, o.fields[name])
+	return status.FieldErrorf(status.InvalidArgument, o.kind, name, "must be %s, got %s", expected, o.fields[name])
 }
 
 // integer reads a JSON integer (not a bool, a string or a fraction) into dst.

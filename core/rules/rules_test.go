@@ -105,6 +105,50 @@ func TestCheck(t *testing.T) {
 	}
 }
 
+// TestCheckNamesTheField: an error about one field carries it as data, in the binding's
+// spelling (Independent's n, Segments' tokens), for Python's ConfigError.field.
+func TestCheckNamesTheField(t *testing.T) {
+	tests := []struct {
+		kind, config string
+		field        string // "": the error is about no one field
+	}{
+		{rules.KindSelective, `{"budget": 0, "warmup": 0}`, "budget"},
+		{rules.KindSelective, `{"budget": 4, "warmup": 8}`, "warmup"},
+		{rules.KindSelective, `{"score": "ucb"}`, "score"},
+		{rules.KindSelective, `{"budget": "8"}`, "budget"},
+		{rules.KindSelective, `{"seed": -1}`, "seed"},
+		{rules.KindIndependent, `{"n": 0}`, "n"},
+		{rules.KindSegments, `{"tokens": 0}`, "tokens"},
+		{rules.KindAgent, `{"max_segments": 0}`, "max_segments"},
+		{rules.KindAgent, `{"max_total_tokens": -5}`, "max_total_tokens"},
+		{rules.KindConstantCritic, `{"value": "NaN"}`, "value"},
+		{rules.KindConstantCritic, `{"value": "0.5"}`, "value"},
+		{rules.KindMinAbsAdvantage, `{"value": -1}`, "min_abs_advantage"},
+		{rules.KindRecordLayout, `{"value": "leaves"}`, "layout"},
+		{rules.KindSampling, `{"temperature": -1}`, "temperature"},
+		{rules.KindSampling, `{"top_p": 2}`, "top_p"},
+		{rules.KindSampling, `{"max_tokens": 0}`, "max_tokens"},
+		{rules.KindSampling, `{"top_k": -2}`, "top_k"},
+		{rules.KindSampling, `{"logprobs": -1}`, "logprobs"},
+		{rules.KindSampling, `{"prompt_logprobs": -1}`, "prompt_logprobs"},
+		{rules.KindSampling, `{"repetition_penalty": 3}`, "repetition_penalty"},
+		{rules.KindSampling, `{"max_tokens": 1.5}`, "max_tokens"},
+		{rules.KindReward, `{"gamma": 2}`, "gamma"},
+		{rules.KindReward, `{"reward_min": 1, "reward_max": 0}`, "reward_min"},
+		{rules.KindReward, `{"truncation": "cut"}`, "truncation"},
+		{rules.KindSelective, `[1]`, ""},
+		{"Collector", `{}`, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.kind+" "+tc.config, func(t *testing.T) {
+			_, err := rules.Check(tc.kind, []byte(tc.config))
+			require.Error(t, err)
+			assert.Equal(t, status.InvalidArgument, status.CodeOf(err))
+			assert.Equal(t, tc.field, status.FieldOf(err), err.Error())
+		})
+	}
+}
+
 func TestDefaultsAreTheLibrarys(t *testing.T) {
 	d := rules.DefaultValues()
 	sel := search.Selective(search.DefaultBudget, search.DefaultWarmup)

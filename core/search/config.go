@@ -98,20 +98,11 @@ func Independent(n int) Config {
 	return c
 }
 
-// ConfigError names the Config field that is out of range, in Python's
-// spelling (budget, warmup, per_pass, max_children, min_remaining, score).
-type ConfigError struct {
-	Field  string
-	Reason string
-}
-
-func (e *ConfigError) Error() string {
-	return fmt.Sprintf("search config %s: %s", e.Field, e.Reason)
-}
-
 // Validate checks 1 <= warmup <= budget, per_pass >= 1, max_children >= 1,
 // min_remaining >= 0, a known score, and budget == warmup for Independent. A
-// violation is a *ConfigError classified status.InvalidArgument.
+// violation is a *status.FieldError naming the field in Python's spelling (budget,
+// warmup, per_pass, max_children, min_remaining, score), classified
+// status.InvalidArgument: "search: search config budget: is 0, must be >= 1".
 func (c Config) Validate() error {
 	if err := c.validate(); err != nil {
 		return status.Wrap(status.InvalidArgument, err, "search")
@@ -119,32 +110,37 @@ func (c Config) Validate() error {
 	return nil
 }
 
-func (c Config) validate() *ConfigError {
+func (c Config) validate() *status.FieldError {
 	switch {
 	case c.Budget < 1:
-		return &ConfigError{"budget", fmt.Sprintf("is %d, must be >= 1", c.Budget)}
+		return fieldError("budget", "is %d, must be >= 1", c.Budget)
 	case c.Warmup < 1:
-		return &ConfigError{"warmup", fmt.Sprintf("is %d, must be in [1, budget=%d]", c.Warmup, c.Budget)}
+		return fieldError("warmup", "is %d, must be in [1, budget=%d]", c.Warmup, c.Budget)
 	case c.Warmup > c.Budget:
-		return &ConfigError{"warmup", fmt.Sprintf("is %d, must be in [1, budget=%d]: warmup (%d) must not exceed budget (%d)", c.Warmup, c.Budget, c.Warmup, c.Budget)}
+		return fieldError("warmup", "is %d, must be in [1, budget=%d]: warmup (%d) must not exceed budget (%d)", c.Warmup, c.Budget, c.Warmup, c.Budget)
 	case c.Independent && c.Warmup != c.Budget:
-		return &ConfigError{"warmup", fmt.Sprintf("is %d, Independent(n) runs n rollouts from the root so warmup must equal budget=%d", c.Warmup, c.Budget)}
+		return fieldError("warmup", "is %d, Independent(n) runs n rollouts from the root so warmup must equal budget=%d", c.Warmup, c.Budget)
 	case c.PerPass < 1:
-		return &ConfigError{"per_pass", fmt.Sprintf("is %d, must be >= 1", c.PerPass)}
+		return fieldError("per_pass", "is %d, must be >= 1", c.PerPass)
 	case c.MaxChildren < 1:
-		return &ConfigError{"max_children", fmt.Sprintf("is %d, must be >= 1", c.MaxChildren)}
+		return fieldError("max_children", "is %d, must be >= 1", c.MaxChildren)
 	case c.MinRemaining < 0:
-		return &ConfigError{"min_remaining", fmt.Sprintf("is %d, must be >= 0 tokens (0 = the segment length)", c.MinRemaining)}
+		return fieldError("min_remaining", "is %d, must be >= 0 tokens (0 = the segment length)", c.MinRemaining)
 	}
 	switch c.Score {
 	case ScoreValueRefinement, ScorePosteriorVariance, ScoreUniform, ScoreGradientVariance, ScoreShallowFirst, ScoreCriticAdaptive:
 		return nil
 	case ScoreEntropy:
-		return &ConfigError{"score", fmt.Sprintf("%q is not supported: it needs the policy's token entropies after each checkpoint, "+
-			"which the tree does not record; use %q, %q, %q, %q, %q or %q", c.Score, ScoreValueRefinement, ScorePosteriorVariance, ScoreUniform, ScoreGradientVariance, ScoreShallowFirst, ScoreCriticAdaptive)}
+		return fieldError("score", "%q is not supported: it needs the policy's token entropies after each checkpoint, "+
+			"which the tree does not record; use %q, %q, %q, %q, %q or %q", c.Score, ScoreValueRefinement, ScorePosteriorVariance, ScoreUniform, ScoreGradientVariance, ScoreShallowFirst, ScoreCriticAdaptive)
 	default:
-		return &ConfigError{"score", fmt.Sprintf("is %q, must be %q, %q, %q, %q, %q or %q", c.Score, ScoreValueRefinement, ScorePosteriorVariance, ScoreUniform, ScoreGradientVariance, ScoreShallowFirst, ScoreCriticAdaptive)}
+		return fieldError("score", "is %q, must be %q, %q, %q, %q, %q or %q", c.Score, ScoreValueRefinement, ScorePosteriorVariance, ScoreUniform, ScoreGradientVariance, ScoreShallowFirst, ScoreCriticAdaptive)
 	}
+}
+
+// fieldError is a Config or Limits field out of range.
+func fieldError(field, format string, args ...any) *status.FieldError {
+	return &status.FieldError{Config: "search config", Field: field, Reason: fmt.Sprintf(format, args...)}
 }
 
 // MinRemainingTokens is min_remaining in tokens: MinRemaining, or the
@@ -169,13 +165,13 @@ type Limits struct {
 func DefaultLimits() Limits { return Limits{MaxTotalTokens: 8192, SegmentTokens: 256} }
 
 // Validate checks that both limits are positive; a violation is a
-// *ConfigError classified status.InvalidArgument.
+// *status.FieldError classified status.InvalidArgument.
 func (l Limits) Validate() error {
 	switch {
 	case l.MaxTotalTokens < 1:
-		return status.Wrap(status.InvalidArgument, &ConfigError{"max_total_tokens", fmt.Sprintf("is %d, must be >= 1", l.MaxTotalTokens)}, "search")
+		return status.Wrap(status.InvalidArgument, fieldError("max_total_tokens", "is %d, must be >= 1", l.MaxTotalTokens), "search")
 	case l.SegmentTokens < 1:
-		return status.Wrap(status.InvalidArgument, &ConfigError{"segment_tokens", fmt.Sprintf("is %d, must be >= 1", l.SegmentTokens)}, "search")
+		return status.Wrap(status.InvalidArgument, fieldError("segment_tokens", "is %d, must be >= 1", l.SegmentTokens), "search")
 	}
 	return nil
 }

@@ -781,9 +781,11 @@ func TestConfig(t *testing.T) {
 			}
 			require.Error(t, err)
 			assert.Equal(t, status.InvalidArgument, status.CodeOf(err))
-			var ce *search.ConfigError
+			var ce *status.FieldError
 			require.True(t, errors.As(err, &ce), err.Error())
 			assert.Equal(t, tc.field, ce.Field)
+			assert.Equal(t, tc.field, status.FieldOf(err))
+			assert.Equal(t, "search config", ce.Config)
 			assert.Contains(t, err.Error(), tc.message)
 			assert.Contains(t, err.Error(), "search config "+tc.field)
 		})

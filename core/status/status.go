@@ -1,6 +1,8 @@
 // Package status owns the error kinds that cross the C boundary: every error the core or a
 // backend returns can be classified into one Code, which the C ABI hands to Python as a
-// number and Python maps to one exception class (never by parsing message text).
+// number and Python maps to one exception class (never by parsing message text). An
+// error about one configuration field carries the field as data (FieldError, FieldOf),
+// which crosses beside the message and becomes Python's ConfigError.field.
 //
 // Errors are plain values; everything here is safe for concurrent use.
 package status
@@ -88,4 +90,41 @@ func CodeOf(err error) Code {
 		return Cancelled
 	}
 	return Internal
+}
+
+// FieldError is a configuration value out of range: the field it is about, in the
+// binding's spelling ("budget", "max_segments", "gamma"), and why. The C ABI hands the
+// field to Python beside the message (ConfigError.field), so a caller can tell which
+// argument was wrong without reading the text.
+//
+// Config, when set, names the configuration in the message: "search config budget: is 0,
+// must be >= 1". Without it the error is "budget is 0, must be >= 1", for a caller whose
+// own message names the configuration (FieldErrorf: "Selective: budget is 0, ...").
+type FieldError struct {
+	Config string
+	Field  string
+	Reason string
+}
+
+func (e *FieldError) Error() string {
+	if e.Config == "" {
+		return e.Field + " " + e.Reason
+	}
+	return e.Config + " " + e.Field + ": " + e.Reason
+}
+
+// FieldErrorf is a code-classified error about field: "<lead>: <field> <reason>" (or
+// "<field> <reason>" when lead is ""), with the reason formatted.
+func FieldErrorf(code Code, lead, field, format string, args ...any) error {
+	return &Error{Code: code, Msg: lead, Err: &FieldError{Field: field, Reason: fmt.Sprintf(format, args...)}}
+}
+
+// FieldOf is the configuration field err is about: the outermost *FieldError's in its
+// chain, or "" when it is about none.
+func FieldOf(err error) string {
+	var fe *FieldError
+	if errors.As(err, &fe) {
+		return fe.Field
+	}
+	return ""
 }

@@ -20,7 +20,6 @@ import weakref
 from typing import Any, Callable, Dict, List, Sequence, Tuple, TypeVar
 
 from . import _lib
-from .errors import error_for
 
 T = TypeVar("T")
 
@@ -51,7 +50,7 @@ async def call(name: str, handle: int, *args: Any, slots: Sequence[Any], convert
     code = fn(_lib.c_handle(handle), ticket, *args, *[ctypes.byref(s) for s in slots], ctypes.byref(err))
     if code:
         del _pending[ticket]
-        raise error_for(code, _lib.take_string(err) or f"{name} failed with status {code}")
+        raise _lib.take_error(code, err, name)
     try:
         return await future
     except asyncio.CancelledError:
@@ -123,7 +122,7 @@ def _drain(loop: asyncio.AbstractEventLoop, tickets: Any, codes: Any) -> None:
 
 def _finish(code: int, convert: Callable[[], Any], err: "_lib.Bytes") -> Tuple[Any, BaseException | None]:
     if code:  # a failed call writes no outputs, only its message
-        return None, error_for(code, _lib.take_string(err) or f"call failed with status {code}")
+        return None, _lib.take_error(code, err, "call")
     try:
         return convert(), None
     except Exception as exc:

@@ -552,7 +552,7 @@ class _Run:
         if state is not None:
             state.failures = failures
         if outcome["code"]:
-            exc = error_for(outcome["code"], outcome["message"])
+            exc = error_for(outcome["code"], outcome["message"], outcome.get("field"))
             exc.state = state  # type: ignore[attr-defined]
             exc.failures = failures  # type: ignore[attr-defined]
             raise exc

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import array
 import ctypes
+import json
 import os
 import platform
 import struct
@@ -22,9 +23,9 @@ import threading
 from pathlib import Path
 from typing import Any, Callable, Mapping, Optional, Sequence, Tuple
 
-from .errors import ConfigError, InternalError, LibraryError, error_for
+from .errors import ConfigError, FocusError, InternalError, LibraryError, error_for
 
-ABI_VERSION = 6
+ABI_VERSION = 7
 LIBRARY_NAME = "libfocus.so"
 ENV_LIBRARY = "FOCUS_GO_LIBRARY"
 
@@ -375,6 +376,21 @@ def take_string(out: Bytes) -> str:
     return take_bytes(out).decode("utf-8", "replace")
 
 
+def take_error(code: int, err: Bytes, name: str) -> FocusError:
+    """The exception for a failed call: its status code and the error the library wrote to
+    ``err`` (``{"message", "field"}``, see focus.h), which is freed."""
+    text = take_string(err)
+    try:
+        payload = json.loads(text)
+    except ValueError:  # not the ABI's JSON: keep whatever text came
+        payload = None
+    if not isinstance(payload, dict):
+        payload = {"message": text}
+    message = payload.get("message") or f"{name} failed with status {code}"
+    field = payload.get("field")
+    return error_for(code, message, field if isinstance(field, str) else None)
+
+
 def text_arg(text: str) -> tuple[bytes, int]:
     """A string input as UTF-8 bytes and their length (the C side's ``char *, size_t``)."""
     data = text.encode("utf-8")
@@ -390,8 +406,7 @@ def call(name: str, *args: Any) -> None:
     err = Bytes()
     code = fn(*args, ctypes.byref(err))
     if code != 0:
-        message = take_string(err) or f"{name} failed with status {code}"
-        raise error_for(code, message)
+        raise take_error(code, err, name)
 
 
 def call_string(name: str, *args: Any) -> str:

@@ -9,6 +9,8 @@ is never a code's target: each code maps to exactly one class.
 
 from __future__ import annotations
 
+from typing import Optional
+
 
 class FocusError(Exception):
     """The base class of every focus-go error.
@@ -28,9 +30,19 @@ class InternalError(FocusError, RuntimeError):
 
 
 class ConfigError(FocusError, ValueError):
-    """Invalid configuration or input: bad JSON, out-of-range values, malformed trees."""
+    """Invalid configuration or input: bad JSON, out-of-range values, malformed trees.
+
+    Attributes:
+        field: The configuration field the error is about, in the spelling of the
+            argument that was wrong (``"budget"`` for ``Selective(budget=0)``), or None
+            when the error is not about one field.
+    """
 
     code = 2
+
+    def __init__(self, *args: object, field: Optional[str] = None) -> None:
+        super().__init__(*args)
+        self.field = field
 
 
 class ConfigTypeError(ConfigError, TypeError):
@@ -102,11 +114,15 @@ _BY_CODE: dict[int, type[FocusError]] = {
 }
 
 
-def error_for(code: int, message: str) -> FocusError:
-    """The exception for a status code from the Go core; unknown codes are internal errors."""
+def error_for(code: int, message: str, field: Optional[str] = None) -> FocusError:
+    """The exception for a status code from the Go core; unknown codes are internal errors.
+    ``field`` (the configuration field the error is about, if any) becomes a
+    ``ConfigError``'s ``field``."""
     cls = _BY_CODE.get(code)
     if cls is None:
         return InternalError(f"unknown status code {code}: {message}")
+    if issubclass(cls, ConfigError):
+        return cls(message, field=field or None)
     return cls(message)
 
 

@@ -8,7 +8,7 @@ import (
 
 	"github.com/focus-go/focus-go/core/bridge"
 	"github.com/focus-go/focus-go/core/collect"
-	"github.com/focus-go/focus-go/core/collect/session"
+	"github.com/focus-go/focus-go/core/session"
 	"github.com/focus-go/focus-go/core/status"
 )
 

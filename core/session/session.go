@@ -113,7 +113,7 @@ type Session struct {
 	bridge *bridge.Bridge
 	// release frees what New opened (an HTTP critic); nil when nothing.
 	release func()
-	// progress counts the running collection's work (collect.RunWithProgress).
+	// progress counts the running collection's work (collect.WithProgress).
 	progress collect.Progress
 
 	mu     sync.Mutex
@@ -267,7 +267,7 @@ func (s *Session) run(ctx context.Context) {
 		s.mu.Unlock()
 		close(s.done)
 	}()
-	out.Result, out.Err = collect.RunWithProgress(ctx, s.cfg, s.policy, s.env, s.critic, &s.progress)
+	out.Result, out.Err = collect.Run(ctx, s.cfg, s.policy, s.env, s.critic, collect.WithProgress(&s.progress))
 }
 
 // Progress reads the collection's live counters (see collect.ProgressSnapshot): safe
