@@ -325,6 +325,17 @@ focus_status focus_rules_root_messages(char *request, size_t len, focus_bytes *o
  * "sampling", "scores", "truncations"}. */
 focus_status focus_rules_defaults(focus_bytes *out, focus_bytes *err);
 
+/* --- the binding's schema (capi/binding) ---------------------------------------------- */
+
+/* The contract between the library and its bindings as JSON: {"inputs" (every JSON input:
+ * its name, the functions that read it, its type), "types" (each object type's fields:
+ * name, type, default where the library decides one), "rules" ({"kinds", "defaults"}: what
+ * focus_rules_check accepts and focus_rules_defaults returns), "records" ({"actor",
+ * "critic", "path_extra"}: the trainer record keys in order)}. Every JSON input is decoded
+ * strictly: a key its type does not declare is FOCUS_ERR_INVALID_ARGUMENT naming the key
+ * and the keys allowed. */
+focus_status focus_schema(focus_bytes *out, focus_bytes *err);
+
 /* --- math grading (core/mathenv) ----------------------------------------------------- */
 
 /* Grades the last \boxed{...} of a response against a label: request {"text", "label"},

@@ -14,6 +14,7 @@ import (
 	"github.com/focus-go/focus-go/backends/sglang"
 	"github.com/focus-go/focus-go/backends/transport"
 	"github.com/focus-go/focus-go/backends/vllm"
+	"github.com/focus-go/focus-go/capi/binding"
 	"github.com/focus-go/focus-go/core/fleet"
 	"github.com/focus-go/focus-go/core/generate"
 	"github.com/focus-go/focus-go/core/status"
@@ -39,20 +40,7 @@ func (p closingPolicy) Close() error {
 	return nil
 }
 
-type wirePolicyConfig struct {
-	Backend        string            `json:"backend"`
-	BaseURL        string            `json:"base_url"`
-	BaseURLs       []string          `json:"base_urls"`
-	Model          string            `json:"model"`
-	ServedModel    string            `json:"served_model"`
-	APIKey         string            `json:"api_key"`
-	Headers        map[string]string `json:"headers"`
-	TimeoutSeconds float64           `json:"timeout"`
-	MaxConcurrency int               `json:"max_concurrency"`
-	Capacity       int               `json:"capacity"`
-	Routing        string            `json:"routing"`
-	MaxRetries     int               `json:"max_retries"`
-}
+type wirePolicyConfig = binding.PolicyConfig
 
 func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 

@@ -6,8 +6,7 @@ package main
 import "C"
 
 import (
-	"encoding/json"
-
+	"github.com/focus-go/focus-go/capi/binding"
 	"github.com/focus-go/focus-go/core/collect"
 	"github.com/focus-go/focus-go/core/rules"
 )
@@ -40,11 +39,7 @@ func focus_rules_defaults(out *C.focus_bytes, errOut *C.focus_bytes) C.focus_sta
 //export focus_rules_root_messages
 func focus_rules_root_messages(request *C.char, n C.size_t, out *C.focus_bytes, errOut *C.focus_bytes) C.focus_status {
 	return guard(errOut, func() error {
-		var req struct {
-			SystemPrompt string          `json:"system_prompt"`
-			Prompt       json.RawMessage `json:"prompt"`
-			Observation  json.RawMessage `json:"observation"`
-		}
+		var req binding.RootMessagesRequest
 		if err := decodeJSON(request, n, "root messages request", &req); err != nil {
 			return err
 		}
