@@ -35,7 +35,7 @@ func TestCheck(t *testing.T) {
 		{rules.KindSelective, `{"budget": "8"}`, nil, `Selective: budget must be an integer, got "8"`},
 		{rules.KindSelective, `{"budget": true}`, nil, "Selective: budget must be an integer, got true"},
 		{rules.KindSelective, `{"seed": -1}`, nil, "Selective: seed must be an integer in [0, 2**64), got -1"},
-		{rules.KindSelective, `{"budgte": 8}`, nil, `Selective: unknown field "budgte"`},
+		{rules.KindSelective, `{"budgte": 8}`, nil, `Selective: unknown field "budgte" (allowed: budget, max_children, min_remaining, per_pass, score, seed, warmup)`},
 		{rules.KindSelective, `[1]`, nil, "Selective: bad JSON"},
 		// Independent(n) is search.Independent(n): the round fields keep Selective's defaults.
 		{rules.KindIndependent, `{"n": 8, "seed": 3}`, func() search.Config { c := search.Independent(8); c.Seed = 3; return c }(), ""},
@@ -72,7 +72,7 @@ func TestCheck(t *testing.T) {
 		{rules.KindSampling, `{"stop": ["a", ""]}`, nil, "sampling: stop[1] is empty"},
 		{rules.KindSampling, `{"stop": "a"}`, nil, `sampling: stop must be a list of strings, got "a"`},
 		{rules.KindSampling, `{"max_tokens": 1.5}`, nil, "sampling: max_tokens must be an integer, got 1.5"},
-		{rules.KindSampling, `{"temprature": 1}`, nil, `sampling: unknown field "temprature"`},
+		{rules.KindSampling, `{"temprature": 1}`, nil, `sampling: unknown field "temprature" (allowed: logprobs, max_tokens, prompt_logprobs, repetition_penalty, seed, stop, stop_token_ids, temperature, top_k, top_p)`},
 		{rules.KindSampling, `{"stop_token_ids": [151645, 0]}`, generate.SamplingParams{StopTokenIDs: []uint32{151645, 0}}, ""},
 		{rules.KindSampling, `{"stop_token_ids": [-1]}`, nil, "sampling: stop_token_ids must be a list of token ids (integers in [0, 2**32)), got [-1]"},
 		{rules.KindReward, `{}`, prepare.DefaultRewardConfig(), ""},
@@ -85,7 +85,7 @@ func TestCheck(t *testing.T) {
 		{rules.KindReward, `{"truncated_reward": "Infinity"}`, nil, "reward: truncated_reward is +Inf, must be finite"},
 		{rules.KindReward, `{"truncation": "cut"}`, nil, `reward: truncation is "cut", must be "terminal" or "bootstrap"`},
 		{rules.KindReward, `{"gamma": "1"}`, nil, `reward: gamma must be a number, got "1"`},
-		{rules.KindReward, `{"kappa": 1}`, nil, `reward: unknown field "kappa"`},
+		{rules.KindReward, `{"kappa": 1}`, nil, `reward: unknown field "kappa" (allowed: critic_weight, gamma, reward_max, reward_min, truncated_reward, truncation)`},
 		{"Collector", `{}`, nil, `rules: unknown kind "Collector"`},
 	}
 	for _, tc := range tests {
