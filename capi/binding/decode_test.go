@@ -2,9 +2,12 @@ package binding_test
 
 import (
 	"errors"
+	"reflect"
+	"sync"
 	"testing"
 	"time"
 
+	jsoniter "github.com/json-iterator/go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -166,4 +169,49 @@ func tokens(n int) string {
 		out = append(out, []byte("151643")...)
 	}
 	return string(out)
+}
+
+// FuzzDecode: whatever the bytes, every published input decodes to a value or an
+// InvalidArgument error, never a panic; and what Decode accepts, the plain decoder reads
+// to the same value (the check only ever refuses).
+func FuzzDecode(f *testing.F) {
+	for _, s := range []string{``, `{}`, `null`, `[]`, `{"prompt_tokens": [1], "max_retriez": 3}`, `{"search": {"budget": 4}}`,
+		`{"result": {"native_tool_calls": [{"name": "f", "args": 1}]}}`, `{"kwargs": {"a": {"b": 1}}}`, `[{"role": "user", "x": 1}]`,
+		`{"policy": {"kind": "remote", "object": 1}, "critic": null, "turn": {"messages": [{}]}}`, `{"a":`, `{"\u0041": 1}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, in := range binding.Inputs {
+			strict := reflect.New(in.Type)
+			err := binding.Decode(in.Name, data, strict.Interface())
+			if err != nil {
+				if status.CodeOf(err) != status.InvalidArgument {
+					t.Fatalf("%s: %v", in.Name, err)
+				}
+				continue
+			}
+			plain := reflect.New(in.Type)
+			require.NoError(t, jsoniter.ConfigCompatibleWithStandardLibrary.Unmarshal(data, plain.Interface()), in.Name)
+			assert.Equal(t, plain.Interface(), strict.Interface(), in.Name)
+		}
+	})
+}
+
+// TestConcurrentDecode: the key sets are built on first use from many goroutines at once
+// (run with -race).
+func TestConcurrentDecode(t *testing.T) {
+	type fresh struct {
+		A int `json:"a"`
+	}
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Go(func() {
+			var v fresh
+			assert.NoError(t, binding.Decode("fresh", []byte(`{"a": 1}`), &v))
+			assert.Error(t, binding.Decode("fresh", []byte(`{"b": 1}`), &v))
+			var spec session.Spec
+			assert.Error(t, binding.Decode("collection spec", []byte(`{"max_retriez": 1}`), &spec))
+		})
+	}
+	wg.Wait()
 }
