@@ -233,7 +233,7 @@ FUZZ_TARGETS := \
 	backends/openai:FuzzParseChat backends/openai:FuzzParseResponses \
 	backends/transport:FuzzErrorMessage backends/transport:FuzzParseRetryAfter \
 	core/tree:FuzzUnmarshal core/mathenv:FuzzNormalize capi:FuzzABIJSONInputs capi:FuzzAnswerBatch capi/binding:FuzzDecode \
-	core/rules:FuzzCheck core/collect:FuzzRootMessages \
+	capi/binding:FuzzCheck core/collect:FuzzRootMessages \
 	sim:FuzzFastGenerateDecode
 
 .PHONY: fuzz race

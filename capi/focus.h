@@ -306,7 +306,7 @@ focus_status focus_sim_stats(focus_handle sim, focus_bytes *out, focus_bytes *er
 /* Replaces the fault rules (a JSON list of sim.Fault). */
 focus_status focus_sim_set_faults(focus_handle sim, char *faults, size_t len, focus_bytes *err);
 
-/* --- configuration rules (core/rules) ---------------------------------------------- */
+/* --- configuration rules (capi/binding) ------------------------------------------- */
 
 /* Validates one configuration object of the binding: kind is "Selective", "Independent",
  * "Segments", "Agent", "Critic.constant" or "min_abs_advantage"; config is a JSON object of

@@ -8,15 +8,14 @@ import "C"
 import (
 	"github.com/focus-go/focus-go/capi/binding"
 	"github.com/focus-go/focus-go/core/collect"
-	"github.com/focus-go/focus-go/core/rules"
 )
 
-// focus_rules_check validates one configuration object the binding declares (core/rules.Check).
+// focus_rules_check validates one configuration object the binding declares (capi/binding.Check).
 //
 //export focus_rules_check
 func focus_rules_check(kind *C.char, kindLen C.size_t, config *C.char, n C.size_t, out *C.focus_bytes, errOut *C.focus_bytes) C.focus_status {
 	return guard(errOut, func() error {
-		normalised, err := rules.Check(string(goBytes(kind, kindLen)), goBytes(config, n))
+		normalised, err := binding.Check(string(goBytes(kind, kindLen)), goBytes(config, n))
 		if err != nil {
 			return err
 		}
@@ -24,12 +23,12 @@ func focus_rules_check(kind *C.char, kindLen C.size_t, config *C.char, n C.size_
 	})
 }
 
-// focus_rules_defaults returns the library's defaults (core/rules.DefaultValues).
+// focus_rules_defaults returns the library's defaults (capi/binding.DefaultValues).
 //
 //export focus_rules_defaults
 func focus_rules_defaults(out *C.focus_bytes, errOut *C.focus_bytes) C.focus_status {
 	return guard(errOut, func() error {
-		return returnJSON(out, rules.DefaultValues())
+		return returnJSON(out, binding.DefaultValues())
 	})
 }
 

@@ -78,19 +78,19 @@ func Decode(what string, data []byte, v any) error {
 // checks nothing (a number, a string, raw JSON, a type with its own decoder).
 type shape struct {
 	kind shapeKind
-	// fields are an object's keys (kind object); allowed the same, sorted.
+	// fields are an object's keys (kind structShape); allowed the same, sorted.
 	fields  map[string]*shape
 	allowed []string
-	// elem checks a list's items or a map's values (kind list, dict).
+	// elem checks a list's items or a map's values (kind listShape, mapShape).
 	elem *shape
 }
 
 type shapeKind int
 
 const (
-	object shapeKind = iota // a struct: fixed keys
-	list                    // a slice or array
-	dict                    // a map: any keys, checked values
+	structShape shapeKind = iota // a struct: fixed keys
+	listShape                    // a slice or array
+	mapShape                     // a map: any keys, checked values
 )
 
 // check walks the JSON value at it. It reports the first unknown key; a value of another
@@ -99,13 +99,13 @@ func (s *shape) check(it *jsoniter.Iterator, in, path string) error {
 	var err error
 	switch it.WhatIsNext() {
 	case jsoniter.ObjectValue:
-		if s.kind == list {
+		if s.kind == listShape {
 			it.Skip()
 			return nil
 		}
 		it.ReadObjectCB(func(it *jsoniter.Iterator, key string) bool {
 			child, at := s.elem, path+"["+strconv.Quote(key)+"]"
-			if s.kind == object {
+			if s.kind == structShape {
 				var ok bool
 				if child, ok = s.fields[key]; !ok {
 					err = &UnknownKeyError{Input: in, Path: path, Key: key, Allowed: s.allowed}
@@ -121,7 +121,7 @@ func (s *shape) check(it *jsoniter.Iterator, in, path string) error {
 			return err == nil
 		})
 	case jsoniter.ArrayValue:
-		if s.kind != list {
+		if s.kind != listShape {
 			it.Skip()
 			return nil
 		}
@@ -173,17 +173,17 @@ func buildShape(t reflect.Type, building map[reflect.Type]*shape) *shape {
 		return buildShape(t.Elem(), building)
 	case reflect.Slice, reflect.Array:
 		if elem := buildShape(t.Elem(), building); elem != nil {
-			return &shape{kind: list, elem: elem}
+			return &shape{kind: listShape, elem: elem}
 		}
 	case reflect.Map:
 		if elem := buildShape(t.Elem(), building); elem != nil {
-			return &shape{kind: dict, elem: elem}
+			return &shape{kind: mapShape, elem: elem}
 		}
 	case reflect.Struct:
 		if s, ok := building[t]; ok {
 			return s
 		}
-		s := &shape{kind: object, fields: map[string]*shape{}}
+		s := &shape{kind: structShape, fields: map[string]*shape{}}
 		building[t] = s
 		for _, f := range jsonFields(t) {
 			s.fields[f.name] = buildShape(f.typ, building)

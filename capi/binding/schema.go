@@ -11,7 +11,6 @@ import (
 	"github.com/focus-go/focus-go/core/export"
 	"github.com/focus-go/focus-go/core/generate"
 	"github.com/focus-go/focus-go/core/prepare"
-	"github.com/focus-go/focus-go/core/rules"
 	"github.com/focus-go/focus-go/core/search"
 )
 
@@ -48,11 +47,11 @@ type FieldSchema struct {
 	Default any    `json:"default,omitempty"`
 }
 
-// RulesSchema is what core/rules decides: the kinds focus_rules_check accepts and the
-// library's defaults (focus_rules_defaults).
+// RulesSchema is what the rules decide (Check, DefaultValues): the kinds
+// focus_rules_check accepts and the library's defaults (focus_rules_defaults).
 type RulesSchema struct {
-	Kinds    []string       `json:"kinds"`
-	Defaults rules.Defaults `json:"defaults"`
+	Kinds    []string `json:"kinds"`
+	Defaults Defaults `json:"defaults"`
 }
 
 // RecordsSchema are the trainer records' keys in order (core/export): an actor record's,
@@ -66,8 +65,8 @@ type RecordsSchema struct {
 // fieldDefaults are the defaults the schema states, by object type and key: what an absent
 // key means, read from the packages that decide it.
 func fieldDefaults() map[reflect.Type]map[string]any {
-	d := rules.DefaultValues()
-	selective, err := rules.Check(rules.KindSelective, []byte(`{}`))
+	d := DefaultValues()
+	selective, err := Check(KindSelective, []byte(`{}`))
 	if err != nil {
 		panic(fmt.Sprintf("binding: Selective() does not pass the rules: %v", err))
 	}
@@ -108,7 +107,7 @@ func Build() Schema {
 	defaults := fieldDefaults()
 	s := Schema{
 		Types: map[string]TypeSchema{},
-		Rules: RulesSchema{Kinds: rules.Kinds, Defaults: rules.DefaultValues()},
+		Rules: RulesSchema{Kinds: Kinds, Defaults: DefaultValues()},
 		Records: RecordsSchema{Actor: export.ActorKeys, Critic: export.CriticKeys,
 			PathExtra: export.PathKeys[len(export.ActorKeys):]},
 	}

@@ -21,7 +21,6 @@ import (
 	"github.com/focus-go/focus-go/core/collect"
 	"github.com/focus-go/focus-go/core/collect/session"
 	"github.com/focus-go/focus-go/core/export"
-	"github.com/focus-go/focus-go/core/rules"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/schema.json from the code")
@@ -45,8 +44,8 @@ func TestSchemaReadsItsSources(t *testing.T) {
 	assert.Equal(t, export.ActorKeys, s.Records.Actor)
 	assert.Equal(t, export.CriticKeys, s.Records.Critic)
 	assert.Equal(t, export.PathKeys, append(slices.Clone(s.Records.Actor), s.Records.PathExtra...))
-	assert.Equal(t, rules.Kinds, s.Rules.Kinds)
-	assert.Equal(t, rules.DefaultValues(), s.Rules.Defaults)
+	assert.Equal(t, binding.Kinds, s.Rules.Kinds)
+	assert.Equal(t, binding.DefaultValues(), s.Rules.Defaults)
 
 	// Every input's type and every field's object type is described.
 	names := map[string]bool{}

@@ -84,7 +84,7 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     ),
     "focus_sim_stats": (ctypes.c_int32, [c_handle, _str_out, _err_p]),
     "focus_sim_set_faults": (ctypes.c_int32, [c_handle, ctypes.c_char_p, ctypes.c_size_t, _err_p]),
-    # configuration rules (core/rules)
+    # configuration rules (capi/binding)
     "focus_rules_check": (
         ctypes.c_int32,
         [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t, _str_out, _err_p],

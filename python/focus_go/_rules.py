@@ -1,4 +1,4 @@
-"""The library's rules and defaults, decided in Go (``core/rules``).
+"""The library's rules and defaults, decided in Go (``capi/binding``).
 
 Python configuration objects declare their fields; ``check(kind, fields)`` hands them to
 the Go rules (the same Validate methods the engine runs when a collection starts) and
