@@ -235,8 +235,8 @@ FUZZ_TARGETS := \
 	backends/vllm:FuzzParseResponse backends/vllm:FuzzReadFast \
 	backends/openai:FuzzParseChat backends/openai:FuzzParseResponses \
 	backends/transport:FuzzErrorMessage backends/transport:FuzzParseRetryAfter \
-	core/tree:FuzzUnmarshal core/mathenv:FuzzNormalize capi:FuzzABIJSONInputs capi:FuzzAnswerBatch \
-	core/rules:FuzzCheck core/collect:FuzzRootMessages \
+	core/tree:FuzzUnmarshal core/mathenv:FuzzNormalize capi:FuzzABIJSONInputs capi:FuzzAnswerBatch capi/binding:FuzzDecode \
+	capi/binding:FuzzCheck core/collect:FuzzRootMessages \
 	sim:FuzzFastGenerateDecode
 
 .PHONY: fuzz race
@@ -248,7 +248,7 @@ fuzz: $(LIBTOKENIZERS)
 	done
 
 race: $(LIBTOKENIZERS)
-	$(GO) test -tags $(SELFTEST_TAGS) -race -count=1 -run 'Fault|Stress|Concurrent|Cancellation|Redacted|CloseWith|Async|StepFork|Remote|Session|Progress' ./core/collect ./core/session ./core/bridge ./backends/transport ./capi ./capi/completion
+	$(GO) test -tags $(SELFTEST_TAGS) -race -count=1 -run 'Fault|Stress|Concurrent|Cancellation|Redacted|CloseWith|Async|StepFork|Remote|Session|Progress' ./core/collect ./core/session ./core/bridge ./backends/transport ./capi ./capi/binding ./capi/completion
 	$(GO) test -tags $(SELFTEST_TAGS) -race -count=1 ./core/fleet
 
 # ---- opt-in: THUDM/slime's own code driving focus's hooks (not part of `make test` or .ci/run)

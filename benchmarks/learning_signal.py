@@ -159,7 +159,7 @@ SCORES = ["value_refinement", "gradient_variance", "shallow_first", "critic_adap
 @functools.lru_cache(maxsize=None)
 def library_default() -> str:
     """The method the library's defaults run: ``Selective()``'s score, ``+w`` when records
-    carry the visitation weights by default (Go's core/rules decide both)."""
+    carry the visitation weights by default (Go's capi/binding decides both)."""
     from focus_go import Selective, _rules
 
     return f"selective:{Selective().score}" + ("+w" if _rules.defaults()["records"]["visitation_weights"] else "")

@@ -8,10 +8,10 @@ package main
 import "C"
 
 import (
-	"encoding/json"
 	"unsafe"
 
 	"github.com/focus-go/focus-go/backends/chat"
+	"github.com/focus-go/focus-go/capi/binding"
 )
 
 // cIDs copies token ids into a C buffer the caller frees with focus_buffer_free.
@@ -109,12 +109,7 @@ func focus_codec_decode(h C.focus_handle, ids *C.uint32_t, n C.size_t, skipSpeci
 	})
 }
 
-type wireRenderRequest struct {
-	Messages            json.RawMessage            `json:"messages"`
-	Tools               json.RawMessage            `json:"tools"`
-	AddGenerationPrompt bool                       `json:"add_generation_prompt"`
-	Kwargs              map[string]json.RawMessage `json:"kwargs"`
-}
+type wireRenderRequest = binding.RenderRequest
 
 //export focus_codec_render
 func focus_codec_render(h C.focus_handle, request *C.char, n C.size_t, out *C.focus_bytes, errOut *C.focus_bytes) C.focus_status {

@@ -59,7 +59,7 @@ func (handleParts) Turns(h uint64, t session.Turn) (*collect.Turns, error) {
 func focus_collect_start(config *C.char, n C.size_t, out *C.focus_handle, errOut *C.focus_bytes) C.focus_status {
 	return guard(errOut, func() error {
 		var spec session.Spec
-		if err := decodeJSON(config, n, "collect config", &spec); err != nil {
+		if err := decodeJSON(config, n, "collection spec", &spec); err != nil {
 			return err
 		}
 		s, err := session.Start(context.Background(), spec, handleParts{})

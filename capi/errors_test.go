@@ -9,14 +9,14 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/focus-go/focus-go/core/rules"
+	"github.com/focus-go/focus-go/capi/binding"
 	"github.com/focus-go/focus-go/core/status"
 )
 
 // An error reaches the caller's *err as {"message", "field"}: the message as it was, and
 // the configuration field it is about, omitted when none (Python's ConfigError.field).
 func TestErrorPayload(t *testing.T) {
-	_, budget := rules.Check(rules.KindSelective, []byte(`{"budget": 0, "warmup": 0}`))
+	_, budget := binding.Check(binding.KindSelective, []byte(`{"budget": 0, "warmup": 0}`))
 	tests := []struct {
 		name string
 		err  error

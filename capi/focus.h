@@ -308,7 +308,7 @@ focus_status focus_sim_stats(focus_handle sim, focus_bytes *out, focus_bytes *er
 /* Replaces the fault rules (a JSON list of sim.Fault). */
 focus_status focus_sim_set_faults(focus_handle sim, char *faults, size_t len, focus_bytes *err);
 
-/* --- configuration rules (core/rules) ---------------------------------------------- */
+/* --- configuration rules (capi/binding) ------------------------------------------- */
 
 /* Validates one configuration object of the binding: kind is "Selective", "Independent",
  * "Segments", "Agent", "Critic.constant" or "min_abs_advantage"; config is a JSON object of
@@ -326,6 +326,17 @@ focus_status focus_rules_root_messages(char *request, size_t len, focus_bytes *o
 /* The library's defaults as JSON: {"selective", "independent", "segments", "agent", "reward",
  * "sampling", "scores", "truncations"}. */
 focus_status focus_rules_defaults(focus_bytes *out, focus_bytes *err);
+
+/* --- the binding's schema (capi/binding) ---------------------------------------------- */
+
+/* The contract between the library and its bindings as JSON: {"inputs" (every JSON input:
+ * its name, the functions that read it, its type), "types" (each object type's fields:
+ * name, type, default where the library decides one), "rules" ({"kinds", "defaults"}: what
+ * focus_rules_check accepts and focus_rules_defaults returns), "records" ({"actor",
+ * "critic", "path_extra"}: the trainer record keys in order)}. Every JSON input is decoded
+ * strictly: a key its type does not declare is FOCUS_ERR_INVALID_ARGUMENT naming the key
+ * and the keys allowed. */
+focus_status focus_schema(focus_bytes *out, focus_bytes *err);
 
 /* --- math grading (core/mathenv) ----------------------------------------------------- */
 

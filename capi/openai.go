@@ -12,6 +12,7 @@ import (
 	"github.com/focus-go/focus-go/backends/openai"
 	"github.com/focus-go/focus-go/backends/sglang"
 	"github.com/focus-go/focus-go/backends/transport"
+	"github.com/focus-go/focus-go/capi/binding"
 	"github.com/focus-go/focus-go/core/generate"
 	"github.com/focus-go/focus-go/core/status"
 )
@@ -25,21 +26,10 @@ type openaiPolicy struct{ *openai.Client }
 
 func (p openaiPolicy) Close() error { p.Client.Close(); return nil }
 
-type wireOpenAIConfig struct {
-	API             string            `json:"api"`
-	Model           string            `json:"model"`
-	BaseURL         string            `json:"base_url"`
-	APIKey          string            `json:"api_key"`
-	Headers         map[string]string `json:"headers"`
-	SystemPrompt    string            `json:"system_prompt"`
-	ReasoningEffort string            `json:"reasoning_effort"`
-	TimeoutSeconds  float64           `json:"timeout"`
-	MaxConcurrency  int               `json:"max_concurrency"`
-	MaxRetries      int               `json:"max_retries"`
-	// Env is the caller's OPENAI_API_KEY / OPENAI_BASE_URL: the Go runtime's copy of the
-	// process environment does not see changes the host language made after loading.
-	Env map[string]string `json:"env"`
-}
+type (
+	wireOpenAIConfig  = binding.OpenAIConfig
+	wireOpenAIRequest = binding.OpenAIRequest
+)
 
 //export focus_openai_open
 func focus_openai_open(config *C.char, n C.size_t, out *C.focus_handle, errOut *C.focus_bytes) C.focus_status {
@@ -60,13 +50,6 @@ func focus_openai_open(config *C.char, n C.size_t, out *C.focus_handle, errOut *
 		*out = C.focus_handle(handles.put(openaiPolicy{c}))
 		return nil
 	})
-}
-
-type wireOpenAIRequest struct {
-	Messages   []openai.Message        `json:"messages"`
-	Tools      []map[string]any        `json:"tools"`
-	ToolChoice any                     `json:"tool_choice"`
-	Params     generate.SamplingParams `json:"params"`
 }
 
 //export focus_openai_generate
@@ -104,11 +87,7 @@ func focus_openai_validate(messages *C.char, n C.size_t, errOut *C.focus_bytes) 
 //export focus_native_estimate
 func focus_native_estimate(request *C.char, n C.size_t, out *C.focus_bytes, errOut *C.focus_bytes) C.focus_status {
 	return guard(errOut, func() error {
-		var req struct {
-			Messages []openai.Message `json:"messages"`
-			Tools    []map[string]any `json:"tools"`
-			Text     *string          `json:"text"`
-		}
+		var req binding.EstimateRequest
 		if err := decodeJSON(request, n, "estimate request", &req); err != nil {
 			return err
 		}
@@ -166,11 +145,7 @@ func focus_sglang_parse(body *C.char, bodyLen C.size_t, prefix *C.uint32_t, coun
 //export focus_result_validate
 func focus_result_validate(backend *C.char, backendLen C.size_t, result *C.char, n C.size_t, maxTokens C.int64_t, errOut *C.focus_bytes) C.focus_status {
 	return guard(errOut, func() error {
-		var r struct {
-			Tokens     []uint32   `json:"tokens"`
-			Logprobs   []*float64 `json:"logprobs"` // null: no logprob (NaN)
-			StopReason string     `json:"stop_reason"`
-		}
+		var r binding.ResultCheck
 		if err := decodeJSON(result, n, "result", &r); err != nil {
 			return err
 		}

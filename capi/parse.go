@@ -6,35 +6,19 @@ package main
 import "C"
 
 import (
-	"encoding/json"
-
 	jsoniter "github.com/json-iterator/go"
 
 	"github.com/focus-go/focus-go/backends/parse"
+	"github.com/focus-go/focus-go/capi/binding"
 	"github.com/focus-go/focus-go/core/action"
-	"github.com/focus-go/focus-go/core/status"
 )
 
 var jsonAPI = jsoniter.ConfigCompatibleWithStandardLibrary
 
-type wireToolCall struct {
-	Name      string `json:"name"`
-	Arguments string `json:"arguments"`
-	CallID    string `json:"call_id"`
-	// Error is "" for a well-formed call, else why it could not be decoded
-	// (action.ToolCall.Error); Arguments then hold the raw call text.
-	Error string `json:"error"`
-}
-
-type wireParseRequest struct {
-	Result struct {
-		Tokens          []uint32       `json:"tokens"`
-		Text            string         `json:"text"`
-		StopReason      string         `json:"stop_reason"`
-		NativeToolCalls []wireToolCall `json:"native_tool_calls"`
-	} `json:"result"`
-	Tools []json.RawMessage `json:"tools"`
-}
+type (
+	wireToolCall     = binding.ToolCall
+	wireParseRequest = binding.ParseRequest
+)
 
 type wireToolTurn struct {
 	Text      string         `json:"text"`
@@ -60,12 +44,10 @@ func toWireTurn(t action.ToolTurn) *wireToolTurn {
 	return &wireToolTurn{Text: t.Text, ToolCalls: calls, Reasoning: t.Reasoning}
 }
 
-// decodeJSON reads a caller-owned JSON payload into v, naming the payload on error.
+// decodeJSON reads a caller-owned JSON payload, the input named what, into v: strictly,
+// an unknown key is an error naming it and the keys allowed (binding.Decode).
 func decodeJSON(data *C.char, n C.size_t, what string, v any) error {
-	if err := jsonAPI.Unmarshal(goBytes(data, n), v); err != nil {
-		return status.Wrap(status.InvalidArgument, err, "%s: bad JSON", what)
-	}
-	return nil
+	return binding.Decode(what, goBytes(data, n), v)
 }
 
 // returnJSON encodes v as JSON into a focus_bytes for the caller.
@@ -130,10 +112,7 @@ func focus_tool_blocks(text *C.char, n C.size_t, out *C.focus_bytes, errOut *C.f
 //export focus_profile_resolve
 func focus_profile_resolve(request *C.char, n C.size_t, out *C.focus_bytes, errOut *C.focus_bytes) C.focus_status {
 	return guard(errOut, func() error {
-		var req struct {
-			Model        string `json:"model"`
-			ChatTemplate string `json:"chat_template"`
-		}
+		var req binding.ProfileRequest
 		if err := decodeJSON(request, n, "profile request", &req); err != nil {
 			return err
 		}

@@ -13,28 +13,16 @@ import (
 
 	"github.com/focus-go/focus-go/backends/server"
 	"github.com/focus-go/focus-go/backends/transport"
+	"github.com/focus-go/focus-go/capi/binding"
 	"github.com/focus-go/focus-go/core/fleet"
 	"github.com/focus-go/focus-go/core/generate"
 	"github.com/focus-go/focus-go/core/status"
 )
 
-type wirePolicyConfig struct {
-	Backend        string            `json:"backend"`
-	BaseURL        string            `json:"base_url"`
-	BaseURLs       []string          `json:"base_urls"`
-	Model          string            `json:"model"`
-	ServedModel    string            `json:"served_model"`
-	APIKey         string            `json:"api_key"`
-	Headers        map[string]string `json:"headers"`
-	TimeoutSeconds float64           `json:"timeout"`
-	MaxConcurrency int               `json:"max_concurrency"`
-	Capacity       int               `json:"capacity"`
-	Routing        string            `json:"routing"`
-	MaxRetries     int               `json:"max_retries"`
-}
+type wirePolicyConfig = binding.PolicyConfig
 
-// config is the server.Config the wire form spells: base_urls, or the one base_url.
-func (w wirePolicyConfig) config() server.Config {
+// serverConfig is the server.Config the wire form spells: base_urls, or the one base_url.
+func serverConfig(w wirePolicyConfig) server.Config {
 	urls := w.BaseURLs
 	if len(urls) == 0 {
 		urls = []string{w.BaseURL}
@@ -55,7 +43,7 @@ func focus_policy_open(config *C.char, n C.size_t, out *C.focus_handle, errOut *
 		if err := decodeJSON(config, n, "policy config", &w); err != nil {
 			return err
 		}
-		p, err := server.Open(w.config())
+		p, err := server.Open(serverConfig(w))
 		if err != nil {
 			return err
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/focus-go/focus-go/backends/chat"
 	"github.com/focus-go/focus-go/backends/parse"
+	"github.com/focus-go/focus-go/capi/binding"
 	"github.com/focus-go/focus-go/core/action"
 	"github.com/focus-go/focus-go/core/collect"
 	"github.com/focus-go/focus-go/core/generate"
@@ -21,7 +22,7 @@ import (
 
 // The C ABI's JSON inputs, fuzzed through the Go code behind the exports: _test files
 // cannot use cgo, so each case runs what its export runs after goBytes (decodeJSON's
-// jsonAPI.Unmarshal, then the export's pure-Go translation and validation). Whatever the
+// binding.Decode, then the export's pure-Go translation and validation). Whatever the
 // bytes, the result is a value or an error with a status code, never a panic (guard would
 // turn a panic into an Internal error, which is still a bug).
 
@@ -30,10 +31,10 @@ var abiInputs = []struct {
 	name string
 	run  func(data []byte) error
 }{
-	{"collect config", func(data []byte) error {
+	{"collection spec", func(data []byte) error {
 		var spec session.Spec
-		if err := jsonAPI.Unmarshal(data, &spec); err != nil {
-			return status.Wrap(status.InvalidArgument, err, "collect config: bad JSON")
+		if err := binding.Decode("collection spec", data, &spec); err != nil {
+			return err
 		}
 		s, err := session.New(spec, handleParts{})
 		if err != nil {
@@ -43,8 +44,8 @@ var abiInputs = []struct {
 	}},
 	{"parse request", func(data []byte) error {
 		var req wireParseRequest
-		if err := jsonAPI.Unmarshal(data, &req); err != nil {
-			return status.Wrap(status.InvalidArgument, err, "parse request: bad JSON")
+		if err := binding.Decode("parse request", data, &req); err != nil {
+			return err
 		}
 		r := action.Result{Tokens: req.Result.Tokens, Text: req.Result.Text, StopReason: req.Result.StopReason}
 		for _, c := range req.Result.NativeToolCalls {
@@ -64,16 +65,16 @@ var abiInputs = []struct {
 	}},
 	{"sampling params", func(data []byte) error {
 		var sp generate.SamplingParams
-		if err := jsonAPI.Unmarshal(data, &sp); err != nil {
-			return status.Wrap(status.InvalidArgument, err, "sampling params: bad JSON")
+		if err := binding.Decode("sampling params", data, &sp); err != nil {
+			return err
 		}
 		_, err := sp.Resolve()
 		return err
 	}},
 	{"reward config", func(data []byte) error {
 		var cfg prepare.RewardConfig
-		if err := jsonAPI.Unmarshal(data, &cfg); err != nil {
-			return status.Wrap(status.InvalidArgument, err, "reward config: bad JSON")
+		if err := binding.Decode("reward config", data, &cfg); err != nil {
+			return err
 		}
 		return cfg.Validate()
 	}},
@@ -91,27 +92,27 @@ var abiInputs = []struct {
 	}},
 	{"tools and messages", func(data []byte) error {
 		var req wireRenderRequest
-		if err := jsonAPI.Unmarshal(data, &req); err != nil {
-			return status.Wrap(status.InvalidArgument, err, "render request: bad JSON")
+		if err := binding.Decode("render request", data, &req); err != nil {
+			return err
 		}
 		_, err := chat.ParseTools(req.Tools)
 		return err
 	}},
 	{"simulated server config", func(data []byte) error {
 		var cfg sim.Config
-		if err := jsonAPI.Unmarshal(data, &cfg); err != nil {
-			return status.Wrap(status.InvalidArgument, err, "simulated server config: bad JSON")
+		if err := binding.Decode("simulated server config", data, &cfg); err != nil {
+			return err
 		}
 		var fs []sim.Fault
-		if err := jsonAPI.Unmarshal(data, &fs); err != nil {
-			return status.Wrap(status.InvalidArgument, err, "faults: bad JSON")
+		if err := binding.Decode("faults", data, &fs); err != nil {
+			return err
 		}
 		return nil
 	}},
 	{"policy config", func(data []byte) error {
 		var cfg wirePolicyConfig
-		if err := jsonAPI.Unmarshal(data, &cfg); err != nil {
-			return status.Wrap(status.InvalidArgument, err, "policy config: bad JSON")
+		if err := binding.Decode("policy config", data, &cfg); err != nil {
+			return err
 		}
 		return nil
 	}},
@@ -164,6 +165,8 @@ func TestABIInputsRejectWithCodes(t *testing.T) {
 		{"unknown handle", abiSeeds[5], status.InvalidHandle, "99999"},
 		{"negative timeout", `{"prompt_tokens":[1],"search":{"budget":2,"warmup":1,"per_pass":4,"max_children":4,"score":"value_refinement"},"env_timeout":-1}`, status.InvalidArgument, "timeouts must not be negative"},
 		{"overflowing timeout", `{"prompt_tokens":[1],"search":{"budget":2,"warmup":1,"per_pass":4,"max_children":4,"score":"value_refinement"},"policy_timeout":1e300}`, status.InvalidArgument, "timeouts must not be negative"},
+		{"misspelt key", `{"prompt_tokens":[1],"max_retriez":3}`, status.InvalidArgument, `collection spec: unknown key "max_retriez", did you mean "max_retries"?`},
+		{"misspelt part key", `{"prompt_tokens":[1],"policy":{"kind":"remote","objct":1}}`, status.InvalidArgument, `collection spec: unknown key "objct" in policy`},
 		{"unknown policy kind", `{"prompt_tokens":[1],"search":{"budget":2,"warmup":1,"per_pass":4,"max_children":4,"score":"value_refinement"},"policy":{"kind":"python"},"env":{"kind":"remote"}}`, status.InvalidArgument, `unknown policy kind "python"`},
 	}
 	for _, tt := range tests {
@@ -174,6 +177,22 @@ func TestABIInputsRejectWithCodes(t *testing.T) {
 			assert.Contains(t, err.Error(), tt.contains)
 		})
 	}
+}
+
+// TestUnpublishedInputsAreStrict: the simulated server's config and faults, outside the
+// schema, refuse an unknown key as the published inputs do.
+func TestUnpublishedInputsAreStrict(t *testing.T) {
+	var cfg sim.Config
+	err := binding.Decode("simulated server config", []byte(`{"seed": 1, "verbosty": 3}`), &cfg)
+	assert.Equal(t, status.InvalidArgument, status.CodeOf(err))
+	assert.Contains(t, err.Error(), `simulated server config: unknown key "verbosty", did you mean "verbosity"? (allowed: cache, faults, latency, `)
+	err = binding.Decode("simulated server config", []byte(`{"latency": {"first_token": "5ms", "per_tokn": 0.1}}`), &cfg)
+	assert.Contains(t, err.Error(), `unknown key "per_tokn" in latency, did you mean "per_token"?`)
+	var fs []sim.Fault
+	err = binding.Decode("faults", []byte(`[{"kind": "hang"}, {"kind": "slow", "delai": 1}]`), &fs)
+	assert.Contains(t, err.Error(), `faults: unknown key "delai" in [1], did you mean "delay"?`)
+	require.NoError(t, binding.Decode("faults", []byte(`[{"kind": "slow", "delay": "5ms", "count": 1}]`), &fs))
+	assert.Equal(t, sim.FaultSlow, fs[0].Kind)
 }
 
 // TestConcurrentCollectionHandles: collections started, polled, answered and released

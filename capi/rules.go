@@ -6,18 +6,16 @@ package main
 import "C"
 
 import (
-	"encoding/json"
-
+	"github.com/focus-go/focus-go/capi/binding"
 	"github.com/focus-go/focus-go/core/collect"
-	"github.com/focus-go/focus-go/core/rules"
 )
 
-// focus_rules_check validates one configuration object the binding declares (core/rules.Check).
+// focus_rules_check validates one configuration object the binding declares (capi/binding.Check).
 //
 //export focus_rules_check
 func focus_rules_check(kind *C.char, kindLen C.size_t, config *C.char, n C.size_t, out *C.focus_bytes, errOut *C.focus_bytes) C.focus_status {
 	return guard(errOut, func() error {
-		normalised, err := rules.Check(string(goBytes(kind, kindLen)), goBytes(config, n))
+		normalised, err := binding.Check(string(goBytes(kind, kindLen)), goBytes(config, n))
 		if err != nil {
 			return err
 		}
@@ -25,12 +23,12 @@ func focus_rules_check(kind *C.char, kindLen C.size_t, config *C.char, n C.size_
 	})
 }
 
-// focus_rules_defaults returns the library's defaults (core/rules.DefaultValues).
+// focus_rules_defaults returns the library's defaults (capi/binding.DefaultValues).
 //
 //export focus_rules_defaults
 func focus_rules_defaults(out *C.focus_bytes, errOut *C.focus_bytes) C.focus_status {
 	return guard(errOut, func() error {
-		return returnJSON(out, rules.DefaultValues())
+		return returnJSON(out, binding.DefaultValues())
 	})
 }
 
@@ -40,11 +38,7 @@ func focus_rules_defaults(out *C.focus_bytes, errOut *C.focus_bytes) C.focus_sta
 //export focus_rules_root_messages
 func focus_rules_root_messages(request *C.char, n C.size_t, out *C.focus_bytes, errOut *C.focus_bytes) C.focus_status {
 	return guard(errOut, func() error {
-		var req struct {
-			SystemPrompt string          `json:"system_prompt"`
-			Prompt       json.RawMessage `json:"prompt"`
-			Observation  json.RawMessage `json:"observation"`
-		}
+		var req binding.RootMessagesRequest
 		if err := decodeJSON(request, n, "root messages request", &req); err != nil {
 			return err
 		}

@@ -1,4 +1,4 @@
-"""One source for every rule and default: the Go rules (core/rules) decide, Python declares.
+"""One source for every rule and default: the Go rules (capi/binding) decide, Python declares.
 
 The Python signatures keep the spec's literal defaults; these tests check that they, and
 the command line's flags, equal the library's (Go's) defaults, that each configuration

@@ -10,8 +10,8 @@ import (
 	"github.com/focus-go/focus-go/core/status"
 )
 
-// Defaults of the agent's limits (ALGORITHM.md §5.8); core/rules hands them to the
-// bindings (docs/architecture.md, "Rules and defaults: core/rules").
+// Defaults of the agent's limits (ALGORITHM.md §5.8); capi/binding hands them to the
+// bindings (docs/architecture.md, "Rules and defaults: capi/binding").
 const (
 	DefaultSegments       = 256
 	DefaultMaxSegments    = 64

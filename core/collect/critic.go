@@ -15,7 +15,7 @@ type ConstantCritic struct {
 }
 
 // Validate reports a non-finite Value (status.InvalidArgument). Score applies it, and
-// the binding's Critic.constant applies it at construction (core/rules).
+// the binding's Critic.constant applies it at construction (capi/binding).
 func (c ConstantCritic) Validate() error {
 	if math.IsNaN(c.Value) || math.IsInf(c.Value, 0) {
 		return status.Errorf(status.InvalidArgument, "critic: constant value %v is not finite", c.Value)

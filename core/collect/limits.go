@@ -11,7 +11,7 @@ import (
 // AgentLimits are the agent's limits as a caller states them: Segments(tokens),
 // Agent(max_segments, max_total_tokens). Each must be at least 1; Config.Validate
 // checks its limits with it after filling zeros with their defaults, and the
-// binding's Agent and Segments are checked with it at construction (core/rules),
+// binding's Agent and Segments are checked with it at construction (capi/binding),
 // so the rule is written once.
 type AgentLimits struct {
 	Segments       int `json:"segments"`

@@ -56,14 +56,14 @@ type Options struct {
 // DefaultVisitationWeights is the bindings' default for
 // Options.VisitationWeights (Python's visitation_weights= of to_records,
 // to_samples, collect_records, Slime's make_generate and Tinker's train, and
-// focus-go collect's --visitation-weights; core/rules hands it to them): on,
+// focus-go collect's --visitation-weights; capi/binding hands it to them): on,
 // because the weights lower the actor's gradient error for every selective
 // score on the benchmark of docs/signal.md §B (docs/learning-signal.md).
 // Independent trees are unaffected: their factor is exactly 1.
 const DefaultVisitationWeights = true
 
 // Validate checks MinAbsAdvantage >= 0 (NaN is refused) and the layout. Encode applies it, and the
-// binding checks a threshold with it before collecting anything (core/rules).
+// binding checks a threshold with it before collecting anything (capi/binding).
 func (o Options) Validate() error {
 	if math.IsNaN(o.MinAbsAdvantage) || o.MinAbsAdvantage < 0 {
 		return status.FieldErrorf(status.InvalidArgument, "", "min_abs_advantage", "is %g, must be >= 0", o.MinAbsAdvantage)

@@ -49,7 +49,7 @@ const (
 	DefaultIndependent = 16
 	// DefaultScore is Selective's score: the one that gives the actor the
 	// best gradient and learning on the benchmark of docs/signal.md §B
-	// (docs/learning-signal.md). The bindings read it from core/rules.
+	// (docs/learning-signal.md). The bindings read it from capi/binding.
 	DefaultScore = ScoreCriticAdaptive
 )
 

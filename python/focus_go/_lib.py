@@ -85,13 +85,15 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     ),
     "focus_sim_stats": (ctypes.c_int32, [c_handle, _str_out, _err_p]),
     "focus_sim_set_faults": (ctypes.c_int32, [c_handle, ctypes.c_char_p, ctypes.c_size_t, _err_p]),
-    # configuration rules (core/rules)
+    # configuration rules (capi/binding)
     "focus_rules_check": (
         ctypes.c_int32,
         [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t, _str_out, _err_p],
     ),
     "focus_rules_defaults": (ctypes.c_int32, [_str_out, _err_p]),
     "focus_rules_root_messages": (ctypes.c_int32, [ctypes.c_char_p, ctypes.c_size_t, _str_out, _err_p]),
+    # the binding's schema
+    "focus_schema": (ctypes.c_int32, [_str_out, _err_p]),
     # math grading and collection
     "focus_math_grade": (ctypes.c_int32, [ctypes.c_char_p, ctypes.c_size_t, _str_out, _err_p]),
     "focus_math_grade_text": (

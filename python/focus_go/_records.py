@@ -5,27 +5,50 @@ JSONL writer.
 The Go core exports records as one flat buffer (``focus_batch_export`` for a batch,
 ``focus_tree_export`` for a collected tree in one call: prepare, then export); this module
 turns it into the documented record dicts (see ``focus_go.export``) or hands each record's
-values to a factory. The record keys, and their order, come from the library's layout
-(Go's ``export.ActorRecord`` / ``CriticRecord`` are their one definition). It sits below
+values to a factory. Each record is built by key name; the keys and their order are the
+library's (its schema's ``records``, from Go's ``export.ActorRecord`` / ``CriticRecord``,
+their one definition), checked once against the keys this module fills. It sits below
 both ``preparation`` and ``export`` so that neither imports the other to produce records.
 """
 
 from __future__ import annotations
 
 import ctypes
+import functools
 import gc
 import json
 from dataclasses import dataclass
 from typing import Any, ContextManager, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
-from . import _lib
+from . import _lib, _schema
 from ._handle import GoObject
-from .errors import ConfigTypeError
+from .errors import ConfigTypeError, LibraryError
 from .tree import PackedSequence
 
 # Actor record layouts (Go's export.Layout): "spans", the default, one record per generated
 # span; "paths", one record per root-to-leaf path with per-token ``advantages``.
 LAYOUTS = ("spans", "paths")
+
+
+# The record keys this module fills, by name, in the library's order: an actor record's,
+# the keys a path record (layout "paths") has after them, and a critic record's.
+ACTOR_KEYS = ("tokens", "loss_mask", "behavior_logprobs", "advantage", "lane", "group_index", "estimator",
+              "node_id", "search_pass", "problem_id")
+PATH_EXTRA_KEYS = ("advantages",)
+CRITIC_KEYS = ("context", "target", "lane", "group_index", "node_id", "problem_id")
+
+
+@functools.lru_cache(maxsize=None)
+def _check_record_keys() -> None:
+    """Raise LibraryError unless the library's record keys (its schema) are the ones this
+    module fills, in the same order; checked once."""
+    for section, filled in (("actor", ACTOR_KEYS), ("path_extra", PATH_EXTRA_KEYS), ("critic", CRITIC_KEYS)):
+        library = _schema.record_keys(section)
+        if library != filled:
+            raise LibraryError(
+                f"{_lib.library_path()} exports {section} record keys {list(library)}, but this focus_go package "
+                f"fills {list(filled)}: the library and the package are from different focus-go versions"
+            )
 
 
 def _layout_arg(layout: Any) -> Tuple[bytes, int]:
@@ -163,15 +186,11 @@ def _decode_records(view, layout, group_index, sample_factory, critic_sample_fac
 
 
 def _build_records(view, layout, group_index, sample_factory, critic_sample_factory) -> List[Any]:
+    _check_record_keys()  # the literals below are the library's keys, in its order
     n_actor, n_critic = layout["n_actor"], layout["n_critic"]
     problem_id = layout["problem_id"] or None
-    # The keys and their order are the library's (Go's export.ActorKeys / CriticKeys).
     # Path records (layout "paths") have one more key: their per-token advantages.
     paths = layout.get("layout") == "paths"
-    actor_keys = layout["actor_keys"]
-    k_tokens, k_mask, k_logprobs, k_advantage, k_lane, k_group, k_estimator, k_node, k_pass, k_problem = actor_keys[:10]
-    k_advantages = actor_keys[-1] if paths else None  # Go's PathKeys: ActorKeys, then "advantages"
-    c_context, c_target, c_lane, c_group, c_node, c_problem = layout["critic_keys"]
     estimators = layout["estimators"] or []
     out: List[Any] = []
     if n_actor:
@@ -204,26 +223,26 @@ def _build_records(view, layout, group_index, sample_factory, critic_sample_fact
             logprobs = [0.0] * len(tokens)
             logprobs[k:] = span_logprobs[m0:m1].tolist()
             record = {
-                k_tokens: tokens,
-                k_mask: loss_mask,
-                k_logprobs: logprobs,
-                k_advantage: advantage[i],
-                k_lane: "actor",
-                k_group: group_index,
-                k_estimator: estimators[estimator[i]],
-                k_node: node_id[i],
-                k_pass: None if search_pass[i] < 0 else search_pass[i],
-                k_problem: problem_id,
+                "tokens": tokens,
+                "loss_mask": loss_mask,
+                "behavior_logprobs": logprobs,
+                "advantage": advantage[i],
+                "lane": "actor",
+                "group_index": group_index,
+                "estimator": estimators[estimator[i]],
+                "node_id": node_id[i],
+                "search_pass": None if search_pass[i] < 0 else search_pass[i],
+                "problem_id": problem_id,
             }
             if span_advantages is not None:
                 advantages = [0.0] * len(tokens)
                 advantages[k:] = span_advantages[m0:m1].tolist()
-                record[k_advantages] = advantages
+                record["advantages"] = advantages
             if sample_factory is None:
                 out.append(record)
                 continue
             span = PackedSequence(tuple(tokens), tuple(loss_mask), tuple(logprobs))
-            extra = {k: v for k, v in record.items() if k not in (k_lane, k_group)}
+            extra = {k: v for k, v in record.items() if k not in ("lane", "group_index")}
             out.append(
                 sample_factory(span=span, logprobs=span.logprobs, reward=advantage[i], lane="actor", group_index=group_index, **extra)
             )
@@ -236,12 +255,13 @@ def _build_records(view, layout, group_index, sample_factory, critic_sample_fact
             text = str(context[c_offsets[i] : c_offsets[i + 1]], "utf-8")
             if critic_sample_factory is None:
                 out.append(
-                    {c_context: text, c_target: target[i], c_lane: "critic", c_group: group_index, c_node: critic_node[i], c_problem: problem_id}
+                    {"context": text, "target": target[i], "lane": "critic", "group_index": group_index,
+                     "node_id": critic_node[i], "problem_id": problem_id}
                 )
             else:
                 out.append(
                     critic_sample_factory(
-                        context=text, target=target[i], group_index=group_index, **{c_lane: "critic", c_node: critic_node[i], c_problem: problem_id}
+                        context=text, target=target[i], group_index=group_index, lane="critic", node_id=critic_node[i], problem_id=problem_id
                     )
                 )
     return out

@@ -1,4 +1,4 @@
-"""The library's rules and defaults, decided in Go (``core/rules``).
+"""The library's rules and defaults, decided in Go (``capi/binding``).
 
 Python configuration objects declare their fields; ``check(kind, fields)`` hands them to
 the Go rules (the same Validate methods the engine runs when a collection starts) and
@@ -10,12 +10,11 @@ signatures' literal defaults are tested against.
 
 from __future__ import annotations
 
-import functools
 import json
 import math
 from typing import Any, Dict, List, Mapping, Optional
 
-from . import _lib
+from . import _lib, _schema
 from .errors import ConfigError
 
 
@@ -39,15 +38,11 @@ def check(kind: str, fields: Mapping[str, Any]) -> Dict[str, Any]:
     return out if isinstance(out, dict) else {}
 
 
-@functools.lru_cache(maxsize=None)
-def _defaults_json() -> str:
-    return _lib.call_string("focus_rules_defaults")
-
-
 def defaults() -> Dict[str, Any]:
     """The library's defaults: ``{"selective", "independent", "segments", "agent", "reward",
-    "sampling", "scores", "truncations"}`` (a fresh copy each call)."""
-    return json.loads(_defaults_json())
+    "sampling", "records", "scores", "truncations"}`` (a fresh copy each call), read from
+    the binding's schema (``_schema``)."""
+    return _schema.rules_defaults()
 
 
 def _messages_json(value: Any, what: str) -> Any:

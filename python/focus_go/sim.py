@@ -59,6 +59,10 @@ class SimServer(GoObject):
             ``think`` (solutions open with a short ``<think>`` block) and ``verbosity``
             (0 to 3: longer solutions, like a reasoning model's).
 
+    Raises:
+        ConfigError: An option the simulator does not know (the message names the options
+            it does) or a value out of range.
+
     Attributes:
         url: The server's base URL, for ``base_url=``.
         model: The model directory (tokenizer and chat template), usable wherever a

@@ -1,11 +1,13 @@
-package rules
+package binding
 
 import (
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/focus-go/focus-go/core/collect"
@@ -475,11 +477,12 @@ func (o *object) text(name string, dst *string) error {
 	return nil
 }
 
-// unknown reports a field no read asked for.
+// unknown reports a field no read asked for, with the fields read (called after every
+// read, they are the fields the kind allows).
 func (o *object) unknown() error {
 	for name := range o.fields {
 		if !o.seen[name] {
-			return status.Errorf(status.InvalidArgument, "%s: unknown field %q", o.kind, name)
+			return status.Errorf(status.InvalidArgument, "%s: unknown field %q (allowed: %s)", o.kind, name, strings.Join(slices.Sorted(maps.Keys(o.seen)), ", "))
 		}
 	}
 	return nil
