@@ -38,7 +38,7 @@ from focus_go import (
 )
 from focus_go import types as focus_types
 from focus_go.backends import Policy, SamplingParams, SGLangPolicy
-from focus_go.cli import main as collect_command
+from focus_go.cli import collect as collect_command
 from focus_go.env import grade_math
 from focus_go.errors import ConfigError
 from focus_go.generation.format import model_profile
@@ -80,12 +80,14 @@ def test_a_misspelt_spec_key_is_a_config_error_naming_it(spec, message):
 
 
 def test_a_misspelt_engine_option_fails_the_collection(server):
+    """Collector.timeouts is a public dict that goes into the spec as it is: a misspelt
+    timeout is refused by name, not ignored."""
     problem = server.problems()[0]
     with closing(SGLangPolicy(model=server.model, base_url=server.url, profile="token_chunk", default_params=SAMPLING)) as policy:
         agent = Agent(policy=policy, env=MathEnv(problem.label, policy.decode), context=Segments(16))
         collector = Collector(agent, search=Independent(1))
-        collector._engine_options["stop_on_abortt"] = True
-        with pytest.raises(ConfigError, match=r'unknown key "stop_on_abortt", did you mean "stop_on_abort"\?'):
+        collector.timeouts["policy_timeot"] = 5.0
+        with pytest.raises(ConfigError, match=r'unknown key "policy_timeot", did you mean "policy_timeout"\?'):
             asyncio.run(collector.collect(problem))
 
 
