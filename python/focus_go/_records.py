@@ -77,17 +77,32 @@ def _take_records(layout_ptr: Any, blob: Any, size: Any, decode: Any) -> Any:
 
 
 @dataclass(frozen=True)
+class Rollout:
+    """One finished rollout of a tree, as Go's ``tree.Rollouts`` lists it: the node it
+    finished at, its ``outcome`` (the rewards on its root-to-leaf path), whether the
+    environment ended it (``done``; False: truncated) and its length in ``segments``."""
+
+    node_id: int
+    outcome: float
+    done: bool
+    segments: int
+
+
+@dataclass(frozen=True)
 class TreeRecords:
     """One collected tree's trainer records (``tree_records``): ``actor`` and ``critic``
-    record dicts, the batch's ``stats`` (``Batch.stats``) and ``failures``, and
+    record dicts, the batch's ``stats`` (``Batch.stats``) and ``failures``,
     ``sample_weights``, every actor sample's advantage (one per edge, including records
-    ``min_abs_advantage`` dropped)."""
+    ``min_abs_advantage`` dropped), and the tree's finished ``rollouts`` (node order) and
+    ``sampled_tokens`` (the generated tokens on its edges), whichever records were dropped."""
 
     actor: List[Dict[str, Any]]
     critic: List[Dict[str, Any]]
     stats: Mapping[str, float]
     failures: Tuple[Tuple[int, str], ...]
     sample_weights: List[float]
+    rollouts: Tuple[Rollout, ...] = ()
+    sampled_tokens: int = 0
 
 
 def tree_records(
@@ -99,6 +114,8 @@ def tree_records(
     min_abs_advantage: Optional[float] = None,
     layout: str = "spans",
     visitation_weights: bool = True,
+    tokenizer: Any = None,
+    skip_special_tokens: bool = False,
 ) -> TreeRecords:
     """Prepare the collected tree ``state`` with ``reward_config`` and ``estimator`` (None:
     critic targets only) and export its records for prompt group ``group_index`` in one Go
@@ -107,7 +124,9 @@ def tree_records(
     advantage is smaller in magnitude (checked in Go); ``layout`` is the actor record
     layout (``"spans"`` or ``"paths"``, see ``Batch.to_records``); ``visitation_weights`` exports each
     actor advantage times its sample's visitation factor (``ActorSample.visitation``;
-    ``sample_weights`` stay unweighted). No Batch is built; use
+    ``sample_weights`` stay unweighted). ``tokenizer`` (the collection's ``HFTokenizer``)
+    decodes each actor record's ``response_text`` once, in Go, leaving special tokens out
+    with ``skip_special_tokens``; None leaves it None. No Batch is built; use
     ``Collector.prepare`` for the samples themselves."""
     record_layout = _layout_arg(layout)
     cfg = reward_config._json()
@@ -123,6 +142,8 @@ def tree_records(
         float(min_abs_advantage or 0.0),
         *record_layout,
         int(bool(visitation_weights)),
+        _lib.c_handle(0 if tokenizer is None else tokenizer.handle),
+        int(bool(skip_special_tokens)),
         ctypes.byref(layout_ptr),
         ctypes.byref(blob),
         ctypes.byref(size),
@@ -137,6 +158,8 @@ def tree_records(
             stats=dict(layout["stats"]),
             failures=tuple((f["node_id"], f["message"]) for f in layout["failures"] or ()),
             sample_weights=_lib.section(view, layout, "sample_weight", "d").tolist(),
+            rollouts=tuple(Rollout(r["node_id"], r["return"], r["done"], r["segments"]) for r in layout["rollouts"]),
+            sampled_tokens=layout["sampled_tokens"],
         )
 
     return _take_records(layout_ptr, blob, size, decode)
@@ -171,6 +194,7 @@ def _build_records(view, layout, group_index, sample_factory, critic_sample_fact
     actor_keys = layout["actor_keys"]
     k_tokens, k_mask, k_logprobs, k_advantage, k_lane, k_group, k_estimator, k_node, k_pass, k_problem = actor_keys[:10]
     k_advantages = actor_keys[-1] if paths else None  # Go's PathKeys: ActorKeys, then "advantages"
+    k_response_start, k_response_text, k_return, k_finished = actor_keys[10:14]
     c_context, c_target, c_lane, c_group, c_node, c_problem = layout["critic_keys"]
     estimators = layout["estimators"] or []
     out: List[Any] = []
@@ -189,6 +213,14 @@ def _build_records(view, layout, group_index, sample_factory, critic_sample_fact
         node_id = _lib.section(view, layout, "node_id", "q").tolist()
         search_pass = _lib.section(view, layout, "search_pass", "q").tolist()
         estimator = _lib.section(view, layout, "estimator", "i").tolist()
+        response_start = _lib.section(view, layout, "response_start", "q").tolist()
+        path_return = _lib.section(view, layout, "return", "d").tolist()
+        finished = _lib.section(view, layout, "finished", "?").tolist()
+        texts: List[Optional[str]] = [None] * n_actor
+        if "response_text" in layout["sections"]:
+            text_offsets = _lib.section(view, layout, "response_text_offsets", "q").tolist()
+            text_bytes = _lib.section(view, layout, "response_text", "B")
+            texts = [str(text_bytes[text_offsets[i] : text_offsets[i + 1]], "utf-8") for i in range(n_actor)]
         token_lists: List[List[int]] = []
         for i in range(n_actor):
             k = span_start[i]
@@ -214,6 +246,10 @@ def _build_records(view, layout, group_index, sample_factory, critic_sample_fact
                 k_node: node_id[i],
                 k_pass: None if search_pass[i] < 0 else search_pass[i],
                 k_problem: problem_id,
+                k_response_start: response_start[i],
+                k_response_text: texts[i],
+                k_return: path_return[i],
+                k_finished: finished[i],
             }
             if span_advantages is not None:
                 advantages = [0.0] * len(tokens)

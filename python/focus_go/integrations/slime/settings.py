@@ -231,12 +231,6 @@ def _call_collector(
     )
 
 
-def _response_text(policy: Any, settings: _CallSettings) -> Callable[[Sequence[int]], str]:
-    """How samples' response text is decoded: Slime's skip_special_tokens
-    (--rollout-skip-special-tokens) applies to the text only; tokens stay exact."""
-    return lambda ids: policy.decode(list(ids), skip_special_tokens=settings.skip_special_tokens)
-
-
 def _check_args(args: Any) -> None:
     if getattr(args, "apply_chat_template", False):
         raise ConfigError(
