@@ -15,7 +15,7 @@ import enum
 import hashlib
 import json
 import re
-from typing import Any, Dict, List
+from typing import Any, Dict
 from urllib.parse import urlparse
 
 from collectors import math_collector

@@ -8,7 +8,7 @@ under the call's settings, watching Slime's abort, and returns Slime samples.
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable, Dict, List, Optional, Protocol, Tuple
+from typing import Any, Callable, Dict, Optional, Protocol, Tuple
 
 from .. import CollectorFor, CriticSink, Problem, Workspace, _check_layout, _check_min_abs_advantage, _collect
 from ...collector import Collector, _native_tokenizer

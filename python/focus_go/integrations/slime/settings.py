@@ -13,7 +13,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import warnings
-from typing import Any, Callable, Dict, Mapping, Optional, Sequence
+from typing import Any, Dict, Mapping, Optional
 
 from ...collector import Collector
 from ...errors import ConfigError
