@@ -328,11 +328,13 @@ func focus_batch_export(h C.focus_handle, groupIndex C.int64_t, minAbs C.double,
 
 // focus_tree_export prepares a collected tree and exports its trainer records
 // in one call (export.FromTree): the records blob of focus_batch_export plus
-// the batch's stats and failures and every actor sample's weight.
+// the batch's stats and failures, the tree's finished rollouts and every actor
+// sample's weight; with a codec handle, each actor record's response text.
 //
 //export focus_tree_export
 func focus_tree_export(h C.focus_handle, reward *C.char, n C.size_t, estimator *C.char, estimatorLen C.size_t,
 	groupIndex C.int64_t, minAbs C.double, recordLayout *C.char, recordLayoutLen C.size_t, visitation C.int32_t,
+	codec C.focus_handle, skipSpecial C.int32_t,
 	layout *C.focus_bytes, blob *unsafe.Pointer, size *C.size_t, errOut *C.focus_bytes) C.focus_status {
 	return guard(errOut, func() error {
 		t, cfg, est, err := prepareArgs(h, reward, n, estimator, estimatorLen)
@@ -340,7 +342,14 @@ func focus_tree_export(h C.focus_handle, reward *C.char, n C.size_t, estimator *
 			return err
 		}
 		opts := export.Options{MinAbsAdvantage: float64(minAbs), Layout: export.Layout(goString(recordLayout, recordLayoutLen)),
-			VisitationWeights: visitation != 0}
+			VisitationWeights: visitation != 0, SkipSpecialTokens: skipSpecial != 0}
+		if codec != 0 {
+			c, err := codecOf(codec)
+			if err != nil {
+				return err
+			}
+			opts.Text = c
+		}
 		r, err := export.FromTree(t, cfg, est, int(groupIndex), opts)
 		if err != nil {
 			return err

@@ -274,7 +274,10 @@ focus_status focus_tree_html(focus_handle tree, char *reward, size_t len, focus_
  * and delta_tokens (u32) (actor record i's tokens are record base[i]'s tokens, none when -1,
  * then delta_tokens[delta_offsets[i]:delta_offsets[i+1]]),
  * span_start, span_offsets (i64), span_mask (u8), span_logprobs, advantage (f64), node_id,
- * search_pass (i64, -1 = none), estimator (i32 index into estimators), critic_offsets (i64),
+ * search_pass (i64, -1 = none), estimator (i32 index into estimators), response_start (i64: where
+ * each record's trained response starts in its tokens), return (f64: the rewards on its path
+ * from the root through its edge), finished (u8: its edge ends a finished rollout),
+ * critic_offsets (i64),
  * critic_context (UTF-8 bytes), critic_target (f64), critic_node_id (i64). min_abs_advantage
  * 0 keeps every record. record_layout (UTF-8, len 0 = "spans"): "spans" (one actor record per
  * generated span) or "paths" (one per root-to-leaf path, export.LayoutPaths); the layout JSON
@@ -287,11 +290,16 @@ focus_status focus_batch_export(focus_handle batch, int64_t group_index, double 
 
 /* A collected tree's trainer records in one call: focus_prepare with the reward config and
  * estimator, then focus_batch_export, without a batch handle. The layout adds the batch's
- * "stats" and "failures" and a section sample_weight (f64, every actor sample's advantage,
- * records under min_abs_advantage included). */
+ * "stats" and "failures", the tree's finished "rollouts" ([{node_id, return, done,
+ * segments}], node order) and "sampled_tokens" (its edges' generated tokens), and a section
+ * sample_weight (f64, every actor sample's advantage, records under min_abs_advantage
+ * included). codec (a chat codec handle, 0 = none) decodes each actor record's response
+ * (its tokens from response_start on) once, with skip_special_tokens non-zero leaving special
+ * tokens out: sections response_text_offsets (i64, n_actor+1) and response_text (UTF-8). */
 focus_status focus_tree_export(focus_handle tree, char *reward, size_t len, char *estimator,
                                size_t estimator_len, int64_t group_index, double min_abs_advantage,
                                char *record_layout, size_t record_layout_len, int32_t visitation_weights,
+                               focus_handle codec, int32_t skip_special_tokens,
                                focus_bytes *layout, void **blob, size_t *size, focus_bytes *err);
 
 /* --- the simulated inference server (sim/) -------------------------------------- */

@@ -61,7 +61,8 @@ def test_slime_errors_are_focus_errors():
     from focus.integrations.slime import advantages, make_generate, sum_policy_tokens, to_sample
     from slime_contract import Sample, make_args
 
-    record = {"tokens": [1, 2, 3], "loss_mask": [False, False, False], "behavior_logprobs": [0.0] * 3, "advantage": 0.5}
+    record = {"tokens": [1, 2, 3], "loss_mask": [False, False, False], "behavior_logprobs": [0.0] * 3, "advantage": 0.5,
+              "response_start": 3}
     with pytest.raises(ConfigError, match="no generated"):
         to_sample(record, Sample(index=0), None, Sample)
     with pytest.raises(ConfigError, match="normalize-advantages"):

@@ -468,8 +468,10 @@ def test_to_datum_alignment():
     assert inputs["target_tokens"].tolist() == [6, 7, 20, 21, 90, 22]
     assert inputs["logprobs"].tolist() == [0.0, 0.0, -0.5, -0.25, 0.0, -0.125]
     assert inputs["advantages"].tolist() == [0.0, 0.0, 0.75, 0.75, 0.0, 0.75]
-    with pytest.raises(ValueError, match="must be equal"):
-        to_datum({**record, "loss_mask": [True]})
+    # Records from Go have tokens, loss_mask and behavior_logprobs of one length: to_datum
+    # does not check it again (issue 35).
+    with pytest.raises(ValueError, match="needs its response_start"):
+        to_datum({**record, "tinker_sequence_id": "seq-1"})
     with pytest.raises(ValueError, match="at least 2"):
         to_datum({**record, "tokens": [1], "loss_mask": [False], "behavior_logprobs": [0.0]})
 

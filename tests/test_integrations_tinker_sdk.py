@@ -56,6 +56,7 @@ RECORD = {
     "behavior_logprobs": [0.0, 0.0, 0.0, -0.5, -0.25, -0.125],
     "advantage": 0.5,
     "lane": "actor",
+    "response_start": 3,
 }
 
 

@@ -146,7 +146,9 @@ func SampleSpans(b *prepare.Batch, i int) (*Blob, error) {
 // (n_actor+1), delta_tokens (uint32) — SharedTokens; span_start,
 // span_offsets (n_actor+1), span_mask (bool), span_logprobs (float64),
 // advantage (float64), node_id, search_pass, estimator (int32, into meta
-// "estimators") — ActorColumns. Critic sections: critic_offsets (n_critic+1),
+// "estimators"), response_start, return (float64), finished (bool) and, when
+// the export decoded text (Options.Text), response_text_offsets (n_actor+1)
+// and response_text (UTF-8 bytes) — ActorColumns. Critic sections: critic_offsets (n_critic+1),
 // critic_context (bytes), critic_target (float64), critic_node_id. Integers
 // are int64 unless noted. Meta: problem_id, group_index, estimators, n_actor,
 // n_critic, layout ("spans" or "paths"), and actor_keys / critic_keys
@@ -172,6 +174,13 @@ func RecordsBlob(f *Flat, st *SharedTokens) *Blob {
 	w.Int64s("node_id", a.NodeID)
 	w.Int64s("search_pass", a.SearchPass)
 	w.Int32s("estimator", a.Estimator)
+	w.Int64s("response_start", a.ResponseStart)
+	w.Float64s("return", a.Return)
+	w.Bools("finished", a.Finished)
+	if a.TextOffsets != nil {
+		w.Int64s("response_text_offsets", a.TextOffsets)
+		w.Raw("response_text", a.Text)
+	}
 	w.Int64s("critic_offsets", c.Offsets)
 	w.Raw("critic_context", c.Context)
 	w.Float64s("critic_target", c.Target)

@@ -45,7 +45,7 @@ func encodePaths(b *prepare.Batch, groupIndex int, opts Options, st *SharedToken
 	}
 	f := &Flat{ProblemID: b.ProblemID, GroupIndex: groupIndex, Layout: LayoutPaths}
 	if t == nil {
-		return emptyPaths(f, b, st), nil
+		return emptyPaths(f, b, st, opts), nil
 	}
 	n := len(t.Nodes)
 	sampleOf := make([]int32, n) // node -> its kept actor sample, -1 for none
@@ -115,20 +115,28 @@ func encodePaths(b *prepare.Batch, groupIndex int, opts Options, st *SharedToken
 		st.Offsets = make([]int64, 1, records+1)
 		st.Tokens = make([]uint32, 0, tokens)
 	}
-	ac.reserve(records, own)
+	ac.reserve(records, own, opts)
 	ac.SpanAdvantages = make([]float64, 0, own)
+	returns := t.Returns()
 	var suffix []int // the own suffix's nodes, top first
 	for _, p := range paths {
 		// Paths rarely prefix one another: every record stores its tokens whole.
+		var recordTokens []uint32
 		if st == nil {
+			from := len(ac.Tokens)
 			ac.Tokens = appendPathTokens(ac.Tokens, t, p.node, p.length)
 			ac.Offsets = append(ac.Offsets, int64(len(ac.Tokens)))
+			recordTokens = ac.Tokens[from:]
 		} else {
+			from := len(st.Tokens)
 			st.Tokens = appendPathTokens(st.Tokens, t, p.node, p.length)
 			st.Base = append(st.Base, -1)
 			st.Offsets = append(st.Offsets, int64(len(st.Tokens)))
+			recordTokens = st.Tokens[from:]
 		}
-		ac.SpanStart = append(ac.SpanStart, int64(t.ContextLen(t.Nodes[p.top].Parent)))
+		spanStart := t.ContextLen(t.Nodes[p.top].Parent)
+		ac.SpanStart = append(ac.SpanStart, int64(spanStart))
+		ownFrom := len(ac.SpanMask)
 		suffix = suffix[:0]
 		for c := p.node; ; c = t.Nodes[c].Parent {
 			suffix = append(suffix, c)
@@ -145,6 +153,10 @@ func encodePaths(b *prepare.Batch, groupIndex int, opts Options, st *SharedToken
 			appendEdge(ac, t, id, b, sampleOf[id], limit, opts)
 		}
 		ac.SpanOffsets = append(ac.SpanOffsets, int64(len(ac.SpanMask)))
+		start := spanStart + firstTrue(ac.SpanMask[ownFrom:])
+		if err := ac.addResponse(opts, start, 0, recordTokens[start:], t, returns, p.node); err != nil {
+			return nil, err
+		}
 		i := int(sampleOf[p.node])
 		a := &b.Actor[i]
 		ac.Advantage = append(ac.Advantage, opts.advantage(a))
@@ -226,7 +238,7 @@ func appendEdge(ac *ActorColumns, t *tree.Tree, id int, b *prepare.Batch, i int3
 }
 
 // emptyPaths is a path-layout Flat without actor records.
-func emptyPaths(f *Flat, b *prepare.Batch, st *SharedTokens) *Flat {
+func emptyPaths(f *Flat, b *prepare.Batch, st *SharedTokens, opts Options) *Flat {
 	ac := &f.Actor
 	if st == nil {
 		ac.Offsets = []int64{0}
@@ -235,6 +247,7 @@ func emptyPaths(f *Flat, b *prepare.Batch, st *SharedTokens) *Flat {
 	}
 	ac.SpanOffsets = []int64{0}
 	ac.SpanAdvantages = []float64{}
+	ac.reserve(0, 0, opts)
 	encodeCritic(f, b)
 	return f
 }

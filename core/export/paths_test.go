@@ -47,12 +47,16 @@ func TestPathLayoutFigure61(t *testing.T) {
 			NodeID:           3,
 			SearchPass:       intPtr(0),
 			ProblemID:        "fig61",
+			ResponseStart:    3,
+			Return:           1,
+			Finished:         true,
 		},
 		Advantages: []float64{0, 0, 0, w[1], w[1], w[3]},
 	}, first)
 	second := f.PathRecord(1)
 	assert.Equal(t, []uint32{1, 2, 3, 10, 11, 30}, second.Tokens)
 	assert.Equal(t, []bool{false, false, false, false, false, true}, second.LossMask, "edge a is owned by leaf 3's record")
+	assert.Equal(t, 5, second.ResponseStart, "its response is its own trained suffix")
 	assert.Equal(t, []float64{0, 0, 0, 0, 0, w[4]}, second.Advantages)
 	last := f.PathRecord(3)
 	assert.Equal(t, []uint32{1, 2, 3, 20, 40}, last.Tokens)

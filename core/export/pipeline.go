@@ -11,6 +11,7 @@ import (
 // tokens. It is what collect_records, the Slime and Tinker integrations and
 // the command line train on, without building the Batch in Python.
 type TreeRecords struct {
+	Tree   *tree.Tree
 	Batch  *prepare.Batch
 	Flat   *Flat
 	Shared *SharedTokens
@@ -32,17 +33,22 @@ func FromTree(t *tree.Tree, reward prepare.RewardConfig, est prepare.Estimator, 
 	if err != nil {
 		return nil, err
 	}
-	return &TreeRecords{Batch: b, Flat: f, Shared: st}, nil
+	return &TreeRecords{Tree: t, Batch: b, Flat: f, Shared: st}, nil
 }
 
-// Blob lays out the records as RecordsBlob does, plus the batch's "stats"
-// (Batch.stats) and "failures" in the metadata and a sample_weight section
+// Blob lays out the records as RecordsBlob does, plus, in the metadata, the
+// batch's "stats" (Batch.stats) and "failures", the tree's finished
+// "rollouts" (tree.Rollouts: node_id, return, done, segments; what a trainer
+// reports as outcomes, whichever records min_abs_advantage dropped) and its
+// "sampled_tokens" (tree.GeneratedTokens), and a sample_weight section
 // (float64): every actor sample's advantage in batch order, records dropped
 // by min_abs_advantage included (one per edge, where a record is one per
 // span).
 func (r *TreeRecords) Blob() *Blob {
 	w := RecordsBlob(r.Flat, r.Shared)
 	w.Meta["stats"] = r.Batch.Stats
+	w.Meta["rollouts"] = r.Tree.Rollouts()
+	w.Meta["sampled_tokens"] = r.Tree.GeneratedTokens()
 	failures := r.Batch.Failures
 	if failures == nil {
 		failures = []prepare.Failure{}

@@ -51,6 +51,20 @@ type Options struct {
 	// MinAbsAdvantage still compares the unweighted Weight, so the same edges
 	// are kept either way.
 	VisitationWeights bool
+	// Text, when set, decodes each actor record's response (its tokens from
+	// its response start on) into the record's response text, once, at export:
+	// the bindings pass the codec the collection used. nil leaves the text out.
+	Text Decoder
+	// SkipSpecialTokens is Text's skipSpecial argument: leave special tokens
+	// out of the response text (Slime's skip_special_tokens). The tokens
+	// themselves stay exact.
+	SkipSpecialTokens bool
+}
+
+// Decoder turns token ids into text: the chat codec's tokenizer
+// (backends/chat.Codec and backends/tokenizer.Tokenizer satisfy it).
+type Decoder interface {
+	Decode(ids []uint32, skipSpecial bool) (string, error)
 }
 
 // DefaultVisitationWeights is the bindings' default for
@@ -108,11 +122,34 @@ type ActorColumns struct {
 	Estimator      []int32 // index into Flat.Estimators
 	Sample         []int64 // index of the ActorSample in Batch.Actor
 	Span           []int64 // index of the generated span within that sample; -1 for a path record
+	// ResponseStart is where each record's response starts: the index in its
+	// tokens of its first trained token (loss mask true), at or after
+	// SpanStart; the record's length when it trains none.
+	ResponseStart []int64
+	// Return is the return of each record's path, from the root through its
+	// edge (tree.Returns at NodeID); Finished whether that node ends a
+	// finished rollout (tree.Finished). 0 and false for a sample with explicit
+	// spans, which has no tree.
+	Return   []float64
+	Finished []bool
+	// TextOffsets (NumActor+1 entries) and Text hold each record's response
+	// text, the UTF-8 Text[TextOffsets[i]:TextOffsets[i+1]]: its tokens from
+	// ResponseStart on, decoded by Options.Text. Both nil without Options.Text.
+	TextOffsets []int64
+	Text        []byte
 }
 
 // reserve makes the per-record and own-part columns, empty with room for records
-// records and own own-part tokens (the full tokens are the caller's: plain or shared).
-func (ac *ActorColumns) reserve(records, own int) {
+// records and own own-part tokens (the full tokens are the caller's: plain or
+// shared); the text columns only when opts decodes text.
+func (ac *ActorColumns) reserve(records, own int, opts Options) {
+	ac.ResponseStart = make([]int64, 0, records)
+	ac.Return = make([]float64, 0, records)
+	ac.Finished = make([]bool, 0, records)
+	if opts.Text != nil {
+		ac.TextOffsets = make([]int64, 1, records+1)
+		ac.Text = make([]byte, 0, 8*own)
+	}
 	ac.SpanStart = make([]int64, 0, records)
 	ac.SpanOffsets = make([]int64, 1, records+1)
 	ac.SpanMask = make([]bool, 0, own)
@@ -123,6 +160,58 @@ func (ac *ActorColumns) reserve(records, own int) {
 	ac.Estimator = make([]int32, 0, records)
 	ac.Sample = make([]int64, 0, records)
 	ac.Span = make([]int64, 0, records)
+}
+
+// addResponse appends the response columns of the record just added: its
+// response starts first tokens into its own part, which starts at spanStart;
+// response is its tokens from there on; its path ends at node id of t (nil
+// for explicit spans), whose returns are returns.
+func (ac *ActorColumns) addResponse(opts Options, spanStart, first int, response []uint32, t *tree.Tree, returns []float64, id int) error {
+	ac.ResponseStart = append(ac.ResponseStart, int64(spanStart+first))
+	if t != nil {
+		ac.Return = append(ac.Return, returns[id])
+		ac.Finished = append(ac.Finished, t.Finished(id))
+	} else {
+		ac.Return = append(ac.Return, 0)
+		ac.Finished = append(ac.Finished, false)
+	}
+	if opts.Text == nil {
+		return nil
+	}
+	if len(response) > 0 {
+		text, err := opts.Text.Decode(response, opts.SkipSpecialTokens)
+		if err != nil {
+			return status.Wrap(status.Internal, err, "export: decode the response text of actor record %d", len(ac.ResponseStart)-1)
+		}
+		ac.Text = append(ac.Text, text...)
+	}
+	ac.TextOffsets = append(ac.TextOffsets, int64(len(ac.Text)))
+	return nil
+}
+
+// firstTrue is the index of the first true in mask, len(mask) when none is.
+func firstTrue(mask []bool) int {
+	if i := slices.Index(mask, true); i >= 0 {
+		return i
+	}
+	return len(mask)
+}
+
+// treeReturns gives tree.Returns of each tree a batch's samples read, computed
+// once per tree.
+type treeReturns struct {
+	t       *tree.Tree
+	returns []float64
+}
+
+func (r *treeReturns) of(t *tree.Tree) []float64 {
+	if t == nil {
+		return nil
+	}
+	if t != r.t {
+		r.t, r.returns = t, t.Returns()
+	}
+	return r.returns
 }
 
 // CriticColumns holds every critic record column-wise. Record i's context is
@@ -224,7 +313,8 @@ func encode(b *prepare.Batch, groupIndex int, opts Options, st *SharedTokens) (*
 	} else {
 		sh = newSharer(b, st, records, own)
 	}
-	ac.reserve(records, own)
+	ac.reserve(records, own, opts)
+	var returns treeReturns
 	for i := range b.Actor {
 		a := &b.Actor[i]
 		if !keep(a, opts) {
@@ -257,6 +347,10 @@ func encode(b *prepare.Batch, groupIndex int, opts Options, st *SharedTokens) (*
 				}
 			}
 			ac.SpanOffsets = append(ac.SpanOffsets, int64(len(ac.SpanMask)))
+			first := firstTrue(sp.Own.Trainable)
+			if err := ac.addResponse(opts, int(ac.SpanStart[len(ac.SpanStart)-1]), first, sp.Own.Tokens[first:], a.Tree(), returns.of(a.Tree()), a.NodeID); err != nil {
+				return nil, err
+			}
 			ac.Advantage = append(ac.Advantage, opts.advantage(a))
 			ac.NodeID = append(ac.NodeID, int64(a.NodeID))
 			ac.SearchPass = append(ac.SearchPass, int64(a.SearchPass))
@@ -467,6 +561,20 @@ type ActorRecord struct {
 	NodeID           int       `json:"node_id"`
 	SearchPass       *int      `json:"search_pass"` // nil = unknown
 	ProblemID        string    `json:"problem_id"`
+	// ResponseStart is the index in Tokens where the trained response starts:
+	// the first token whose loss mask is true (len(Tokens) when none is).
+	// Trainers that split a sequence into prompt and response cut it here.
+	ResponseStart int `json:"response_start"`
+	// ResponseText is Tokens[ResponseStart:] decoded once at export with the
+	// collection's codec (Options.Text); nil when exported without one.
+	ResponseText *string `json:"response_text"`
+	// Return is the sum of the environment rewards on the record's path, from
+	// the root through its edge (tree.Returns): for a record that ends a
+	// finished rollout, that rollout's outcome. 0 for explicit spans.
+	Return float64 `json:"return"`
+	// Finished is whether the record's edge ends a finished rollout: its node is
+	// terminal (done or truncated) and did not fail (tree.Finished).
+	Finished bool `json:"finished"`
 }
 
 // PathRecord is an actor record of the path layout: one root-to-leaf path,
@@ -539,6 +647,13 @@ func (f *Flat) ActorRecord(i int) ActorRecord {
 		Estimator:        f.Estimators[ac.Estimator[i]],
 		NodeID:           int(ac.NodeID[i]),
 		ProblemID:        f.ProblemID,
+		ResponseStart:    int(ac.ResponseStart[i]),
+		Return:           ac.Return[i],
+		Finished:         ac.Finished[i],
+	}
+	if ac.TextOffsets != nil {
+		text := string(ac.Text[ac.TextOffsets[i]:ac.TextOffsets[i+1]])
+		r.ResponseText = &text
 	}
 	copy(r.LossMask[ac.SpanStart[i]:], own)
 	copy(r.BehaviorLogprobs[ac.SpanStart[i]:], ac.SpanLogprobs[ac.SpanOffsets[i]:ac.SpanOffsets[i+1]])

@@ -68,11 +68,15 @@ func TestRecordLayout(t *testing.T) {
 		NodeID:           3,
 		SearchPass:       intPtr(2),
 		ProblemID:        "fig61",
+		ResponseStart:    6,
+		Return:           1,
+		Finished:         true,
 	}, first)
 	second := f.ActorRecord(3)
 	assert.Equal(t, []uint32{1, 2, 3, 10, 11, 7, 31, 32, 8, 9, 33}, second.Tokens)
 	assert.Equal(t, []bool{false, false, false, false, false, false, false, false, false, false, true}, second.LossMask)
 	assert.Equal(t, []float64{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, -0.25}, second.BehaviorLogprobs)
+	assert.Equal(t, 10, second.ResponseStart)
 	assert.Equal(t, first.Advantage, second.Advantage, "the edge's advantage is broadcast to all its spans")
 
 	assert.Equal(t, export.CriticRecord{Context: "sa", Target: 1, Lane: "critic", GroupIndex: 5, NodeID: 1, ProblemID: "fig61"}, f.CriticRecord(1))
@@ -181,10 +185,10 @@ func TestExplicitSamples(t *testing.T) {
 	rec := f.ActorRecord(0)
 	assert.Equal(t, export.ActorRecord{
 		Tokens: []uint32{10, 20}, LossMask: []bool{false, true}, BehaviorLogprobs: []float64{0, -0.5},
-		Advantage: 0.4, Lane: "actor", Estimator: "DirectBranchTd", NodeID: 1,
+		Advantage: 0.4, Lane: "actor", Estimator: "DirectBranchTd", NodeID: 1, ResponseStart: 1,
 	}, rec)
 	buf := recordsJSONL(t, f)
-	assert.Equal(t, `{"tokens":[10,20],"loss_mask":[false,true],"behavior_logprobs":[0,-0.5],"advantage":0.4,"lane":"actor","group_index":0,"estimator":"DirectBranchTd","node_id":1,"search_pass":null,"problem_id":""}`+"\n", buf.String())
+	assert.Equal(t, `{"tokens":[10,20],"loss_mask":[false,true],"behavior_logprobs":[0,-0.5],"advantage":0.4,"lane":"actor","group_index":0,"estimator":"DirectBranchTd","node_id":1,"search_pass":null,"problem_id":"","response_start":1,"response_text":null,"return":0,"finished":false}`+"\n", buf.String())
 }
 
 // recordsJSONL is every record of f as JSON, one per line (what a Go caller
@@ -209,7 +213,8 @@ func TestRecordJSON(t *testing.T) {
 	f := mustEncode(t, b, 3, export.Options{})
 	buf := recordsJSONL(t, f)
 
-	actorKeys := []string{"tokens", "loss_mask", "behavior_logprobs", "advantage", "lane", "group_index", "estimator", "node_id", "search_pass", "problem_id"}
+	actorKeys := []string{"tokens", "loss_mask", "behavior_logprobs", "advantage", "lane", "group_index", "estimator", "node_id", "search_pass", "problem_id",
+		"response_start", "response_text", "return", "finished"}
 	criticKeys := []string{"context", "target", "lane", "group_index", "node_id", "problem_id"}
 	require.Equal(t, actorKeys, export.ActorKeys)
 	require.Equal(t, criticKeys, export.CriticKeys)

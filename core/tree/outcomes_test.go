@@ -41,3 +41,31 @@ func TestOutcomes(t *testing.T) {
 		})
 	}
 }
+
+// TestReturnsAndRollouts: a path's return adds the rewards from the root down
+// (shaping rewards on inner edges included); the finished rollouts are the
+// terminal nodes that did not fail, with their outcome, how they ended and
+// their length in segments. Node ids need not follow parents.
+func TestReturnsAndRollouts(t *testing.T) {
+	tr := &tree.Tree{Nodes: []tree.Node{
+		{ID: 0, Parent: -1, Children: []int{3}},
+		{ID: 1, Parent: 3, Depth: 2, Reward: 1, Done: true},
+		{ID: 2, Parent: 3, Depth: 2, Reward: 0.5, Truncated: true},
+		{ID: 3, Parent: 0, Depth: 1, Reward: 0.25, Children: []int{1, 2, 4, 5}},
+		{ID: 4, Parent: 3, Depth: 2, Reward: 1, Done: true, Failed: "env: boom"},
+		{ID: 5, Parent: 3, Depth: 2}, // cancelled: not terminal
+	}}
+	assert.Equal(t, []float64{0, 1.25, 0.75, 0.25, 1.25, 0.25}, tr.Returns())
+	finished := []bool{}
+	for id := range tr.Nodes {
+		finished = append(finished, tr.Finished(id))
+	}
+	assert.Equal(t, []bool{false, true, true, false, false, false}, finished)
+	assert.Equal(t, []tree.Rollout{
+		{NodeID: 1, Return: 1.25, Done: true, Segments: 2},
+		{NodeID: 2, Return: 0.75, Done: false, Segments: 2},
+	}, tr.Rollouts())
+	n, _ := tr.Outcomes(1)
+	assert.Equal(t, len(tr.Rollouts()), n, "Outcomes counts the rollouts Rollouts lists")
+	assert.Equal(t, []tree.Rollout{}, (&tree.Tree{Nodes: []tree.Node{{Parent: -1}}}).Rollouts())
+}

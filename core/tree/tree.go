@@ -106,6 +106,16 @@ func (n *Node) GeneratedTokens() int {
 	return c
 }
 
+// GeneratedTokens is the number of trainable tokens on every edge of the tree:
+// what the policy generated for the rollouts the tree kept.
+func (t *Tree) GeneratedTokens() int {
+	c := 0
+	for i := range t.Nodes {
+		c += t.Nodes[i].GeneratedTokens()
+	}
+	return c
+}
+
 // Tokens returns the incoming edge's token ids as one new slice.
 func (n *Node) Tokens() []uint32 {
 	out := make([]uint32, 0, n.EdgeLen())

@@ -186,7 +186,8 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "focus_tree_export": (
         ctypes.c_int32,
         [c_handle, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_int64, ctypes.c_double,
-         ctypes.c_char_p, ctypes.c_size_t, ctypes.c_int32, _str_out, ctypes.POINTER(ctypes.c_void_p), _size_out, _err_p],
+         ctypes.c_char_p, ctypes.c_size_t, ctypes.c_int32, c_handle, ctypes.c_int32, _str_out, ctypes.POINTER(ctypes.c_void_p),
+         _size_out, _err_p],
     ),
     "focus_codec_render": (
         ctypes.c_int32,

@@ -33,7 +33,7 @@ LAYOUTS = ("spans", "paths")
 # The record keys this module fills, by name, in the library's order: an actor record's,
 # the keys a path record (layout "paths") has after them, and a critic record's.
 ACTOR_KEYS = ("tokens", "loss_mask", "behavior_logprobs", "advantage", "lane", "group_index", "estimator",
-              "node_id", "search_pass", "problem_id")
+              "node_id", "search_pass", "problem_id", "response_start", "response_text", "return", "finished")
 PATH_EXTRA_KEYS = ("advantages",)
 CRITIC_KEYS = ("context", "target", "lane", "group_index", "node_id", "problem_id")
 
@@ -100,17 +100,32 @@ def _take_records(layout_ptr: Any, blob: Any, size: Any, decode: Any) -> Any:
 
 
 @dataclass(frozen=True)
+class Rollout:
+    """One finished rollout of a tree, as Go's ``tree.Rollouts`` lists it: the node it
+    finished at, its ``outcome`` (the rewards on its root-to-leaf path), whether the
+    environment ended it (``done``; False: truncated) and its length in ``segments``."""
+
+    node_id: int
+    outcome: float
+    done: bool
+    segments: int
+
+
+@dataclass(frozen=True)
 class TreeRecords:
     """One collected tree's trainer records (``tree_records``): ``actor`` and ``critic``
-    record dicts, the batch's ``stats`` (``Batch.stats``) and ``failures``, and
+    record dicts, the batch's ``stats`` (``Batch.stats``) and ``failures``,
     ``sample_weights``, every actor sample's advantage (one per edge, including records
-    ``min_abs_advantage`` dropped)."""
+    ``min_abs_advantage`` dropped), and the tree's finished ``rollouts`` (node order) and
+    ``sampled_tokens`` (the generated tokens on its edges), whichever records were dropped."""
 
     actor: List[Dict[str, Any]]
     critic: List[Dict[str, Any]]
     stats: Mapping[str, float]
     failures: Tuple[Tuple[int, str], ...]
     sample_weights: List[float]
+    rollouts: Tuple[Rollout, ...] = ()
+    sampled_tokens: int = 0
 
 
 def tree_records(
@@ -122,6 +137,8 @@ def tree_records(
     min_abs_advantage: Optional[float] = None,
     layout: str = "spans",
     visitation_weights: bool = True,
+    tokenizer: Any = None,
+    skip_special_tokens: bool = False,
 ) -> TreeRecords:
     """Prepare the collected tree ``state`` with ``reward_config`` and ``estimator`` (None:
     critic targets only) and export its records for prompt group ``group_index`` in one Go
@@ -130,7 +147,9 @@ def tree_records(
     advantage is smaller in magnitude (checked in Go); ``layout`` is the actor record
     layout (``"spans"`` or ``"paths"``, see ``Batch.to_records``); ``visitation_weights`` exports each
     actor advantage times its sample's visitation factor (``ActorSample.visitation``;
-    ``sample_weights`` stay unweighted). No Batch is built; use
+    ``sample_weights`` stay unweighted). ``tokenizer`` (the collection's ``HFTokenizer``)
+    decodes each actor record's ``response_text`` once, in Go, leaving special tokens out
+    with ``skip_special_tokens``; None leaves it None. No Batch is built; use
     ``Collector.prepare`` for the samples themselves."""
     record_layout = _layout_arg(layout)
     cfg = reward_config._json()
@@ -146,6 +165,8 @@ def tree_records(
         float(min_abs_advantage or 0.0),
         *record_layout,
         int(bool(visitation_weights)),
+        _lib.c_handle(0 if tokenizer is None else tokenizer.handle),
+        int(bool(skip_special_tokens)),
         ctypes.byref(layout_ptr),
         ctypes.byref(blob),
         ctypes.byref(size),
@@ -160,6 +181,8 @@ def tree_records(
             stats=dict(layout["stats"]),
             failures=tuple((f["node_id"], f["message"]) for f in layout["failures"] or ()),
             sample_weights=_lib.section(view, layout, "sample_weight", "d").tolist(),
+            rollouts=tuple(Rollout(r["node_id"], r["return"], r["done"], r["segments"]) for r in layout["rollouts"]),
+            sampled_tokens=layout["sampled_tokens"],
         )
 
     return _take_records(layout_ptr, blob, size, decode)
@@ -208,6 +231,14 @@ def _build_records(view, layout, group_index, sample_factory, critic_sample_fact
         node_id = _lib.section(view, layout, "node_id", "q").tolist()
         search_pass = _lib.section(view, layout, "search_pass", "q").tolist()
         estimator = _lib.section(view, layout, "estimator", "i").tolist()
+        response_start = _lib.section(view, layout, "response_start", "q").tolist()
+        path_return = _lib.section(view, layout, "return", "d").tolist()
+        finished = _lib.section(view, layout, "finished", "?").tolist()
+        texts: List[Optional[str]] = [None] * n_actor
+        if "response_text" in layout["sections"]:
+            text_offsets = _lib.section(view, layout, "response_text_offsets", "q").tolist()
+            text_bytes = _lib.section(view, layout, "response_text", "B")
+            texts = [str(text_bytes[text_offsets[i] : text_offsets[i + 1]], "utf-8") for i in range(n_actor)]
         token_lists: List[List[int]] = []
         for i in range(n_actor):
             k = span_start[i]
@@ -233,6 +264,10 @@ def _build_records(view, layout, group_index, sample_factory, critic_sample_fact
                 "node_id": node_id[i],
                 "search_pass": None if search_pass[i] < 0 else search_pass[i],
                 "problem_id": problem_id,
+                "response_start": response_start[i],
+                "response_text": texts[i],
+                "return": path_return[i],
+                "finished": finished[i],
             }
             if span_advantages is not None:
                 advantages = [0.0] * len(tokens)

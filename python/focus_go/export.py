@@ -4,7 +4,11 @@ Default records are dicts. An actor record (one per generated span) has ``tokens
 full exact token context up to and including the span), ``loss_mask`` (true only on the
 span's generated tokens), ``behavior_logprobs`` (aligned to ``tokens``, 0.0 where not
 generated), ``advantage``, ``lane`` ("actor"), ``group_index``, ``estimator``,
-``node_id``, ``search_pass`` and ``problem_id``. A critic record (one per target) has
+``node_id``, ``search_pass``, ``problem_id``, ``response_start`` (the index of the first
+generated token), ``response_text`` (the tokens from there, decoded once by the Go core
+with the collection's tokenizer; None from a ``Batch``, which has none), ``return`` (the
+sum of the environment rewards on the record's path from the root) and ``finished``
+(that path ends a finished rollout: terminal, not failed). A critic record (one per target) has
 ``context``, ``target``, ``lane`` ("critic"), ``group_index``, ``node_id`` and
 ``problem_id``. Factories receive the same values as keywords.
 
@@ -35,7 +39,8 @@ class SampleFactory(Protocol[T]):
     its generated tokens), its behaviour log probabilities, the prepared advantage as
     ``reward``, the lane and the group index. ``**extra`` carries the default record's other
     keys (``tokens``, ``loss_mask``, ``behavior_logprobs``, ``advantage``, ``estimator``,
-    ``node_id``, ``search_pass``, ``problem_id``). With ``layout="paths"`` it also carries
+    ``node_id``, ``search_pass``, ``problem_id``, ``response_start``, ``response_text``,
+    ``return``, ``finished``). With ``layout="paths"`` it also carries
     ``advantages``, the per-token advantages, which a path record's factory must use instead
     of ``reward`` (the path's last edge's advantage).
 

@@ -23,7 +23,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Set,
 from .. import _rules
 from .._records import tree_records
 from ..agent import Agent, Segments
-from ..collector import Collector
+from ..collector import Collector, _native_tokenizer
 from ..env import MathEnv
 from ..errors import CollectionError, ConfigError, FocusError
 from ..generation.types import SamplingParams
@@ -204,7 +204,7 @@ async def collect_all(args: argparse.Namespace, run: Settings, problems: List[Lo
                     raise CollectionError(f"every rollout failed ({len(failures)} failures; first: {failures[0][1] if failures else '-'})")
                 records = tree_records(state, reward_config=collector.reward, estimator=collector.estimator,
                                        group_index=item.index, min_abs_advantage=args.min_abs_advantage,
-                                       visitation_weights=args.visitation_weights)
+                                       visitation_weights=args.visitation_weights, tokenizer=_native_tokenizer(agent.policy))
                 stats = records.stats
                 edges = [abs(w) for w in records.sample_weights]
                 tree_json = state.to_json()

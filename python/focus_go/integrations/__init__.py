@@ -21,9 +21,9 @@ import uuid
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
-from .._records import _layout_arg, jsonl, tree_records
+from .._records import Rollout, _layout_arg, jsonl, tree_records
 from .. import _rules
-from ..collector import Collector
+from ..collector import Collector, _native_tokenizer
 from ..errors import CollectionError, ConfigError
 from ..search import first_burst
 from ..generation.policy import Policy
@@ -161,13 +161,16 @@ def _check_layout(layout: str) -> None:
 
 class _Collected(NamedTuple):
     """What ``_collect`` returns: the kept actor records, the critic records, the
-    collection's failures, and (only when asked for) the first actor record
-    ``min_abs_advantage`` dropped if it dropped every one."""
+    collection's failures, (only when asked for) the first actor record
+    ``min_abs_advantage`` dropped if it dropped every one, and the tree's finished
+    rollouts and generated tokens (Go's, whatever records were dropped)."""
 
     actor: List[Dict[str, Any]]
     critic: List[Dict[str, Any]]
     failures: Tuple[Tuple[int, str], ...]
     dropped: Optional[Dict[str, Any]] = None
+    rollouts: Tuple[Rollout, ...] = ()
+    sampled_tokens: int = 0
 
 
 async def _collect(
@@ -182,14 +185,18 @@ async def _collect(
     on_state: Optional[Callable[[Any], None]] = None,
     layout: str = "spans",
     visitation_weights: bool = True,
+    tokenizer: Any = None,
+    skip_special_tokens: bool = False,
 ) -> _Collected:
-    """``collect_records`` also returning the failures: collect the tree, then prepare and
-    export it in one Go call (``tree_records``, which applies ``min_abs_advantage``).
-    ``keep_dropped`` also returns the first actor record when the threshold dropped them
-    all (Slime keeps its group's shape with it). ``on_state`` sees the collected tree
-    (its SchedulerState) before it is closed. ``layout`` is the actor record layout
-    (``Batch.to_records``). ``visitation_weights`` exports each actor advantage times its
-    edge's visitation factor (``ActorSample.visitation``)."""
+    """``collect_records`` also returning the failures and the tree's rollouts: collect the
+    tree, then prepare and export it in one Go call (``tree_records``, which applies
+    ``min_abs_advantage``). ``keep_dropped`` also returns the first actor record when the
+    threshold dropped them all (Slime keeps its group's shape with it). ``on_state`` sees
+    the collected tree (its SchedulerState) before it is closed. ``layout`` is the actor
+    record layout (``Batch.to_records``). ``visitation_weights`` exports each actor
+    advantage times its edge's visitation factor (``ActorSample.visitation``).
+    ``tokenizer`` decodes each actor record's ``response_text`` in Go (None: no text),
+    without special tokens if ``skip_special_tokens``."""
     _check_layout(layout)  # a bad layout fails before any collection
     if not isinstance(problem, Problem):
         raise ConfigError(f"collect_records: problem must be a Problem, got {type(problem).__name__}")
@@ -232,6 +239,7 @@ async def _collect(
             return tree_records(
                 state, reward_config=collector.reward, estimator=collector.estimator, group_index=group_index,
                 min_abs_advantage=threshold, layout=layout, visitation_weights=visitation_weights,
+                tokenizer=tokenizer, skip_special_tokens=skip_special_tokens,
             )
 
         records = export(min_abs_advantage)
@@ -242,7 +250,7 @@ async def _collect(
     finally:
         if state is not None:
             state.close()
-    return _Collected(records.actor, records.critic, failures, dropped)
+    return _Collected(records.actor, records.critic, failures, dropped, records.rollouts, records.sampled_tokens)
 
 
 async def collect_records(
@@ -294,11 +302,12 @@ async def collect_records(
         ConfigError: An argument is invalid, checked before anything is collected.
     """
     _check_min_abs_advantage(min_abs_advantage)  # a bad threshold fails before any collection
-    actor, critic, _, _ = await _collect(
+    collected = await _collect(
         collector, problem, group_index=group_index, workspace_for=workspace_for, allow_partial=allow_partial,
         min_abs_advantage=min_abs_advantage, layout=layout, visitation_weights=visitation_weights,
+        tokenizer=_native_tokenizer(collector.agent.policy),
     )
-    return actor, critic
+    return collected.actor, collected.critic
 
 
 __all__ = ["CollectorFor", "CriticSink", "JsonlDirectory", "Problem", "collect_records"]

@@ -1,18 +1,22 @@
 """Outcome rewards of collected rollouts, shared by the trainer integrations.
 
 A rollout's outcome is the sum of the env rewards on its root-to-leaf path (undiscounted,
-as the environment scored it), unlike the actor advantage a tree trains on. ``outcomes``
-reads them off a collected tree; ``evaluate_outcome`` runs the one unbranched rollout of
-a collector's agent that evaluation uses (``Independent(1)``, no critic) and returns its
-outcome.
+as the environment scored it), unlike the actor advantage a tree trains on. Go decides
+which rollouts finished and what they returned (``core/tree``'s ``Finished`` and
+``Returns``) and exports them with a tree's records: ``TreeOutcomes.of`` reads them from a
+collection. ``evaluate_outcome`` runs the one unbranched rollout of a collector's agent
+that evaluation uses (``Independent(1)``, no critic) and returns its outcome;
+``rollout_record`` gives that rollout with its path record (Slime's evaluation sample).
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from dataclasses import dataclass
-from typing import Any, Callable, List, Optional
+from typing import Any, Callable, Dict, List, NamedTuple, Optional
 
+from .._records import Rollout, tree_records
 from ..errors import ConfigError, ConfigTypeError, InternalError
 
 
@@ -24,23 +28,46 @@ class TreeOutcomes:
     outcomes: List[float]
     tokens_sampled: int
 
+    @classmethod
+    def of(cls, collected: Any) -> "TreeOutcomes":
+        """The outcomes of a collection (``_collect``'s result, or ``TreeRecords``): its
+        finished rollouts' returns in node order and its generated tokens, as Go exported them."""
+        return cls([r.outcome for r in collected.rollouts], collected.sampled_tokens)
 
-def outcomes(view: Any) -> TreeOutcomes:
-    """The outcomes of a tree's finished (done or truncated, not failed) rollouts, in node
-    order, and its generated-token count. ``view`` is a SchedulerView."""
-    by_id = {n.id: n for n in view.nodes}
-    values: List[float] = []
-    for node in view.nodes:
-        if not node.terminal or node.failed:
-            continue
-        total = 0.0
-        n = node
-        while n.parent is not None:
-            total += float(n.reward)
-            n = by_id[n.parent]
-        values.append(total)
-    generated = sum(sum(1 for t in span.trainable if t) for n in view.nodes for span in n.spans)
-    return TreeOutcomes(values, generated)
+
+class RolloutRecord(NamedTuple):
+    """``rollout_record``'s answer: the rollout, its path record (None when the rollout
+    generated no token) and the tree's generated tokens."""
+
+    rollout: Rollout
+    record: Optional[Dict[str, Any]]
+    sampled_tokens: int
+
+
+def rollout_record(
+    state: Any, base: Any, *, tokenizer: Any = None, skip_special_tokens: bool = False, caller: str = "evaluate_outcome"
+) -> RolloutRecord:
+    """The one finished rollout of an unbranched tree (``unbranched_rollout``'s) and its
+    path record (``layout="paths"``: tokens, loss mask, log probabilities, response start,
+    return and finished flag, and the response text when ``tokenizer`` is given), all
+    exported by Go in one call.
+    The preparation is only the record's vehicle (its advantage is not used): ``base``'s
+    reward range with terminal truncation, since an evaluation has no critic to bootstrap
+    from, and ``DirectBranchTd``. Raises InternalError unless exactly one rollout finished."""
+    from ..preparation import DirectBranchTd
+
+    reward = base.reward
+    if reward.truncation != "terminal":
+        reward = dataclasses.replace(reward, truncation="terminal")
+    records = tree_records(
+        state, reward_config=reward, estimator=DirectBranchTd(), group_index=0, layout="paths",
+        tokenizer=tokenizer, skip_special_tokens=skip_special_tokens,
+    )
+    if len(records.rollouts) != 1:
+        raise InternalError(f"{caller}: expected one finished rollout, found {len(records.rollouts)}")
+    rollout = records.rollouts[0]
+    record = next((r for r in records.actor if r["node_id"] == rollout.node_id), None)
+    return RolloutRecord(rollout, record, records.sampled_tokens)
 
 
 async def unbranched_rollout(
@@ -89,13 +116,9 @@ async def unbranched_rollout(
 async def evaluate_outcome(base: Any, problem: Any, *, workspace_for: Optional[Callable[[Any], Any]] = None) -> TreeOutcomes:
     """One unbranched rollout (``unbranched_rollout``) of ``base``'s agent on ``problem``,
     its outcome as a one-element TreeOutcomes."""
-    from ..tree import SchedulerView
-
     state = await unbranched_rollout(base, problem, workspace_for=workspace_for)
     try:
-        result = outcomes(SchedulerView(state))
+        rollout, _, sampled_tokens = rollout_record(state, base)
     finally:
         state.close()
-    if len(result.outcomes) != 1:
-        raise InternalError(f"evaluate_outcome: expected one finished rollout, found {len(result.outcomes)}")
-    return result
+    return TreeOutcomes([rollout.outcome], sampled_tokens)

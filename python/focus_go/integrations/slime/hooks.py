@@ -8,10 +8,10 @@ under the call's settings, watching Slime's abort, and returns Slime samples.
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable, Dict, List, Optional, Protocol, Tuple
+from typing import Any, Callable, Dict, Optional, Protocol, Tuple
 
 from .. import CollectorFor, CriticSink, Problem, Workspace, _check_layout, _check_min_abs_advantage, _collect
-from ...collector import Collector
+from ...collector import Collector, _native_tokenizer
 from ...errors import CollectionError, ConfigError, ConfigTypeError, InternalError
 from .abort import _aborted, _slime_aborted, _unless_aborted
 from .samples import (
@@ -31,7 +31,6 @@ from .settings import (
     _call_settings,
     _check_args,
     _check_rollout_mode,
-    _response_text,
     _router_url,
     _sampling_from_args,
     router_concurrency,
@@ -98,6 +97,15 @@ class _SlimeHook:
                 )
                 self._policies[key] = policy
         return policy
+
+    @staticmethod
+    def tokenizer(policy: Any) -> Any:
+        """The router policy's focus-go tokenizer: Go decodes each sample's response text
+        with it, once, when it exports the records."""
+        tokenizer = _native_tokenizer(policy)
+        if tokenizer is None:
+            raise InternalError(f"the Slime router policy {policy!r} has no focus-go tokenizer to decode response text")
+        return tokenizer
 
     def collector(self, policy: Any, problem: Problem, args: Any = None) -> Any:
         try:
@@ -171,7 +179,6 @@ class _Generate(_SlimeHook):
         policy = self.policy(args)
         # An abort finish (Slime's /abort_request) ends the whole tree in Go at once.
         collector = _call_collector(self.collector(policy, problem, args), settings, stop_on_abort=True)
-        text = _response_text(policy, settings)
         group = getattr(sample, "group_index", None)
         stats: Dict[str, Any] = {}
         try:
@@ -187,6 +194,10 @@ class _Generate(_SlimeHook):
                     visitation_weights=self.visitation_weights,
                     keep_dropped=True,
                     on_state=lambda state: stats.update(state.stats),
+                    # Slime's skip_special_tokens (--rollout-skip-special-tokens) applies to
+                    # the text only; tokens stay exact.
+                    tokenizer=self.tokenizer(policy),
+                    skip_special_tokens=settings.skip_special_tokens,
                 )
             )
         except CollectionError as exc:
@@ -206,7 +217,7 @@ class _Generate(_SlimeHook):
         reward = _success_rate(stats)
         if kept:
             return TreeSamples(
-                _with_tree_outcomes([to_sample(r, sample, text, sample_type) for r in kept], stats),
+                _with_tree_outcomes([to_sample(r, sample, None, sample_type) for r in kept], stats),
                 sample,
                 status=done,
                 reward=reward,
@@ -215,7 +226,7 @@ class _Generate(_SlimeHook):
         # Slime's group shape (a list per sample) intact.
         if dropped is None:
             raise ConfigError(f"make_generate: problem {problem.id!r} has no actor records to train on")
-        empty = to_sample(dropped, sample, text, sample_type)
+        empty = to_sample(dropped, sample, None, sample_type)
         empty.reward = 0.0
         empty.remove_sample = True
         return TreeSamples(_with_tree_outcomes([empty], stats), sample, status=done, reward=reward)
@@ -224,9 +235,9 @@ class _Generate(_SlimeHook):
 async def _evaluate_sample(hook: _SlimeHook, args: Any, sample: Any, sampling_params: Any) -> Any:
     """One unbranched rollout of the hook's collector's agent as one Slime sample whose
     reward is the outcome (the path's summed rewards); ABORTED if Slime aborted it. The
-    body of ``make_evaluate``'s hook and of ``make_generate``'s evaluation calls."""
-    from ...tree import SchedulerView
-    from .._outcomes import unbranched_rollout
+    body of ``make_evaluate``'s hook and of ``make_generate``'s evaluation calls. The
+    sample is the rollout's path record, as Go exported it (``rollout_record``)."""
+    from .._outcomes import rollout_record, unbranched_rollout
 
     _check_args(args)
     settings = _call_settings(args, sampling_params, evaluation=True)
@@ -248,38 +259,21 @@ async def _evaluate_sample(hook: _SlimeHook, args: Any, sample: Any, sampling_pa
             return sample
         raise
     try:
-        view = SchedulerView(state)
+        rollout, record, _ = rollout_record(
+            state, base, tokenizer=hook.tokenizer(policy), skip_special_tokens=settings.skip_special_tokens, caller="make_evaluate"
+        )
     finally:
         state.close()
-    leaves = [n for n in view.nodes if n.done or n.truncated]
-    if len(leaves) != 1:
-        raise InternalError(f"make_evaluate: expected one finished rollout, found {len(leaves)}")
-    leaf = leaves[0]
-    path = []
-    node = leaf
-    while node.parent is not None:
-        path.append(node)
-        node = view.node(node.parent)
-    path.reverse()
-    prompt = list(view.root.context_tokens)
-    mask: List[bool] = [False] * len(prompt)
-    logprobs: List[float] = [0.0] * len(prompt)
-    for n in path:
-        for span in n.spans:
-            mask.extend(span.trainable)
-            logprobs.extend(span.logprobs)
-    outcome = sum(n.reward for n in path)
+    if record is None:
+        raise InternalError(f"make_evaluate: the finished rollout (node {rollout.node_id}) generated no token")
     return _build_sample(
         sample,
         type(sample),
-        tokens=list(leaf.context_tokens),
-        prompt_len=len(prompt),
-        loss_mask=mask,
-        logprobs=logprobs,
-        reward=outcome,
-        status="COMPLETED" if leaf.done else "TRUNCATED",
-        tokenizer=_response_text(policy, settings),
-        focus={"problem_id": problem.id, "outcome": outcome, "segments": len(path)},
+        record,
+        reward=record["return"],
+        status="COMPLETED" if rollout.done else "TRUNCATED",
+        response=record["response_text"],
+        focus={"problem_id": problem.id, "outcome": record["return"], "segments": rollout.segments},
     )
 
 

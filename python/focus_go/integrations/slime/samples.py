@@ -87,33 +87,23 @@ def _rollout_id(source: Any) -> int:
     return rid
 
 
-def _decode(tokenizer: Any, tokens: Sequence[int]) -> str:
-    if tokenizer is None or not tokens:
-        return ""
-    decode = getattr(tokenizer, "decode", None)
-    if decode is not None:
-        return decode(list(tokens), skip_special_tokens=False)
-    return tokenizer(list(tokens))
-
-
 def _build_sample(
     source: Any,
     sample_type: Any,
+    record: Mapping[str, Any],
     *,
-    tokens: Sequence[int],
-    prompt_len: int,
-    loss_mask: Sequence[Any],
-    logprobs: Sequence[float],
     reward: float,
     status: str,
-    tokenizer: Any,
+    response: str,
     focus: Mapping[str, Any],
 ) -> Any:
-    """A response-aligned Slime sample: tokens = prompt + response, and loss_mask and
-    rollout_log_probs over the response only (0.0 log probability where not trained)."""
-    response = list(tokens[prompt_len:])
-    mask = [1 if m else 0 for m in loss_mask[prompt_len:]]
-    lps = [float(lp) if m else 0.0 for lp, m in zip(logprobs[prompt_len:], mask)]
+    """A response-aligned Slime sample of an actor record, as Go built it: tokens = prompt
+    + response, cut at the record's ``response_start``, and loss_mask and
+    rollout_log_probs over the response only (0.0 log probability where not trained, as in
+    the record)."""
+    tokens = record["tokens"]
+    start = record["response_start"]
+    mask = [1 if m else 0 for m in record["loss_mask"][start:]]
     if dataclasses.is_dataclass(sample_type):
         names = [f.name for f in dataclasses.fields(sample_type) if f.name not in _RESPONSE_FIELDS]
     else:
@@ -125,14 +115,24 @@ def _build_sample(
         **kwargs,
         rollout_id=_rollout_id(source),
         tokens=list(tokens),
-        response=_decode(tokenizer, response),
-        response_length=len(response),
+        response=response,
+        response_length=len(tokens) - start,
         reward=float(reward),
         loss_mask=mask,
-        rollout_log_probs=lps,
+        rollout_log_probs=list(record["behavior_logprobs"][start:]),
         metadata=metadata,
         status=getattr(sample_type.Status, status),
     )
+
+
+def _decode_response(tokenizer: Any, tokens: Sequence[int]) -> str:
+    """The text of a response a record carries no text for (to_sample's ``tokenizer``)."""
+    if tokenizer is None or not tokens:
+        return ""
+    decode = getattr(tokenizer, "decode", None)
+    if decode is not None:
+        return decode(list(tokens), skip_special_tokens=False)
+    return tokenizer(list(tokens))
 
 
 # The train_metadata key holding a path sample's per-token response advantages.
@@ -150,46 +150,41 @@ def _token_advantages(sample: Any) -> Optional[List[float]]:
 def to_sample(record: Mapping[str, Any], source: Any, tokenizer: Any, sample_type: Any) -> Any:
     """Turn one actor record into a response-aligned Slime sample.
 
-    The response starts at the record's first generated token: ``tokens`` is the full
-    exact context, ``response_length`` counts from that token to the end, and
-    ``loss_mask`` / ``rollout_log_probs`` cover the response only (conditioning tokens
-    inside it, such as tool results, keep loss mask zero and log probability 0.0).
-    ``reward`` carries the FOCUS advantage, ``status`` is COMPLETED, and ``rollout_id`` is
-    the source's (its ``index`` if unset), so every segment of one tree shares it. The
-    other fields (prompt, label, group_index, index, session_id, ...) are copied from
-    ``source``; ``metadata`` gains a ``"focus"`` entry with the record's node_id,
-    search_pass, estimator and problem_id. ``tokenizer`` decodes the response text (any
-    object with ``decode(ids, skip_special_tokens=False)``, a callable, or None for no
-    text); ``sample_type`` is Slime's ``Sample`` class (``type(source)``).
+    The response starts at the record's first generated token, its ``response_start``:
+    ``tokens`` is the full exact context, ``response_length`` counts from that token to
+    the end, and ``loss_mask`` / ``rollout_log_probs`` cover the response only
+    (conditioning tokens inside it, such as tool results, keep loss mask zero and log
+    probability 0.0). ``response`` is the record's ``response_text``, decoded once in Go
+    with the collection's tokenizer. ``reward`` carries the FOCUS advantage, ``status`` is
+    COMPLETED, and ``rollout_id`` is the source's (its ``index`` if unset), so every
+    segment of one tree shares it. The other fields (prompt, label, group_index, index,
+    session_id, ...) are copied from ``source``; ``metadata`` gains a ``"focus"`` entry
+    with the record's node_id, search_pass, estimator and problem_id. ``tokenizer``
+    decodes the response text of a record that carries none (``response_text`` None: the
+    records of ``Batch.to_records``, which has no tokenizer): any object with
+    ``decode(ids, skip_special_tokens=False)``, a callable, or None for no text.
+    ``sample_type`` is Slime's ``Sample`` class (``type(source)``).
 
     A path record (``layout="paths"``: it has per-token ``advantages``) becomes one sample
     whose response starts at its first trained token and whose ``train_metadata`` gains
     ``"focus_advantages"``, one advantage per response token (0.0 where the loss mask is
     0); ``reward`` is the path's last edge's advantage. ``preserve_advantages`` and
     ``advantages`` then train every token on its own advantage."""
-    tokens = list(record["tokens"])
-    mask = list(record["loss_mask"])
-    logprobs = list(record["behavior_logprobs"])
-    if not (len(tokens) == len(mask) == len(logprobs)):
-        raise ConfigError(
-            f"to_sample: record has {len(tokens)} tokens, {len(mask)} loss_mask entries and "
-            f"{len(logprobs)} behavior_logprobs; they must be equal"
-        )
-    start = next((i for i, m in enumerate(mask) if m), None)
+    start = record.get("response_start")
     if start is None:
+        raise ConfigError(
+            f"to_sample: record for node {record.get('node_id')} has no response_start; actor records from "
+            "focus-go (collect_records, to_records) carry it"
+        )
+    tokens = record["tokens"]
+    if start >= len(tokens):
         raise ConfigError(f"to_sample: record for node {record.get('node_id')} has no generated (loss_mask) token")
+    response = record.get("response_text")
+    if response is None:
+        response = _decode_response(tokenizer, tokens[start:])
     focus = {k: record.get(k) for k in ("node_id", "search_pass", "estimator", "problem_id", "group_index")}
     sample = _build_sample(
-        source,
-        sample_type,
-        tokens=tokens,
-        prompt_len=start,
-        loss_mask=mask,
-        logprobs=logprobs,
-        reward=float(record["advantage"]),
-        status="COMPLETED",
-        tokenizer=tokenizer,
-        focus=focus,
+        source, sample_type, record, reward=float(record["advantage"]), status="COMPLETED", response=response, focus=focus
     )
     per_token = record.get("advantages")
     if per_token is not None:

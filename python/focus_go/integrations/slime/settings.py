@@ -13,7 +13,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import warnings
-from typing import Any, Callable, Dict, Mapping, Optional, Sequence
+from typing import Any, Dict, Mapping, Optional
 
 from ...collector import Collector
 from ...errors import ConfigError
@@ -229,12 +229,6 @@ def _call_collector(
         max_retries=base.max_retries,
         stop_on_abort=base.stop_on_abort if stop_on_abort is None else stop_on_abort,
     )
-
-
-def _response_text(policy: Any, settings: _CallSettings) -> Callable[[Sequence[int]], str]:
-    """How samples' response text is decoded: Slime's skip_special_tokens
-    (--rollout-skip-special-tokens) applies to the text only; tokens stay exact."""
-    return lambda ids: policy.decode(list(ids), skip_special_tokens=settings.skip_special_tokens)
 
 
 def _check_args(args: Any) -> None:

@@ -41,7 +41,8 @@ def to_datum(record: Mapping[str, Any]) -> Any:
     Tinker's losses take none, so ``update_actor`` removes it before sending, as the
     cookbook's ``train_step`` does. When the record carries the sampled sequence's
     ``tinker_sequence_id`` (``train`` adds it) and its tokens are that request's prompt
-    followed by exactly the tokens it sampled, the datum also carries provenance spans
+    followed by exactly the tokens it sampled (split at the record's ``response_start``),
+    the datum also carries provenance spans
     (``Datum.with_provenance``): the prompt part is ``PromptProvenanceSpan`` positions of
     the request's prompt, the sampled part ``SampledProvenanceSpan`` positions of its
     sampled tokens, as the cookbook's ``trajectory_to_data`` builds them; Tinker's
@@ -52,11 +53,6 @@ def to_datum(record: Mapping[str, Any]) -> Any:
     tokens = [int(t) for t in record["tokens"]]
     mask = list(record["loss_mask"])
     logprobs = list(record["behavior_logprobs"])
-    if not (len(tokens) == len(mask) == len(logprobs)):
-        raise ConfigError(
-            f"to_datum: record has {len(tokens)} tokens, {len(mask)} loss_mask entries and "
-            f"{len(logprobs)} behavior_logprobs; they must be equal"
-        )
     if len(tokens) < 2:
         raise ConfigError(f"to_datum: record has {len(tokens)} tokens; a datum needs at least 2")
     if mask[0]:
@@ -89,7 +85,11 @@ def to_datum(record: Mapping[str, Any]) -> Any:
     )
     sequence_id = record.get(SEQUENCE_ID_KEY)
     if isinstance(sequence_id, str) and sequence_id:
-        prompt_len = mask.index(True) if True in mask else len(mask)
+        prompt_len = record.get("response_start")
+        if prompt_len is None:
+            raise ConfigError(
+                f"to_datum: a record with {SEQUENCE_ID_KEY} needs its response_start (actor records from focus-go carry it)"
+            )
         sampled = len(tokens) - prompt_len
         if sampled > 0 and all(mask[prompt_len:]):
             prompt_span, sampled_span = types.PromptProvenanceSpan, types.SampledProvenanceSpan
@@ -116,13 +116,13 @@ def _without_mask(datum: Any) -> Any:
 
 def _add_sequence_ids(actor: List[Dict[str, Any]], sequence_ids: Mapping[tuple, str]) -> None:
     """Name, in each actor record, the sampled sequence it trains on: its tokens split at
-    the first generated token are a (prompt, sampled tokens) pair the policy saw."""
+    its response start (the first generated token) are a (prompt, sampled tokens) pair the
+    policy saw."""
     for record in actor:
-        mask = list(record["loss_mask"])
-        if True not in mask:
-            continue
-        cut = mask.index(True)
+        cut = record["response_start"]
         tokens = tuple(int(t) for t in record["tokens"])
+        if cut >= len(tokens):
+            continue
         sequence_id = sequence_ids.get((tokens[:cut], tokens[cut:]))
         if sequence_id is not None:
             record[SEQUENCE_ID_KEY] = sequence_id

@@ -261,8 +261,7 @@ async def train(
         One report per update.
     """
     from ...generation.format import PolicyFormat
-    from ...tree import SchedulerView
-    from .._outcomes import evaluate_outcome, outcomes
+    from .._outcomes import TreeOutcomes, evaluate_outcome
 
     if not isinstance(steps, int) or steps < 0:
         raise ConfigError(f"train: steps must be an integer >= 0, got {steps!r}")
@@ -311,22 +310,20 @@ async def train(
     async def collect_tree(index: int, sampler: Any) -> Any:
         problem = problems[index % len(problems)]
         policy = TinkerPolicy(sampler, model=model, format=fmt)
-        seen: List[Any] = []
         try:
             collector = collector_for(policy, problem)
             warmup = _warmup(collector)
             if warmup > 1 and share_warmup_prompt:
                 policy.share_first_prompt(warmup)
-            actor, critic, failures, _ = await _collect(
+            # Datums need no response text: no tokenizer, no decoding.
+            collected = await _collect(
                 collector, problem, group_index=index, workspace_for=workspace_for, allow_partial=allow_partial,
-                min_abs_advantage=min_abs_advantage, on_state=lambda state: seen.append(outcomes(SchedulerView(state))),
-                layout=layout,
-                visitation_weights=visitation_weights,
+                min_abs_advantage=min_abs_advantage, layout=layout, visitation_weights=visitation_weights,
             )
-            _add_sequence_ids(actor, policy.sequence_ids)
+            _add_sequence_ids(collected.actor, policy.sequence_ids)
         finally:
             policy.close()
-        return actor, critic, failures, seen[0]
+        return collected.actor, collected.critic, collected.failures, TreeOutcomes.of(collected)
 
     async def collect(batch: int, sampler: Any, behavior_step: int) -> _Collected:
         start = time.monotonic()
