@@ -229,11 +229,14 @@ func returnBlob(w *export.Blob, layout *C.focus_bytes, blob *unsafe.Pointer, siz
 //export focus_batch_from_json
 func focus_batch_from_json(data *C.char, n C.size_t, out *C.focus_handle, errOut *C.focus_bytes) C.focus_status {
 	return guard(errOut, func() error {
-		b, err := prepare.DecodeBatch(goBytes(data, n))
-		if err != nil {
+		var b prepare.Batch
+		if err := decodeJSON(data, n, "batch", &b); err != nil {
 			return err
 		}
-		*out = C.focus_handle(handles.put(b))
+		if err := b.Check(); err != nil {
+			return err
+		}
+		*out = C.focus_handle(handles.put(&b))
 		return nil
 	})
 }

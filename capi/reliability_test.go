@@ -79,8 +79,11 @@ var abiInputs = []struct {
 		return cfg.Validate()
 	}},
 	{"batch", func(data []byte) error {
-		b, err := prepare.DecodeBatch(data)
-		if err != nil {
+		var b prepare.Batch
+		if err := binding.Decode("batch", data, &b); err != nil {
+			return err
+		}
+		if err := b.Check(); err != nil {
 			return err
 		}
 		for i := range b.Actor {

@@ -112,7 +112,7 @@ func BenchmarkGenerateHandler(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if r := s.generateHandler(bodies[i%len(bodies)], nil); r.status != 200 {
+		if r := s.generateHandler(bodies[i%len(bodies)], nil, 0); r.status != 200 {
 			b.Fatalf("status %d: %s", r.status, r.body)
 		}
 	}

@@ -122,7 +122,7 @@ func (s *Server) render(messages []any, tools []any) ([]uint32, error) {
 	return s.encode(text)
 }
 
-func (s *Server) chatCompletions(body []byte, f *Fault) reply {
+func (s *Server) chatCompletions(body []byte, f *Fault, epoch uint64) reply {
 	bad := func(msg string, param any) reply {
 		return s.apiErr(famOpenAI, apiError{status: 400, msg: msg, typ: "invalid_request_error", param: param})
 	}
@@ -230,7 +230,7 @@ func (s *Server) chatCompletions(body []byte, f *Fault) reply {
 		} else {
 			sq.seed = s.nextSeed()
 		}
-		seqs = append(seqs, seqReq{prompt: prompt, s: sq, mode: mode, fault: f})
+		seqs = append(seqs, seqReq{prompt: prompt, s: sq, mode: mode, fault: f, epoch: epoch})
 	}
 	results, err := s.runAll(seqs)
 	if err != nil {
@@ -416,7 +416,7 @@ type responseItem struct {
 	Output    json.RawMessage `json:"output"`
 }
 
-func (s *Server) responses(body []byte, f *Fault) reply {
+func (s *Server) responses(body []byte, f *Fault, epoch uint64) reply {
 	bad := func(msg string, param any) reply {
 		return s.apiErr(famOpenAI, apiError{status: 400, msg: msg, typ: "invalid_request_error", param: param})
 	}
@@ -539,7 +539,7 @@ func (s *Server) responses(body []byte, f *Fault) reply {
 	} else {
 		sp.seed = s.nextSeed()
 	}
-	results, err := s.runAll([]seqReq{{prompt: prompt, s: sp, mode: mode, fault: f}})
+	results, err := s.runAll([]seqReq{{prompt: prompt, s: sp, mode: mode, fault: f, epoch: epoch}})
 	if err != nil {
 		return s.apiErr(famOpenAI, apiError{status: 503, msg: err.Error(), typ: "server_error"})
 	}

@@ -51,6 +51,9 @@ type Server struct {
 	stats   Stats
 	flights map[*flight]struct{}
 	running int64
+	// abortEpoch counts abort_all requests: a sequence that arrived before the latest one
+	// is aborted however late it registers.
+	abortEpoch uint64
 
 	slots   chan struct{} // nil: unbounded
 	waiting atomic.Int64
@@ -81,9 +84,19 @@ type flight struct {
 	rid   string
 	abort chan struct{}
 	once  sync.Once
+	// epoch is the server's abort epoch when the request arrived: an abort_all that came
+	// later covers the sequence even if it registers after the abort was answered.
+	epoch uint64
+	// running and stopped (guarded by Server.mu) say whether the sequence holds a slot
+	// and whether an abort has stopped it; /v1/loads counts only live sequences.
+	running, stopped bool
 }
 
-func (f *flight) stop() { f.once.Do(func() { close(f.abort) }) }
+// stop aborts the sequence; the caller holds Server.mu.
+func (f *flight) stop() {
+	f.stopped = true
+	f.once.Do(func() { close(f.abort) })
+}
 
 // Start writes (or opens) the model directory, loads its tokenizer and serves on
 // 127.0.0.1 at a free port until Close.
@@ -267,6 +280,7 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	path := string(ctx.Path())
 	s.mu.Lock()
 	s.stats.Requests[path]++
+	epoch := s.abortEpoch
 	s.mu.Unlock()
 	fam := familyOf(path)
 	if w := s.cfg.Warmup.D(); w > 0 && time.Since(s.started) < w {
@@ -310,7 +324,7 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 			}
 		}
 	}
-	r := s.route(ctx, path, f)
+	r := s.route(ctx, path, f, epoch)
 	if f != nil && r.status == 200 {
 		switch f.Kind {
 		case FaultMalformedJSON:
@@ -356,7 +370,8 @@ func faultMessage(code int) string {
 	return "Internal server error."
 }
 
-func (s *Server) route(ctx *fasthttp.RequestCtx, path string, f *Fault) reply {
+// route answers one request; epoch is the abort epoch it arrived in.
+func (s *Server) route(ctx *fasthttp.RequestCtx, path string, f *Fault, epoch uint64) reply {
 	method := string(ctx.Method())
 	get := func(fn func() reply) reply {
 		if method != "GET" {
@@ -364,11 +379,11 @@ func (s *Server) route(ctx *fasthttp.RequestCtx, path string, f *Fault) reply {
 		}
 		return fn()
 	}
-	post := func(fn func([]byte, *Fault) reply) reply {
+	post := func(fn func([]byte, *Fault, uint64) reply) reply {
 		if method != "POST" {
 			return jsonReply(405, map[string]any{"detail": "Method Not Allowed"})
 		}
-		return fn(ctx.PostBody(), f)
+		return fn(ctx.PostBody(), f, epoch)
 	}
 	switch path {
 	case "/health", "/health_generate":
@@ -407,6 +422,7 @@ type seqReq struct {
 	mode   toolMode
 	rid    string
 	fault  *Fault
+	epoch  uint64 // the abort epoch the request arrived in
 }
 
 // errQueueFull is returned when MaxQueued sequences already wait.
@@ -440,9 +456,12 @@ func (s *Server) runAll(reqs []seqReq) ([]genResult, error) {
 // run schedules and generates one sequence: queue for a slot, look up the prefix cache,
 // generate, play the latency model back (abortable), store the sequence in the cache.
 func (s *Server) run(r seqReq) (genResult, error) {
-	fl := &flight{rid: r.rid, abort: make(chan struct{})}
+	fl := &flight{rid: r.rid, abort: make(chan struct{}), epoch: r.epoch}
 	s.mu.Lock()
 	s.flights[fl] = struct{}{}
+	if fl.epoch < s.abortEpoch {
+		fl.stop() // an abort_all came between the request's arrival and now
+	}
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
@@ -468,6 +487,7 @@ func (s *Server) run(r seqReq) (genResult, error) {
 	}
 	s.mu.Lock()
 	s.running++
+	fl.running = true
 	s.stats.PeakRunning = max(s.stats.PeakRunning, s.running)
 	s.mu.Unlock()
 	defer func() {
@@ -572,7 +592,7 @@ func (s *Server) playback(uncached, n int, fl *flight) (int, string) {
 	}
 }
 
-func (s *Server) abortRequest(body []byte, _ *Fault) reply {
+func (s *Server) abortRequest(body []byte, _ *Fault, _ uint64) reply {
 	var req struct {
 		RID      string `json:"rid"`
 		AbortAll bool   `json:"abort_all"`
@@ -581,6 +601,9 @@ func (s *Server) abortRequest(body []byte, _ *Fault) reply {
 		return validationReply("body", "JSON decode error: "+err.Error())
 	}
 	s.mu.Lock()
+	if req.AbortAll {
+		s.abortEpoch++
+	}
 	for fl := range s.flights {
 		if req.AbortAll || (req.RID != "" && fl.rid == req.RID) {
 			fl.stop()

@@ -486,6 +486,9 @@ func TestLoadsCountsRunningAndWaiting(t *testing.T) {
 
 	code, _, _ := call(t, "POST", s.URL()+"/abort_request", map[string]any{"abort_all": true})
 	require.Equal(t, 200, code)
+	answered := load() // before the aborted sequences have returned
+	assert.Equal(t, float64(0), answered["num_running_reqs"], "an aborted sequence is not the server's work")
+	assert.Equal(t, float64(0), answered["num_waiting_reqs"])
 	<-done
 	<-done
 	after := load()
@@ -494,4 +497,26 @@ func TestLoadsCountsRunningAndWaiting(t *testing.T) {
 
 	code, _, _ = call(t, "POST", s.URL()+"/v1/loads", map[string]any{})
 	assert.Equal(t, 405, code)
+}
+
+// A sequence whose request arrived before an abort_all but registers after it (still
+// being read or tokenized when the abort was answered) is aborted too, and /v1/loads never
+// counts it: a client that aborts all and then polls until idle sees idle at once.
+func TestAbortAllCoversRequestsInTransit(t *testing.T) {
+	s := startSim(t, Config{Latency: Latency{PerToken: Duration(5 * time.Millisecond)}})
+	prompt := chatPrompt(t, s, "Find the sum of the integers from 1 to 365.")
+	s.mu.Lock()
+	arrived := s.abortEpoch
+	s.mu.Unlock()
+	code, _, _ := call(t, "POST", s.URL()+"/abort_request", map[string]any{"abort_all": true})
+	require.Equal(t, 200, code)
+	res, err := s.run(seqReq{prompt: prompt, s: sampling{maxTokens: 400, ignoreEOS: true, temperature: 1, topP: 1}, epoch: arrived})
+	require.NoError(t, err)
+	assert.Equal(t, "abort", res.finish, "arrived before the abort: aborted however late it registers")
+	s.mu.Lock()
+	now := s.abortEpoch
+	s.mu.Unlock()
+	res, err = s.run(seqReq{prompt: prompt, s: sampling{maxTokens: 3, temperature: 1, topP: 1}, epoch: now})
+	require.NoError(t, err)
+	assert.NotEqual(t, "abort", res.finish, "a request after the abort runs")
 }

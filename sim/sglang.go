@@ -74,7 +74,7 @@ type finishAbort struct {
 	ErrType    any    `json:"err_type"`
 }
 
-func (s *Server) generateHandler(body []byte, f *Fault) reply {
+func (s *Server) generateHandler(body []byte, f *Fault, epoch uint64) reply {
 	t0 := time.Now()
 	bad := func(msg string) reply { return s.errorReply(famSGLang, 400, msg, "", nil) }
 	var req generateReq
@@ -201,7 +201,7 @@ func (s *Server) generateHandler(body []byte, f *Fault) reply {
 			} else if n > 1 {
 				id = fmt.Sprintf("%s_%d", rid, j)
 			}
-			seqs = append(seqs, seqReq{prompt: ids, s: sq, rid: id, fault: f})
+			seqs = append(seqs, seqReq{prompt: ids, s: sq, rid: id, fault: f, epoch: epoch})
 			skip := p.SkipSpecialTokens == nil || *p.SkipSpecialTokens
 			metas = append(metas, meta{rid: id, logprob: wantLP[i], topN: topNs[i], skip: skip, noTrim: p.NoStopTrim})
 		}
@@ -440,16 +440,26 @@ func (s *Server) serverInfo() reply {
 
 // loads is GET /v1/loads in SGLang's shape: one entry (dp_rank 0) with the scheduler's
 // core counters. num_running_reqs and num_waiting_reqs are the sequences generating and
-// queued for a slot right now, so a client that aborts everything and polls until they
-// reach zero (Slime's abort_servers_until_idle) sees the server go idle. The include and
+// queued for a slot right now, not counting those an abort has stopped (or will stop as
+// they register: they arrived before an abort_all), so a client that aborts everything
+// and polls until they reach zero (Slime's abort_servers_until_idle) sees the server idle
+// as soon as the abort is answered. The include and
 // dp_rank query parameters are accepted; the optional sections (memory, spec, lora,
 // disagg, queues) are not simulated and never sent.
 func (s *Server) loads() reply {
 	now := time.Now()
+	var running, waiting int64
 	s.mu.Lock()
-	running := s.running
+	for fl := range s.flights {
+		switch {
+		case fl.stopped: // aborted: on its way out, no longer the server's work
+		case fl.running:
+			running++
+		case s.slots != nil:
+			waiting++
+		}
+	}
 	s.mu.Unlock()
-	waiting := s.waiting.Load()
 	st := s.Stats()
 	return jsonReply(200, map[string]any{
 		"timestamp": now.UTC().Format(time.RFC3339Nano),

@@ -79,7 +79,7 @@ func (s *Server) modelOK(m *string) bool {
 	return m == nil || *m == "" || *m == s.name || *m == s.dir
 }
 
-func (s *Server) completions(body []byte, f *Fault) reply {
+func (s *Server) completions(body []byte, f *Fault, epoch uint64) reply {
 	bad := func(msg string) reply { return s.errorReply(famVLLM, 400, msg, "", nil) }
 	var req completionReq
 	if err := jsonx.Unmarshal(body, &req); err != nil {
@@ -198,7 +198,7 @@ func (s *Server) completions(body []byte, f *Fault) reply {
 			} else {
 				sq.seed = s.nextSeed()
 			}
-			seqs = append(seqs, seqReq{prompt: p, s: sq, fault: f})
+			seqs = append(seqs, seqReq{prompt: p, s: sq, fault: f, epoch: epoch})
 		}
 	}
 	results, err := s.runAll(seqs)

@@ -37,6 +37,8 @@ from focus_go import (
     _schema,
 )
 from focus_go import types as focus_types
+from focus_go.preparation import ActorSample, Batch, CriticSample
+from focus_go.tree import PackedSequence
 from focus_go.backends import Policy, SamplingParams, SGLangPolicy
 from focus_go.cli import collect as collect_command
 from focus_go.env import grade_math
@@ -108,6 +110,19 @@ def test_every_input_refuses_an_unknown_key(function, request_, message):
         _lib.call(function, data, len(data), ctypes.byref(out))
 
 
+def test_a_hand_built_batch_refuses_an_unknown_key():
+    """focus_batch_from_json (a Batch of samples made in Python) reads its keys strictly, at
+    any depth, like every other input."""
+    data = json.dumps({"problem_id": "p", "actor": [{"node_id": 1, "group_id": 0, "estimator": "x", "weight": 1.0,
+                                                      "diagnostics": {}, "spans": [{"tokens": [1], "trainable": [True],
+                                                                                    "logprbs": [0.0]}]}]}).encode()
+    with pytest.raises(ConfigError, match=r'batch: unknown key "logprbs" in actor\[0\]\.spans\[0\], did you mean "logprobs"\?'):
+        _lib.call_handle("focus_batch_from_json", data, len(data))
+    data = b'{"actors": []}'
+    with pytest.raises(ConfigError, match=r'batch: unknown key "actors", did you mean "actor"\?'):
+        _lib.call_handle("focus_batch_from_json", data, len(data))
+
+
 def test_sampling_params_refuse_an_unknown_key():
     ids, count = _lib.ids_arg([1, 2, 3])
     data = b'{"max_token": 8}'
@@ -128,7 +143,7 @@ def test_simulated_server_options_are_strict():
 PUBLISHED = {
     "collection spec", "policy config", "sampling params", "reward config", "openai config", "openai request",
     "messages", "estimate request", "result", "parse request", "profile request", "render request",
-    "math grade request", "root messages request",
+    "math grade request", "root messages request", "batch",
 }
 
 
@@ -276,6 +291,11 @@ def test_every_payload_python_sends_is_in_the_schema(server, sent):
     with OpenAIChatPolicy(model=server.model_name, base_url=server.url + "/v1") as api:
         api.generate(api.prepare([{"role": "user", "content": "What is 1+1?"}]), SamplingParams(max_tokens=16))
 
+    hand_built = Batch(actor=(ActorSample(node_id=1, group_id=0, estimator="x", weight=1.0,
+                                          spans=(PackedSequence(tokens=(1, 2), trainable=(False, True), logprobs=(0.0, -0.5)),)),),
+                       critic=(CriticSample(node_id=0, context="ctx", target=0.5),))
+    hand_built.to_records(0)
+
     inputs = _schema.inputs()
     reads = {fn: name for name, spec in inputs.items() for fn in spec["functions"]}
     seen = set()
@@ -285,7 +305,8 @@ def test_every_payload_python_sends_is_in_the_schema(server, sent):
             seen.add(name)
             assert _keys_outside(value, inputs[name]["type"]) == [], f"{function} sent {name} keys the schema does not list"
     assert seen >= {"collection spec", "policy config", "sampling params", "reward config", "root messages request",
-                    "parse request", "render request", "profile request", "math grade request", "openai config", "openai request"}
+                    "parse request", "render request", "profile request", "math grade request", "openai config", "openai request",
+                    "batch"}
 
 
 def test_every_option_python_builds_is_in_the_schema():

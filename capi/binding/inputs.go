@@ -40,6 +40,7 @@ var Inputs = []Input{
 	{"render request", []string{"focus_codec_render"}, reflect.TypeFor[RenderRequest]()},
 	{"math grade request", []string{"focus_math_grade"}, reflect.TypeFor[GradeRequest]()},
 	{"root messages request", []string{"focus_rules_root_messages"}, reflect.TypeFor[RootMessagesRequest]()},
+	{"batch", []string{"focus_batch_from_json"}, reflect.TypeFor[prepare.Batch]()},
 }
 
 var inputsByName = func() map[string]Input {
@@ -52,13 +53,16 @@ var inputsByName = func() map[string]Input {
 
 // keyTypes maps a type with its own JSON decoder to the type whose fields are its keys.
 var keyTypes = map[reflect.Type]reflect.Type{
-	reflect.TypeFor[session.Spec](): reflect.TypeFor[collectionSpec](),
+	reflect.TypeFor[session.Spec]():         reflect.TypeFor[collectionSpec](),
+	reflect.TypeFor[prepare.ActorSample]():  reflect.TypeFor[prepare.ActorSampleJSON](),
+	reflect.TypeFor[prepare.CriticSample](): reflect.TypeFor[prepare.CriticSampleJSON](),
 }
 
 // opaqueTypes are content the caller owns, passed on without a key check, by the name the
 // schema gives their type: a chat message may carry whatever keys its template reads.
 var opaqueTypes = map[reflect.Type]string{
-	reflect.TypeFor[openai.Message](): "message",
+	reflect.TypeFor[openai.Message]():      "message",
+	reflect.TypeFor[prepare.Diagnostics](): "diagnostics",
 }
 
 // collectionSpec declares session.Spec's keys: its JSON is the Config's (collect.Config's

@@ -63,8 +63,9 @@ func appendText(dst []byte, t *tree.Tree, id int) []byte {
 	return append(appendText(dst, t, t.Nodes[id].Parent), t.Nodes[id].Text...)
 }
 
-// criticJSON is the JSON form of a CriticSample, context included.
-type criticJSON struct {
+// CriticSampleJSON is the JSON form of a CriticSample, context included: its keys are
+// the keys a critic sample of a batch's JSON may hold.
+type CriticSampleJSON struct {
 	NodeID      int         `json:"node_id"`
 	Context     string      `json:"context"`
 	Target      float64     `json:"target"`
@@ -73,12 +74,12 @@ type criticJSON struct {
 
 // MarshalJSON encodes the sample with its context text.
 func (c CriticSample) MarshalJSON() ([]byte, error) {
-	return jsoniter.ConfigCompatibleWithStandardLibrary.Marshal(criticJSON{c.NodeID, c.Context(), c.Target, c.Diagnostics})
+	return jsoniter.ConfigCompatibleWithStandardLibrary.Marshal(CriticSampleJSON{c.NodeID, c.Context(), c.Target, c.Diagnostics})
 }
 
 // UnmarshalJSON decodes a sample with an explicit context.
 func (c *CriticSample) UnmarshalJSON(data []byte) error {
-	var w criticJSON
+	var w CriticSampleJSON
 	if err := jsoniter.ConfigCompatibleWithStandardLibrary.Unmarshal(data, &w); err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ signatures' literal defaults are tested against.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from typing import Any, Dict, List, Mapping, Optional
@@ -33,9 +34,16 @@ def check(kind: str, fields: Mapping[str, Any]) -> Dict[str, Any]:
         # A value JSON cannot carry (an object, a nested non-finite number): Go names it.
         data = json.dumps({k: _plain(v) if isinstance(v, (int, float, str, type(None))) else repr(v)
                            for k, v in fields.items()}).encode()
-    name = kind.encode()
-    out = json.loads(_lib.call_string("focus_rules_check", name, len(name), data, len(data)))
+    out = json.loads(_checked(kind.encode(), data))
     return out if isinstance(out, dict) else {}
+
+
+@functools.lru_cache(maxsize=256)
+def _checked(name: bytes, data: bytes) -> str:
+    """The Go rule's answer for one kind and JSON object: a pure function of both, asked
+    once (a configuration is checked again for every tree it collects); a refusal raises
+    and is not remembered."""
+    return _lib.call_string("focus_rules_check", name, len(name), data, len(data))
 
 
 def defaults() -> Dict[str, Any]:

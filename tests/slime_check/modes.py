@@ -762,6 +762,7 @@ def mode_abort_mid_tree(res: Result) -> None:
     res.numbers["trees_pending_at_abort"] = out["pending"]
     res.numbers["returned_statuses"] = out["statuses"]
     res.numbers["sim_sequences_aborted"] = cluster.sim.stats()["aborted"]
+    res.numbers["abort_requests"] = int(cluster.sim.stats()["requests"].get("/abort_request", 0))
     res.expect(out["pending"] > 0, "no tree was still running when Slime aborted (the check measured nothing)")
     res.expect(after == 0, f"the server received {after} /generate requests after Slime's abort began")
     res.expect(out["took"] < 0.25, f"abort() returned {out['took']:.2f} s after it began (the hooks kept running)")
