@@ -132,7 +132,7 @@ def test_go_object_releases_exactly_once(selftest):
         assert unbox(obj.handle) == "x"
     assert _lib.live_handles() == before
     obj.close()  # a second close is a no-op
-    with pytest.raises(InvalidHandleError, match="never valid"):
+    with pytest.raises(InvalidHandleError, match="this GoObject is closed"):
         unbox(obj.handle)
     dropped = GoObject(box("y"))
     del dropped
@@ -140,6 +140,19 @@ def test_go_object_releases_exactly_once(selftest):
 
     gc.collect()
     assert _lib.live_handles() == before
+
+
+def test_a_closed_policy_says_it_is_closed():
+    from focus_go.backends import SamplingParams, SGLangPolicy
+    from focus_go.sim import SimServer
+
+    with SimServer() as server:
+        policy = SGLangPolicy(model=server.model, base_url=server.url)
+        policy.close()
+        with pytest.raises(InvalidHandleError, match="this policy is closed"):
+            policy.generate_tokens([1, 2, 3], SamplingParams(max_tokens=4))
+    with pytest.raises(InvalidHandleError, match="this SimServer is closed"):
+        server.handle
 
 
 def test_hundred_concurrent_calls_from_threads(selftest):

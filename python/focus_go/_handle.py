@@ -5,6 +5,7 @@ from __future__ import annotations
 import weakref
 
 from . import _lib
+from .errors import InvalidHandleError
 
 
 def _release_quietly(handle: int) -> None:
@@ -27,8 +28,14 @@ class GoObject:
 
     @property
     def handle(self) -> int:
-        """The Go handle; 0 once closed, which the library rejects as invalid."""
-        return self._handle if self._finalizer.alive else 0
+        """The Go handle. Raises ``InvalidHandleError`` once closed, naming what was closed."""
+        if not self._finalizer.alive:
+            raise InvalidHandleError(f"this {self._what()} is closed")
+        return self._handle
+
+    def _what(self) -> str:
+        """What the handle is, for the closed error: ``_KIND`` or the class name."""
+        return getattr(self, "_KIND", "") or type(self).__name__
 
     def close(self) -> None:
         """Release the native object now.

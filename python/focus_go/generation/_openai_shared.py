@@ -82,6 +82,8 @@ def _params_dict(params: SamplingParams) -> Dict[str, Any]:
 class _NativeClient(GoObject):
     """The Go client behind a native policy."""
 
+    _KIND = "policy"
+
     def __init__(self, config: Mapping[str, Any]) -> None:
         data = json.dumps(config).encode()
         super().__init__(_lib.call_handle("focus_openai_open", data, len(data)))

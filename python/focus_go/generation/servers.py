@@ -100,6 +100,8 @@ def go_arrays(result: GenerateResult) -> "Optional[Tuple[array.array[int], array
 class _GoClient(GoObject):
     """The Go transport behind a token policy."""
 
+    _KIND = "policy"
+
     def __init__(self, config: Mapping[str, Any]) -> None:
         data = json.dumps(config).encode()
         super().__init__(_lib.call_handle("focus_policy_open", data, len(data)))
