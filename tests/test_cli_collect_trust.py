@@ -517,6 +517,8 @@ def test_env_factory_collects_tool_use_trees(tmp_path, server, capsys):
     assert "<tool_call>" in texts and "<tool_response>" in texts, "whole turns with tool calls and their results"
     actor = lines(out / "actor.jsonl")
     assert actor and all(len(r["tokens"]) == len(r["loss_mask"]) for r in actor)
+    start = capsys.readouterr().err.splitlines()[0]
+    assert "whole turns of up to 2048 tokens" in start and "Segments(" not in start, start
 
 
 @pytest.mark.parametrize(

@@ -457,10 +457,13 @@ def _run_locked(args: argparse.Namespace, problems: List[LoadedProblem], run: Se
         # Recorded before the first tree, so that --resume can check any run that left one.
         write_atomic(out / "run.json", json.dumps({**head, "summary": None}, indent=2) + "\n")
         output = Output(out)
+        # A tool or text env (parsed by a chat profile) branches between whole assistant turns.
+        context = (f"Segments({args.segment_tokens})" if profile == "token_chunk"
+                   else f"whole turns of up to {args.segment_tokens} tokens")
         print(f"focus-go collect: {len(todo)} problems from {args.problems}"
               + (f" ({len(done) - len(retry)} collected before)" if done else "")
               + (f" ({len(retry)} degraded trees collected again)" if retry else "") + f" on {backend.description}; "
-              f"{run.search}, Segments({args.segment_tokens}), critic {describe_critic(args)}; writing {out}/", file=stderr)
+              f"{run.search}, {context}, critic {describe_critic(args)}; writing {out}/", file=stderr)
         t0 = time.perf_counter()
         write_error: Optional[OSError] = None
         try:
