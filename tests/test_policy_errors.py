@@ -142,7 +142,7 @@ async def _agenerate_closed(server):
 
 def test_agenerate_on_a_closed_policy_fails_at_once(server):
     before = set(_async._pending)
-    with pytest.raises(FocusError, match="handle"):
+    with pytest.raises(FocusError, match="this policy is closed"):
         asyncio.run(asyncio.wait_for(_agenerate_closed(server), 10))
     assert set(_async._pending) <= before, "a call that could not start is not waited for"
 
