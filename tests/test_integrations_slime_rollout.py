@@ -132,6 +132,24 @@ def test_tree_samples_copy_and_pickle(server, generate_state, hook):
         assert (clone.status, clone.reward, clone.index) == (tree.status, tree.reward, tree.index)
 
 
+def test_a_sample_filter_reaches_every_sample_of_the_tree(server, generate_state, hook):
+    """What a --rollout-sample-filter-path filter sets on a group element (a tree) reaches
+    every sample Slime trains; metadata assigned whole keeps each sample's FOCUS entry."""
+    hook()
+    args = slime_args(server, n_samples_per_prompt=1)
+    [group] = slime_groups(server, n=1)
+    [tree] = asyncio.run(slime.generate_and_rm_group(args, group, {}))
+    tree.remove_sample = True
+    assert tree.remove_sample and tree.source.remove_sample
+    assert all(s.remove_sample for s in tree)
+    tree.metadata = {"filtered_by": "test"}
+    assert all(s.metadata["filtered_by"] == "test" and "node_id" in s.metadata["focus"] for s in tree)
+    assert tree.source.metadata == {"filtered_by": "test"}
+    index = tree.index
+    tree.index = index  # the source's own index; the samples keep theirs
+    assert tree.source.index == index
+
+
 def test_aborted_tree_is_requeued_and_regenerated(server, generate_state, hook):
     """A group with one aborted tree: the fully-async worker requeues it; resubmitted,
     the aborted tree is collected again from its source sample and the finished one is

@@ -1035,6 +1035,35 @@ def mode_paths_gradient(res: Result) -> None:
     sim.close()
 
 
+# ---------------------------------------------------------------- flags a Slime user sets
+
+
+def mode_sample_filter(res: Result) -> None:
+    """--rollout-sample-filter-path slime_check_hooks.remove_first_group: Slime calls the
+    filter with the rollout's groups and it marks the first group's element (one tree)
+    remove_sample; every sample of that tree must reach Slime's conversion marked, so its
+    loss masks are zero there, and no other tree's."""
+    import slime_check_hooks
+
+    argv = set_flag(base_argv(batch=2), "--rollout-sample-filter-path", "slime_check_hooks.remove_first_group")
+    args = parse(argv)
+    cluster = Cluster(args)
+    manager = rollout_manager(args)
+    data = collect(manager, 0, res)
+    check_samples(args, cluster, data, res, focus=True, sources=args.rollout_batch_size)
+    res.expect(len(slime_check_hooks.CALLS["filter"]) == 1, "Slime did not call the sample filter once")
+    first = min(s.rollout_id for s in data)
+    marked = {s.rollout_id for s in data if s.remove_sample}
+    res.numbers["removed_samples"] = sum(1 for s in data if s.remove_sample)
+    res.numbers["tree_samples"] = sum(1 for s in data if s.rollout_id == first)
+    res.expect(marked == {first}, f"samples marked remove_sample belong to rollouts {sorted(marked)}, expected only the first tree's ({first})")
+    rd = rollout_data_of(manager, data)
+    zeroed = [int(m.sum()) == 0 for m in rd["loss_masks"]]
+    removed = [s.rollout_id == first for s in data]
+    res.numbers["zero_loss_mask_samples"] = sum(zeroed)
+    res.expect(zeroed == removed, "Slime's conversion did not zero exactly the removed tree's loss masks")
+
+
 MODES: Dict[str, Callable[[Result], None]] = {
     "slime-default": mode_slime_default,
     "default": mode_default,
@@ -1050,6 +1079,7 @@ MODES: Dict[str, Callable[[Result], None]] = {
     "eval-without-hook": mode_eval_without_hook,
     "eval-sampling-params": mode_eval_sampling_params,
     "paths-gradient": mode_paths_gradient,
+    "sample-filter": mode_sample_filter,
 }
 
 
