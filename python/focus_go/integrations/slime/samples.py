@@ -349,10 +349,16 @@ def _success_rate(stats: Optional[Mapping[str, Any]]) -> float:
 
 
 def _with_tree_outcomes(samples: List[Any], stats: Mapping[str, Any]) -> List[Any]:
-    """Add the tree's outcome counts (its stats) to every sample's ``metadata["focus"]``
-    (``finished_rollouts``, ``successes``): what ``log_rollout`` turns into pass@k."""
+    """Add the tree's outcomes (its stats, as Go recorded them) to every sample's
+    ``metadata["focus"]``: ``finished_rollouts`` and ``successes`` (what ``log_rollout``
+    turns into pass@k), ``outcomes_differ`` (what ``tree_has_signal`` keeps a tree by),
+    ``truncated_rollouts`` and ``rollout_tokens`` (the generated tokens of each finished
+    rollout's path), for ``log_rollout``'s truncation and length metrics."""
     for s in samples:
         focus = s.metadata.setdefault("focus", {})
         focus["finished_rollouts"] = int(stats.get("finished_rollouts", 0))
         focus["successes"] = int(stats.get("successes", 0))
+        focus["outcomes_differ"] = bool(stats.get("outcomes_differ", False))
+        focus["truncated_rollouts"] = int(stats.get("truncated_rollouts", 0))
+        focus["rollout_tokens"] = list(stats.get("rollout_tokens") or ())
     return samples
