@@ -132,6 +132,24 @@ def test_tree_samples_copy_and_pickle(server, generate_state, hook):
         assert (clone.status, clone.reward, clone.index) == (tree.status, tree.reward, tree.index)
 
 
+def test_a_sample_filter_reaches_every_sample_of_the_tree(server, generate_state, hook):
+    """What a --rollout-sample-filter-path filter sets on a group element (a tree) reaches
+    every sample Slime trains; metadata assigned whole keeps each sample's FOCUS entry."""
+    hook()
+    args = slime_args(server, n_samples_per_prompt=1)
+    [group] = slime_groups(server, n=1)
+    [tree] = asyncio.run(slime.generate_and_rm_group(args, group, {}))
+    tree.remove_sample = True
+    assert tree.remove_sample and tree.source.remove_sample
+    assert all(s.remove_sample for s in tree)
+    tree.metadata = {"filtered_by": "test"}
+    assert all(s.metadata["filtered_by"] == "test" and "node_id" in s.metadata["focus"] for s in tree)
+    assert tree.source.metadata == {"filtered_by": "test"}
+    index = tree.index
+    tree.index = index  # the source's own index; the samples keep theirs
+    assert tree.source.index == index
+
+
 def test_aborted_tree_is_requeued_and_regenerated(server, generate_state, hook):
     """A group with one aborted tree: the fully-async worker requeues it; resubmitted,
     the aborted tree is collected again from its source sample and the finished one is
@@ -268,6 +286,29 @@ def test_refused_rollout_modes(server, hook):
     ):
         with pytest.raises(ValueError, match="rollout-sample-hook-path"):
             asyncio.run(generate(slime_args(server, rollout_sample_hook_path=["m.hook"], **mode), sample, {}))
+    for stock in ("check_reward_nonzero_std", "check_reward_nonzero_std_with_fallback"):
+        path = f"slime.rollout.filter_hub.dynamic_sampling_filters.{stock}"
+        with pytest.raises(ValueError, match="focus.integrations.slime.tree_has_signal"):
+            asyncio.run(generate(slime_args(server, dynamic_sampling_filter_path=path), sample, {}))
+
+
+def test_tree_has_signal_keeps_trees_whose_rollouts_ended_differently(server, generate_state, hook):
+    from focus.integrations.slime import tree_has_signal
+
+    hook()
+    args = slime_args(server, n_samples_per_prompt=2)
+    groups = slime_groups(server, n_groups=4)
+    outs = [asyncio.run(slime.generate_and_rm_group(args, g, {})) for g in groups]
+    for out in outs:
+        differ = [t[0].metadata["focus"]["outcomes_differ"] for t in out]
+        for t in out:
+            f = t[0].metadata["focus"]
+            assert differ[out.index(t)] == (0 < f["successes"] < f["finished_rollouts"]) or f["truncated_rollouts"]
+            assert len(f["rollout_tokens"]) == f["finished_rollouts"]
+        assert bool(tree_has_signal(args, out)) == any(differ)
+    alike = [t for out in outs for t in out if not t[0].metadata["focus"]["outcomes_differ"]]
+    if alike:
+        assert not tree_has_signal(args, alike[:1])
 
 
 def _peak_of(collect_with_limit):

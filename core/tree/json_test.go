@@ -44,7 +44,7 @@ func TestJSONFieldNames(t *testing.T) {
 		`"spans":[{"tokens":[1,2],"trainable":[false,false],"logprobs":[0,0]}]`, `"reward":0`, `"text":"Q:"`, `"observation":""`,
 		`"done":false`, `"truncated":false`, `"failed":""`, `"critic":null`, `"search_pass":0`,
 		`"stats":{"rollouts":0,"budget_unspent":0,"generated_tokens":0,"prefix_tokens_reused":0,"wall_seconds":0,"policy_seconds":0,` +
-			`"finished_rollouts":0,"successes":0,"all_failed":false}`} {
+			`"finished_rollouts":0,"successes":0,"all_failed":false,"truncated_rollouts":0,"outcomes_differ":false}`} {
 		assert.Contains(t, string(data), key)
 	}
 }

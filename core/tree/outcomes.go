@@ -87,9 +87,32 @@ func (t *Tree) Outcomes(rewardMax float64) (finished, successes int) {
 }
 
 // RecordOutcomes sets Stats.FinishedRollouts, Stats.Successes and Stats.AllFailed
-// (rollouts ran and none finished) from Outcomes(rewardMax) and Stats.Rollouts.
+// (rollouts ran and none finished) from Outcomes(rewardMax) and Stats.Rollouts,
+// and Stats.TruncatedRollouts, Stats.OutcomesDiffer and Stats.RolloutTokens from
+// the finished rollouts (Rollouts).
 func (t *Tree) RecordOutcomes(rewardMax float64) {
 	st := &t.Stats
 	st.FinishedRollouts, st.Successes = t.Outcomes(rewardMax)
 	st.AllFailed = st.Rollouts > 0 && st.FinishedRollouts == 0
+	rollouts := t.Rollouts()
+	st.TruncatedRollouts, st.OutcomesDiffer, st.RolloutTokens = 0, false, nil
+	for _, r := range rollouts {
+		if !r.Done {
+			st.TruncatedRollouts++
+		}
+		if d := r.Return - rollouts[0].Return; d > SuccessTolerance || d < -SuccessTolerance {
+			st.OutcomesDiffer = true
+		}
+		st.RolloutTokens = append(st.RolloutTokens, t.PathGeneratedTokens(r.NodeID))
+	}
+}
+
+// PathGeneratedTokens is the number of generated (trainable) tokens on the
+// edges from the root to node id.
+func (t *Tree) PathGeneratedTokens(id int) int {
+	c := 0
+	for ; id > 0; id = t.Nodes[id].Parent {
+		c += t.Nodes[id].GeneratedTokens()
+	}
+	return c
 }

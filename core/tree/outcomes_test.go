@@ -69,3 +69,42 @@ func TestReturnsAndRollouts(t *testing.T) {
 	assert.Equal(t, len(tr.Rollouts()), n, "Outcomes counts the rollouts Rollouts lists")
 	assert.Equal(t, []tree.Rollout{}, (&tree.Tree{Nodes: []tree.Node{{Parent: -1}}}).Rollouts())
 }
+
+// TestRecordOutcomesTruncationSpreadAndLengths: the finished rollouts cut at the
+// length limit, whether their returns differ, and each one's generated tokens
+// from the root (conditioning tokens not counted; failed leaves not listed).
+func TestRecordOutcomesTruncationSpreadAndLengths(t *testing.T) {
+	gen := func(n int) []tree.PackedSequence {
+		return []tree.PackedSequence{{Tokens: make([]uint32, n+1), Trainable: append([]bool{false}, trues(n)...), Logprobs: make([]float64, n+1)}}
+	}
+	tr := &tree.Tree{Nodes: []tree.Node{
+		{ID: 0, Parent: -1, Children: []int{1}, Spans: gen(0)},
+		{ID: 1, Parent: 0, Depth: 1, Spans: gen(3), Children: []int{2, 3, 4}},
+		{ID: 2, Parent: 1, Depth: 2, Spans: gen(2), Reward: 1, Done: true},
+		{ID: 3, Parent: 1, Depth: 2, Spans: gen(5), Truncated: true},
+		{ID: 4, Parent: 1, Depth: 2, Spans: gen(1), Reward: 1, Done: true, Failed: "env: boom"},
+	}}
+	tr.Stats.Rollouts = 3
+	tr.RecordOutcomes(1)
+	assert.Equal(t, 1, tr.Stats.TruncatedRollouts)
+	assert.True(t, tr.Stats.OutcomesDiffer)
+	assert.Equal(t, []int{5, 8}, tr.Stats.RolloutTokens)
+
+	tr.Nodes[3].Reward = 1 // both finished rollouts return 1
+	tr.RecordOutcomes(1)
+	assert.False(t, tr.Stats.OutcomesDiffer)
+	assert.Equal(t, 2, tr.Stats.FinishedRollouts)
+
+	empty := &tree.Tree{Nodes: []tree.Node{{Parent: -1}}}
+	empty.RecordOutcomes(1)
+	assert.False(t, empty.Stats.OutcomesDiffer)
+	assert.Nil(t, empty.Stats.RolloutTokens)
+}
+
+func trues(n int) []bool {
+	out := make([]bool, n)
+	for i := range out {
+		out[i] = true
+	}
+	return out
+}

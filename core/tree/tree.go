@@ -139,6 +139,15 @@ type Stats struct {
 	FinishedRollouts int  `json:"finished_rollouts"`
 	Successes        int  `json:"successes"`
 	AllFailed        bool `json:"all_failed"`
+	// TruncatedRollouts counts the finished rollouts cut at the length limit
+	// (truncated, not done); OutcomesDiffer is true when the finished rollouts'
+	// returns are not all equal (within SuccessTolerance), so the tree has an
+	// outcome to learn from; RolloutTokens is the generated tokens on each
+	// finished rollout's root-to-leaf path, in node order. RecordOutcomes sets
+	// them with the counts above.
+	TruncatedRollouts int   `json:"truncated_rollouts"`
+	OutcomesDiffer    bool  `json:"outcomes_differ"`
+	RolloutTokens     []int `json:"rollout_tokens,omitempty"`
 }
 
 // Tree is the whole mutable search state of one problem (SchedulerState in the

@@ -9,6 +9,7 @@ everything before the last dot, then ``getattr``), so these names are given to S
     --custom-pg-loss-reducer-function-path focus.integrations.slime.sum_policy_tokens
     --custom-rollout-log-function-path focus.integrations.slime.log_rollout
     --custom-eval-rollout-log-function-path focus.integrations.slime.log_eval_rollout
+    --dynamic-sampling-filter-path focus.integrations.slime.tree_has_signal   # optional
 
 The generate hook is called once per Slime sample (``n_samples_per_prompt`` concurrent
 calls per prompt). It collects one searched tree from the SGLang router Slime started
@@ -39,12 +40,14 @@ The package holds one job per module; every name above is importable from the pa
 - ``abort``: watching Slime's abort flag and stopping the running trees;
 - ``loss``: ``preserve_advantages``, ``advantages``, ``sum_policy_tokens``,
   ``normalized_policy_tokens``;
-- ``metrics``: ``pass_rates``, ``log_rollout``, ``log_eval_rollout``.
+- ``metrics``: ``pass_rates``, ``log_rollout``, ``log_eval_rollout``;
+- ``filters``: ``tree_has_signal``, the dynamic sampling filter for trees.
 """
 
 from __future__ import annotations
 
 from .hooks import GenerateHook, make_evaluate, make_generate
+from .filters import tree_has_signal
 from .loss import advantages, normalized_policy_tokens, preserve_advantages, sum_policy_tokens
 from .metrics import log_eval_rollout, log_rollout, pass_rates
 from .samples import TOKEN_ADVANTAGES_KEY as TOKEN_ADVANTAGES_KEY, TreeSamples, to_sample
@@ -71,4 +74,5 @@ __all__ = [
     "router_concurrency",
     "sum_policy_tokens",
     "to_sample",
+    "tree_has_signal",
 ]

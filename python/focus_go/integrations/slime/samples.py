@@ -222,8 +222,14 @@ class TreeSamples(list):
       concatenated; assigning ``loss_mask`` (as long as ``response_length``) splits it
       over the samples;
     - every other attribute (``index``, ``group_index``, ``rollout_id``, ``prompt``,
-      ``label``, ``metadata``, ``session_id``, ...) is the source's, read and written
-      through. ``index`` is the sample's index, so ``list.index`` is not available.
+      ``label``, ``metadata``, ``session_id``, ...) is the source's when read. ``index``
+      is the sample's index, so ``list.index`` is not available;
+    - assigning any other attribute (what a ``--rollout-sample-filter-path`` filter does,
+      e.g. ``remove_sample = True``) sets it on the source and on every sample of the
+      tree, so it reaches the samples Slime trains; ``metadata`` and ``train_metadata``
+      are merged into each sample's own (its ``"focus"`` entry and per-token advantages
+      kept). A change made in place (``element.metadata["k"] = v``) reaches the source
+      only.
     """
 
     _OWN = ("source", "status", "reward")
@@ -244,8 +250,15 @@ class TreeSamples(list):
             self.__dict__[name] = value
         elif name == "loss_mask":
             self._set_loss_mask(value)
+        elif name == "index":
+            self.source.index = value
         else:
             setattr(self.source, name, value)
+            # A group element stands for the whole tree: what a sample filter sets on it
+            # (remove_sample, ...) reaches every sample Slime trains.
+            for s in self:
+                if s is not self.source:
+                    setattr(s, name, _merged(name, getattr(s, name, None), value))
 
     def __reduce__(self) -> Any:
         return (_rebuild_tree_samples, (list(self), self.source, self.status, self.reward))
@@ -297,6 +310,16 @@ class TreeSamples(list):
         return self.reward
 
 
+def _merged(name: str, own: Any, value: Any) -> Any:
+    """What a tree's sample gets when ``name`` is assigned ``value`` on the tree: a copy,
+    with the sample's own FOCUS entries kept for ``metadata`` and ``train_metadata``."""
+    if name == "metadata" and isinstance(value, Mapping) and isinstance(own, Mapping) and "focus" in own:
+        return {**value, "focus": own["focus"]}
+    if name == "train_metadata" and isinstance(value, Mapping) and isinstance(own, Mapping) and TOKEN_ADVANTAGES_KEY in own:
+        return {**value, TOKEN_ADVANTAGES_KEY: own[TOKEN_ADVANTAGES_KEY]}
+    return copy.copy(value)
+
+
 def _rebuild_tree_samples(samples: List[Any], source: Any, status: Any, reward: Optional[float]) -> TreeSamples:
     return TreeSamples(samples, source, status=status, reward=reward)
 
@@ -326,10 +349,16 @@ def _success_rate(stats: Optional[Mapping[str, Any]]) -> float:
 
 
 def _with_tree_outcomes(samples: List[Any], stats: Mapping[str, Any]) -> List[Any]:
-    """Add the tree's outcome counts (its stats) to every sample's ``metadata["focus"]``
-    (``finished_rollouts``, ``successes``): what ``log_rollout`` turns into pass@k."""
+    """Add the tree's outcomes (its stats, as Go recorded them) to every sample's
+    ``metadata["focus"]``: ``finished_rollouts`` and ``successes`` (what ``log_rollout``
+    turns into pass@k), ``outcomes_differ`` (what ``tree_has_signal`` keeps a tree by),
+    ``truncated_rollouts`` and ``rollout_tokens`` (the generated tokens of each finished
+    rollout's path), for ``log_rollout``'s truncation and length metrics."""
     for s in samples:
         focus = s.metadata.setdefault("focus", {})
         focus["finished_rollouts"] = int(stats.get("finished_rollouts", 0))
         focus["successes"] = int(stats.get("successes", 0))
+        focus["outcomes_differ"] = bool(stats.get("outcomes_differ", False))
+        focus["truncated_rollouts"] = int(stats.get("truncated_rollouts", 0))
+        focus["rollout_tokens"] = list(stats.get("rollout_tokens") or ())
     return samples

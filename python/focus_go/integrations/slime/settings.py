@@ -254,8 +254,27 @@ def _check_args(args: Any) -> None:
         )
 
 
+# Slime's stock dynamic sampling filters: they read one reward per group element, which
+# for a tree is its success rate (tree_has_signal reads the tree's outcomes instead).
+_ZERO_STD_FILTERS = frozenset(
+    {
+        "slime.rollout.filter_hub.dynamic_sampling_filters.check_reward_nonzero_std",
+        "slime.rollout.filter_hub.dynamic_sampling_filters.check_reward_nonzero_std_with_fallback",
+    }
+)
+
+
 def _check_rollout_mode(args: Any) -> None:
     """Refuse Slime modes a tree's samples cannot take part in."""
+    dynamic = getattr(args, "dynamic_sampling_filter_path", None)
+    if dynamic in _ZERO_STD_FILTERS:
+        raise ConfigError(
+            f"--dynamic-sampling-filter-path {dynamic} compares one reward per group element, which for a FOCUS "
+            "tree is its success rate: with --n-samples-per-prompt 1 it drops every tree and the rollout never "
+            "finishes, with more it drops groups whose trees still carry advantages; use "
+            "--dynamic-sampling-filter-path focus.integrations.slime.tree_has_signal (keeps a group with a tree "
+            "whose rollouts did not all end alike)"
+        )
     if getattr(args, "group_rm", False):
         raise ConfigError(
             "Slime's --group-rm scores each group element with a reward model; FOCUS samples carry their "

@@ -1,0 +1,33 @@
+"""The user code some ``make slime-check`` modes name by dotted path, as a Slime user's
+module would: a rollout sample filter, custom reward models of both Slime signatures.
+Each records what it was called with in ``CALLS`` (the mode runs in one process)."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List
+
+CALLS: Dict[str, List[Any]] = {"filter": [], "rm": [], "batched_rm": []}
+
+
+def remove_first_group(args: Any, data: List[List[Any]]) -> None:
+    """--rollout-sample-filter-path: Slime calls it with the rollout's groups; mark every
+    element of the first group (a tree, for FOCUS) removed, as Slime's filters do."""
+    CALLS["filter"].append([[getattr(s, "index", None) for s in group] for group in data])
+    for sample in data[0]:
+        sample.remove_sample = True
+
+
+async def rm(args: Any, sample: Any) -> float:
+    """--custom-rm-path, Slime's single-sample signature: reward 1 for every finished
+    rollout (whatever the answer), so the tree's outcomes show the RM was used."""
+    if isinstance(sample, list):
+        raise TypeError(f"the single-sample RM was called with a list of {len(sample)}")
+    CALLS["rm"].append((sample.prompt, sample.response, sample.label))
+    return 1.0
+
+
+async def batched_rm(args: Any, samples: List[Any]) -> List[float]:
+    """--custom-rm-path, Slime's batched signature (a list in, a list out): reward 0 for
+    every finished rollout."""
+    CALLS["batched_rm"].append(len(samples))
+    return [0.0 for _ in samples]
