@@ -189,6 +189,27 @@ def test_stable_reinforce_trains_on_focus_trees_with_provenance(server, standin,
     spans = [d.loss_fn_input_spans for datums in standin.trained for d in datums]
     assert spans and all(spans)
     assert {s[1] for sp in spans for s in sp} <= set(standin.sequences)
+    # Every sample request asked the service to record stability information, as the
+    # SDK documents for stable_reinforce and the cookbook sets for it.
+    assert standin.sample_calls and all(c.record_stability_info for c in standin.sample_calls)
+
+
+def test_stable_reinforce_trains_path_datums_with_provenance(server, standin, problems):
+    # A path datum spans several sample requests: its spans name each request's prompt
+    # positions (the observations since the previous request) and its sampled tokens, as the
+    # cookbook's trajectory_to_data tiles a multi-turn trajectory. The stand-in checks each.
+    reports = run_train(standin, server, problems, steps=2, loss_fn="stable_reinforce", loss_fn_config=None, layout="paths")
+    assert len(reports) == 2 and len(standin.trained) == 2
+    datums = [d for batch in standin.trained for d in batch]
+    assert datums and all(d.loss_fn_input_spans for d in datums)
+    # At least one path tiles more than one sampled sequence.
+    assert max(len({s[1] for s in d.loss_fn_input_spans}) for d in datums) > 1
+    assert standin.sample_calls and all(c.record_stability_info for c in standin.sample_calls)
+
+
+def test_other_losses_do_not_record_stability_info(server, standin, problems):
+    run_train(standin, server, problems, steps=1)
+    assert standin.sample_calls and not any(c.record_stability_info for c in standin.sample_calls)
 
 
 def test_stable_reinforce_without_provenance_is_refused_before_sending(standin):

@@ -104,6 +104,7 @@ class SampleCall:
     seed: Optional[int]
     temperature: float = 1.0
     sequence_ids: List[str] = field(default_factory=list)
+    record_stability_info: bool = False
 
 
 class _WatchedFuture(AwaitableConcurrentFuture):
@@ -454,6 +455,7 @@ class StandinTinker:
         prompt = tuple(req.prompt.to_ints())
         sp = req.sampling_params
         call = SampleCall(session, version, prompt, req.num_samples, sp.seed, sp.temperature)
+        call.record_stability_info = bool(req.record_stability_info)
         call.sequence_ids = [f"seq-{next(self._ids)}" for _ in range(req.num_samples)]
         self.sample_calls.append(call)
         request_id = f"sample-{req.seq_id}-{session}"

@@ -5,7 +5,7 @@ sampled sequence a record trains on (``SEQUENCE_ID_KEY``).
 from __future__ import annotations
 
 import math
-from typing import Any, Dict, List, Mapping
+from typing import Any, Dict, List, Mapping, Tuple
 
 from ...errors import ConfigError
 
@@ -24,6 +24,10 @@ def _types() -> Any:
 SEQUENCE_ID_KEY = "tinker_sequence_id"
 """The actor-record key ``train`` fills with the Tinker ``sequence_id`` of the sampled
 continuation a record trains on (``to_datum`` turns it into provenance spans)."""
+
+SEQUENCES_KEY = "tinker_sequences"
+# The path-record key train fills with the sampled sequences a path is made of: a list of
+# [sequence_id, start of its sampled tokens, their number], in order.
 
 
 def to_datum(record: Mapping[str, Any]) -> Any:
@@ -46,7 +50,10 @@ def to_datum(record: Mapping[str, Any]) -> Any:
     (``Datum.with_provenance``): the prompt part is ``PromptProvenanceSpan`` positions of
     the request's prompt, the sampled part ``SampledProvenanceSpan`` positions of its
     sampled tokens, as the cookbook's ``trajectory_to_data`` builds them; Tinker's
-    ``stable_reinforce`` loss needs them."""
+    ``stable_reinforce`` loss needs them. A path record ``train`` collected names each
+    request its path is made of (key ``tinker_sequences``: ``[sequence_id, start, length]``
+    per request, in order); its spans tile them, each request's prompt positions since the
+    previous request followed by its sampled tokens."""
     types = _types()
     import numpy as np
 
@@ -83,26 +90,62 @@ def to_datum(record: Mapping[str, Any]) -> Any:
             "mask": types.TensorData.from_numpy(weights),
         },
     )
-    sequence_id = record.get(SEQUENCE_ID_KEY)
-    if isinstance(sequence_id, str) and sequence_id:
-        prompt_len = record.get("response_start")
-        if prompt_len is None:
-            raise ConfigError(
-                f"to_datum: a record with {SEQUENCE_ID_KEY} needs its response_start (actor records from focus-go carry it)"
-            )
-        sampled = len(tokens) - prompt_len
-        if sampled > 0 and all(mask[prompt_len:]):
-            prompt_span, sampled_span = types.PromptProvenanceSpan, types.SampledProvenanceSpan
-            # The input drops the sequence's last token and the targets its first.
-            inputs = [prompt_span(sequence_id=sequence_id, offset=0, length=prompt_len)]
-            if sampled > 1:
-                inputs.append(sampled_span(sequence_id=sequence_id, offset=0, length=sampled - 1))
-            targets_spans = []
-            if prompt_len > 1:
-                targets_spans.append(prompt_span(sequence_id=sequence_id, offset=1, length=prompt_len - 1))
-            targets_spans.append(sampled_span(sequence_id=sequence_id, offset=0, length=sampled))
+    sequences = _sequences(record, tokens, mask)
+    if sequences:
+        spans = _provenance_spans(types, sequences)
+        # The input drops the sequence's last token and the targets its first.
+        inputs, targets_spans = _drop_position(spans, last=True), _drop_position(spans, last=False)
+        if any(isinstance(sp, types.SampledProvenanceSpan) for sp in targets_spans):
             datum = datum.with_provenance(model_input=inputs, loss_fn_inputs=targets_spans)
     return datum
+
+
+def _sequences(record: Mapping[str, Any], tokens: List[int], mask: List[Any]) -> List[Tuple[str, int, int]]:
+    """The sampled sequences a record's tokens are made of, as (sequence_id, start of its
+    sampled tokens, their number), in order; empty when the record names none."""
+    named = record.get(SEQUENCES_KEY)
+    if named:
+        return [(str(sid), int(start), int(length)) for sid, start, length in named]
+    sequence_id = record.get(SEQUENCE_ID_KEY)
+    if not (isinstance(sequence_id, str) and sequence_id):
+        return []
+    prompt_len = record.get("response_start")
+    if prompt_len is None:
+        raise ConfigError(
+            f"to_datum: a record with {SEQUENCE_ID_KEY} needs its response_start (actor records from focus-go carry it)"
+        )
+    sampled = len(tokens) - prompt_len
+    if sampled > 0 and all(mask[prompt_len:]):
+        return [(sequence_id, prompt_len, sampled)]
+    return []
+
+
+def _provenance_spans(types: Any, sequences: List[Tuple[str, int, int]]) -> List[Any]:
+    """Spans tiling every token of the record: before each sequence's sampled tokens, the
+    tokens since the previous sequence as positions of its request's prompt."""
+    spans: List[Any] = []
+    cursor = 0
+    for sequence_id, start, length in sequences:
+        if start > cursor:
+            spans.append(types.PromptProvenanceSpan(sequence_id=sequence_id, offset=cursor, length=start - cursor))
+        spans.append(types.SampledProvenanceSpan(sequence_id=sequence_id, offset=0, length=length))
+        cursor = start + length
+    return spans
+
+
+def _drop_position(spans: List[Any], *, last: bool) -> List[Any]:
+    """The spans of the same tokens without the last (or the first) position."""
+    import dataclasses
+
+    spans = list(spans)
+    edge = spans[-1] if last else spans[0]
+    if edge.length == 1:
+        return spans[:-1] if last else spans[1:]
+    if last:
+        spans[-1] = dataclasses.replace(edge, length=edge.length - 1)
+    else:
+        spans[0] = dataclasses.replace(edge, offset=edge.offset + 1, length=edge.length - 1)
+    return spans
 
 
 def _without_mask(datum: Any) -> Any:
@@ -115,14 +158,41 @@ def _without_mask(datum: Any) -> Any:
 
 
 def _add_sequence_ids(actor: List[Dict[str, Any]], sequence_ids: Mapping[tuple, str]) -> None:
-    """Name, in each actor record, the sampled sequence it trains on: its tokens split at
-    its response start (the first generated token) are a (prompt, sampled tokens) pair the
-    policy saw."""
+    """Name, in each actor record, the sampled sequences it trains on. A span record's
+    tokens split at its response start (the first generated token) are a (prompt, sampled
+    tokens) pair the policy saw (``SEQUENCE_ID_KEY``). A path record (per-token
+    ``advantages``) is a chain of them: from each generated token not yet covered, the
+    longest sampled continuation of the tokens before it that the path goes on with
+    (``SEQUENCES_KEY``); a path with a generated token no request sampled gets none."""
+    by_prompt: Dict[tuple, List[Tuple[tuple, str]]] = {}
+    for (prompt, sampled), sequence_id in sequence_ids.items():
+        by_prompt.setdefault(prompt, []).append((sampled, sequence_id))
     for record in actor:
         cut = record["response_start"]
         tokens = tuple(int(t) for t in record["tokens"])
         if cut >= len(tokens):
             continue
-        sequence_id = sequence_ids.get((tokens[:cut], tokens[cut:]))
-        if sequence_id is not None:
-            record[SEQUENCE_ID_KEY] = sequence_id
+        if record.get("advantages") is None:
+            sequence_id = sequence_ids.get((tokens[:cut], tokens[cut:]))
+            if sequence_id is not None:
+                record[SEQUENCE_ID_KEY] = sequence_id
+            continue
+        chain = _chain(tokens, record["loss_mask"], by_prompt)
+        if chain:
+            record[SEQUENCES_KEY] = chain
+
+
+def _chain(tokens: tuple, mask: List[Any], by_prompt: Mapping[tuple, List[Tuple[tuple, str]]]) -> List[Tuple[str, int, int]]:
+    chain: List[Tuple[str, int, int]] = []
+    position = 0
+    while True:
+        start = next((i for i in range(position, len(tokens)) if mask[i]), None)
+        if start is None:
+            # Tokens after the last sampled sequence have no request to name them.
+            return chain if chain and position == len(tokens) else []
+        matches = [(len(s), sid) for s, sid in by_prompt.get(tokens[:start], ()) if tokens[start : start + len(s)] == s and s]
+        if not matches:
+            return []
+        length, sequence_id = max(matches)
+        chain.append((sequence_id, start, length))
+        position = start + length

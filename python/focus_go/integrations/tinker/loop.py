@@ -49,12 +49,17 @@ class StepReport:
     """The step's metrics as ``train`` logs them (see ``train``)."""
 
 
-async def _publish(training_client: Any) -> Any:
+async def _publish(training_client: Any, record_stability_info: bool = False) -> Any:
     """A frozen sampler of the current weights. The SDK's save blocks its caller, so it runs
-    in a worker thread and the event loop (an overlapping collection) keeps going."""
+    in a worker thread and the event loop (an overlapping collection) keeps going.
+    ``record_stability_info`` asks every sample of the sampler to record what Tinker's
+    ``stable_reinforce`` loss trains on (passed only when set: older SDKs lack it)."""
 
     def save() -> Any:
-        client = training_client.save_weights_and_get_sampling_client()
+        if record_stability_info:
+            client = training_client.save_weights_and_get_sampling_client(record_stability_info=True)
+        else:
+            client = training_client.save_weights_and_get_sampling_client()
         # tinker >= 0.3x returns a future of the client; older versions the client itself.
         result = getattr(client, "result", None)
         return result() if callable(result) else client
@@ -306,6 +311,9 @@ async def train(
 
     fmt = PolicyFormat.resolve(model, profile=profile)
     k = problems_per_step
+    # Samplers record stability information when the loss trains on it, as the SDK
+    # documents for stable_reinforce and tinker-cookbook sets (records_stability_info).
+    stability = loss_fn == "stable_reinforce"
 
     async def collect_tree(index: int, sampler: Any) -> Any:
         problem = problems[index % len(problems)]
@@ -339,7 +347,7 @@ async def train(
         return out
 
     async def evaluate() -> Dict[str, float]:
-        sampler = await _publish(training_client)
+        sampler = await _publish(training_client, stability)
 
         async def one(problem: Problem) -> float:
             policy = TinkerPolicy(sampler, model=model, format=fmt)
@@ -363,12 +371,12 @@ async def train(
     current: Optional["asyncio.Future[_Collected]"] = None
     try:
         if async_depth == 1:
-            sampler, sampler_step = await _publish(training_client), learner_step
+            sampler, sampler_step = await _publish(training_client, stability), learner_step
             pending = asyncio.ensure_future(collect(first_batch, sampler, sampler_step))
         for b in range(first_batch, steps):
             step_start = time.monotonic()
             if async_depth == 0:
-                sampler, sampler_step = await _publish(training_client), learner_step
+                sampler, sampler_step = await _publish(training_client, stability), learner_step
                 pending = asyncio.ensure_future(collect(b, sampler, sampler_step))
             assert pending is not None
             current, pending = pending, None
@@ -452,7 +460,7 @@ async def train(
                 on_step(report)
             if async_depth == 1 and b + 2 < steps:
                 # The sampler for the collection the next iteration starts (batch b+2).
-                sampler, sampler_step = await _publish(training_client), learner_step
+                sampler, sampler_step = await _publish(training_client, stability), learner_step
         return reports
     finally:
         outstanding = [t for t in (current, pending) if t is not None and not t.done()]
