@@ -54,6 +54,7 @@ from signal_trees import (  # noqa: E402,F401  (re-exported for tests/test_bench
     dot,
     label,
     library_default,
+    parse_selective,
     make_problems,
     mean_se,
     sigmoid,
@@ -326,6 +327,9 @@ def parse_args(argv: Optional[List[str]]):
     ap.add_argument("--scores", default=",".join(SCORES), help="the Selective scores, each with and without visitation weights")
     ap.add_argument("--tgb-scores", default="value_refinement,critic_adaptive",
                     help="the Selective scores also run with TreeGroupBaseline and visitation weights ('/tgb')")
+    ap.add_argument("--selective", default="",
+                    help="more Selective methods, comma-separated '<B>/<W>:<score>[+stop][+w][/tgb]' "
+                         "(Selective(B, W), stop_alike, visitation weights, TreeGroupBaseline)")
     ap.add_argument("--methods", default="", help="keep only these methods (comma-separated names; default: all)")
     ap.add_argument("--taus", default="0.05,0.2,0.5,const", help="critic noises ('const': Critic.constant(0.5))")
     ap.add_argument("--budgets", default="160,640", help="the budgets of the areas, in rollout-equivalents (RE)")
@@ -351,6 +355,12 @@ def parse_args(argv: Optional[List[str]]):
 def methods_of(args) -> List[Method]:
     methods = all_methods([s for s in args.scores.split(",") if s], args.budget, [int(x) for x in parse_floats(args.group_sizes)],
                           [s for s in args.tgb_scores.split(",") if s], parse_floats(args.extra_kappas))
+    have = {m.name for m in methods}
+    for spec in (x for x in getattr(args, "selective", "").split(",") if x):
+        m = parse_selective(spec, args.budget)
+        if m.name not in have:
+            methods.insert(len([x for x in methods if x.search == "selective"]), m)
+            have.add(m.name)
     keep = [n for n in args.methods.split(",") if n]
     return [m for m in methods if m.name in keep] if keep else methods
 

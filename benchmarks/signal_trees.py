@@ -112,8 +112,10 @@ class Method:
     """One way to turn a problem into a gradient: a search, an estimator, and whether the
     edges are multiplied by their visitation factors.
 
-    Names: ``selective:<score>[+w][/tgb]`` is Selective(B, B/2, score) with B the run's
-    --budget, DirectBranchTd (``/tgb``: TreeGroupBaseline), ``+w`` the visitation weights;
+    Names: ``selective:<score>[+stop][+w][/tgb]`` is Selective(B, B/2, score) with B the
+    run's --budget, DirectBranchTd (``/tgb``: TreeGroupBaseline), ``+stop`` with
+    stop_alike, ``+w`` the visitation weights; ``selective<B>/<W>:...`` the same at
+    Selective(B, W);
     ``root-only:<B>`` is Independent(B) + DirectBranchTd and ``grpo:<B>`` Independent(B) +
     GroupBaseline; ``@k<kappa>`` runs at that critic_weight instead of the run's --kappa."""
 
@@ -124,12 +126,18 @@ class Method:
     estimator: str = "DirectBranchTd"
     weighted: bool = False
     kappa: Optional[float] = None  # its own critic_weight ("@k<kappa>" methods); None: the run's --kappa
+    warmup: Optional[int] = None  # Selective's warmup; None: budget // 2
+    stop_alike: bool = False
 
     @property
-    def tree_key(self) -> Tuple[str, int, str, str]:
+    def tree_key(self) -> Tuple:
         """Methods with the same key share their trees in the gradient cells (each estimator
         prepares the same tree; weights are applied afterwards)."""
-        return (self.search, self.budget, self.score, "" if self.kappa is None else repr(self.kappa))
+        return (self.search, self.budget, self.score, "" if self.kappa is None else repr(self.kappa), self.warmup_n, self.stop_alike)
+
+    @property
+    def warmup_n(self) -> int:
+        return self.budget // 2 if self.warmup is None else self.warmup
 
     def kappa_or(self, run_kappa: float) -> float:
         return run_kappa if self.kappa is None else self.kappa
@@ -144,13 +152,35 @@ class Method:
 SCORES = ["value_refinement", "gradient_variance", "shallow_first", "critic_adaptive", "posterior_variance", "uniform"]
 
 
+def selective_prefix(budget: int, warmup: int, main_budget: int = 32) -> str:
+    """``selective`` for Selective(main_budget, main_budget/2), else ``selective<B>/<W>``."""
+    return "selective" if (budget, warmup) == (main_budget, main_budget // 2) else f"selective{budget}/{warmup}"
+
+
+def parse_selective(spec: str, main_budget: int = 32) -> Method:
+    """A method from ``<B>/<W>:<score>[+stop][+w][/tgb]`` (the --selective option)."""
+    size, rest = spec.split(":", 1)
+    budget, warmup = (int(x) for x in size.split("/"))
+    estimator = "TreeGroupBaseline" if rest.endswith("/tgb") else "DirectBranchTd"
+    rest = rest.removesuffix("/tgb")
+    weighted = rest.endswith("+w")
+    rest = rest.removesuffix("+w")
+    stop = rest.endswith("+stop")
+    score = rest.removesuffix("+stop")
+    name = f"{selective_prefix(budget, warmup, main_budget)}:{spec.split(':', 1)[1]}"
+    return Method(name, "selective", budget, score, estimator, weighted, warmup=warmup, stop_alike=stop)
+
+
 @functools.lru_cache(maxsize=None)
 def library_default() -> str:
-    """The method the library's defaults run: ``Selective()``'s score, ``+w`` when records
-    carry the visitation weights by default (Go's capi/binding decides both)."""
+    """The method the library's defaults run: ``Selective()``'s size, score and stop_alike,
+    ``+w`` when records carry the visitation weights by default (Go's capi/binding decides
+    all of them)."""
     from focus_go import Selective, _rules
 
-    return f"selective:{Selective().score}" + ("+w" if _rules.defaults()["records"]["visitation_weights"] else "")
+    sel = Selective()
+    return (f"{selective_prefix(sel.budget, sel.warmup)}:{sel.score}" + ("+stop" if sel.stop_alike else "")
+            + ("+w" if _rules.defaults()["records"]["visitation_weights"] else ""))
 
 
 def label(name: str) -> str:
@@ -176,7 +206,7 @@ def all_methods(scores: Sequence[str], budget: int = 32, group_sizes: Sequence[i
         base.append(Method(f"grpo:{b}", "independent", b, estimator="GroupBaseline"))
     out = list(base)
     for kappa in extra_kappas:
-        out.extend(Method(f"{m.name}@k{kappa:g}", m.search, m.budget, m.score, m.estimator, m.weighted, float(kappa))
+        out.extend(Method(f"{m.name}@k{kappa:g}", m.search, m.budget, m.score, m.estimator, m.weighted, float(kappa), m.warmup, m.stop_alike)
                    for m in base if m.estimator == "DirectBranchTd")
     return out
 
@@ -321,7 +351,7 @@ async def collect_tree(h: Harness, bandit: Bandit, method: Method, seed: int, ta
     policy = Policy(format=h.format, model="bandit", complete=complete, default_params=SamplingParams(temperature=1.0))
     agent = Agent(policy=policy, env=BanditEnv(), context=Segments(segment_tokens), max_segments=depth + 1)
     search = (Independent(method.budget, seed=seed) if method.search == "independent"
-              else Selective(method.budget, method.budget // 2, score=method.score, seed=seed))
+              else Selective(method.budget, method.warmup_n, score=method.score, seed=seed, stop_alike=method.stop_alike))
     reward = RewardConfig(critic_weight=kappa)
     async with h.semaphore():
         async with Collector(agent, critic=critic, search=search, estimator=None, reward=reward) as collector:

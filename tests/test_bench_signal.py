@@ -118,3 +118,29 @@ def test_method_kappa_variants_are_paired_in_one_run(bench, tmp_path):
     diffs = text.split("Paired gradient-error difference")[1]
     assert "| selective:critic_adaptive+w (the default) |" in diffs and "| root-only:8 |" in diffs
     assert "The target for selective:critic_adaptive+w@k0" in text
+
+
+def test_selective_specs_and_stop_alike(bench):
+    """--selective names Selective(B, W) methods with stop_alike, weights and the tree group
+    baseline; a stop_alike tree on a problem every rollout wins stops after its warmup,
+    generating only the warmup's tokens (docs/signal.md §P)."""
+    import asyncio
+
+    m = bench.parse_selective("8/4:value_refinement_per_token+stop+w/tgb")
+    assert (m.name, m.budget, m.warmup_n, m.score, m.stop_alike, m.weighted, m.estimator) == (
+        "selective8/4:value_refinement_per_token+stop+w/tgb", 8, 4, "value_refinement_per_token", True, True, "TreeGroupBaseline")
+    assert bench.parse_selective("32/16:value_refinement").name == "selective:value_refinement"
+    assert bench.parse_selective("8/4:value_refinement").tree_key != m.tree_key
+
+    depth, seg = 3, 4
+    sure = bench.Bandit(0, depth=depth, k=4, b=50.0, w=[[0.0] * 4 for _ in range(depth)])
+    h = bench.Harness()
+    try:
+        for stop, rollouts in ((True, 4), (False, 8)):
+            method = bench.Method("s", "selective", 8, "value_refinement", warmup=4, stop_alike=stop)
+            t = asyncio.run(bench.collect_tree(h, sure, method, 3, 0.2, 0, 1.0, seg))
+            assert t.rollouts == rollouts
+            if stop:
+                assert t.tokens == 4 * depth * seg
+    finally:
+        h.close()
