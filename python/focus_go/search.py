@@ -76,7 +76,7 @@ class Selective:
     min_remaining: Optional[int] = field(default=None, kw_only=True)
     score: str = field(default="critic_adaptive", kw_only=True)
     seed: int = field(default=0, kw_only=True)
-    stop_alike: bool = field(default=False, kw_only=True)
+    stop_alike: bool = field(default=False, kw_only=True, repr=False)
 
     def __post_init__(self) -> None:
         _declare(self, "Selective")

@@ -142,6 +142,9 @@ def add_parser(commands: Any) -> None:
     s.add_argument("--max-children", type=_positive, default=sel["max_children"], help="Selective: direct children per checkpoint")
     s.add_argument("--score", choices=lib["scores"], default=sel["score"],
                    help="Selective: the branching score (docs/learning-signal.md; docs/signal.md §S and §F)")
+    s.add_argument("--stop-alike", action=argparse.BooleanOptionalAction, default=sel["stop_alike"],
+                   help="Selective: stop a tree after its warmup when every warmup rollout returned the same, leaving "
+                        "the rest of its budget unspent (docs/signal.md §P)")
     s.add_argument("--seed", type=int, default=sel["seed"], help="search seed")
     s.add_argument("--segment-tokens", type=_positive, default=lib["segments"]["tokens"], help="Segments(n): tokens per segment (with a tool or text --env: of one assistant turn)")
     s.add_argument("--max-segments", type=_positive, default=agent["max_segments"])

@@ -31,7 +31,8 @@ def settings(args: argparse.Namespace) -> Settings:
     if args.search == "independent":
         search: Any = Independent(args.budget, seed=args.seed)
     else:
-        search = Selective(args.budget, args.warmup, per_pass=args.per_pass, max_children=args.max_children, score=args.score, seed=args.seed)
+        search = Selective(args.budget, args.warmup, per_pass=args.per_pass, max_children=args.max_children, score=args.score, seed=args.seed,
+                           stop_alike=args.stop_alike)
     if args.no_critic:
         critic = None
     elif args.critic_url:
