@@ -1,359 +1,88 @@
-"""Learning signal per rollout on synthetic bandit trees (`make bench-signal`).
+"""Learning signal per generated token on synthetic bandit trees (`make bench-signal`).
 
-Where the truth is known, measure how good a gradient each search + estimator gives a
-trainer. Everything runs through the public API: a Python ``Completion`` samples a tabular
-softmax policy, a Python ``Env`` pays the leaf reward, a ``Critic.from_function`` scores
-checkpoints, ``Collector.collect`` + ``Collector.prepare`` build the samples, and the
-gradient is read off ``Batch.actor`` (``weight``, ``visitation``, spans).
+Where the truth is known, measure how much a trainer learns per generated token from each
+search + estimator. Everything runs through the public API (benchmarks/signal_trees.py): a
+Python ``Completion`` samples a tabular softmax policy, a Python ``Env`` pays the leaf
+reward, a ``Critic.from_function`` scores checkpoints, ``Collector.collect`` +
+``prepare_samples`` build the samples, and the gradient is read off ``Batch.actor``
+(``weight``, ``visitation``, spans).
 
-Problem: D segments of one action token each (K actions), leaf reward
-Bernoulli(sigmoid(b + sum_k w_k[a_k])). The policy is tabular per problem and state
-(the action prefix); its exact values V(s), Q(s, a) and the exact policy gradient
-dJ/dtheta[s, a] = pi(s) pi(a|s) (Q(s, a) - V(s)) are computed by enumeration. Critic =
-clip(V(s) + N(0, tau^2), 0, 1), the noise fixed per (seed, problem, state), or the constant
-0.5. Paired design: for every method the same problems, the same per-rollout sampler seeds
-(the engine's H(seed, problem, "w", i) for warmup rollouts: every method's first W root
-rollouts are the same paths with the same rewards) and the same critic noise.
+Problem: D segments of L tokens each (an action token, then fillers), K actions, leaf reward
+Bernoulli(sigmoid(b + sum_k w_k[a_k])). A branch from a depth-d checkpoint reuses d * L
+tokens of prefix, so a tree's generated tokens are what a real server would generate; the
+prefill each generate call sends is reported beside them, with and without a prefix cache.
 
-Methods (same rollout budget B per tree):
-- selective:<score>[+w]: Selective(B, B/2, score=<score>) + DirectBranchTd; +w multiplies
-  each edge by its visitation factor (ActorSample.visitation, docs/signal.md);
-- root-only: Independent(B) + DirectBranchTd; grpo: Independent(B) + GroupBaseline.
-Every collection runs at kappa = 1 (RewardConfig.critic_weight; --kappa changes it).
---extra-kappas adds every method but GRPO again at other kappas, named "<method>@k<kappa>",
-on the same seeds, so a kappa-0 method is paired with the kappa-1 ones in one run.
+Methods (signal_trees.Method): selective:<score>[+w][/tgb] (Selective(B, B/2) +
+DirectBranchTd or TreeGroupBaseline, +w the visitation weights), root-only:<B>
+(Independent(B) + DirectBranchTd) and grpo:<B> (Independent(B) + GroupBaseline).
 
-A tree's gradient estimate is (1/R) sum_edges c * A * grad log pi(a|s) with R its completed
-rollouts and c = 1 (or the visitation factor). Metrics:
-- gradient error: sqrt(sum |alpha g_hat - g|^2 / sum |g|^2) over all trees of a cell, with
-  alpha the best global step size of that method in that cell (so a trainer's learning
-  rate can absorb any constant scale, but not per-tree scale noise);
-- advantage MSE: mean over edges of (A - (V(c) - V(s)))^2 (reported, never tuned on);
-- learning: 64 problems, 8 per step; each step collects 8 trees with the current policy and
-  takes theta += lr * alpha * g_hat (alpha from the gradient-error cell); J = mean exact
-  expected reward over the 64 problems, against rollouts and generated tokens.
-Paired differences are over seeds (each seed: its own problems, sampler seeds and noise);
-"+-" is one standard error of the mean paired difference.
+1. Per generated token (the headline, signal_learning.py): learning curves J against
+   generated tokens, each method at its best learning rate from a grid (chosen per critic
+   noise and budget on selection seeds, then run on fresh seeds), and their area: mean J
+   over the first N rollout-equivalents (RE: the tokens of one independent rollout).
+2. Per rollout (the second view): the same runs' area against rollouts, and the gradient
+   error of one tree at the initial policy: sqrt(sum |alpha g_hat - g|^2 / sum |g|^2) over
+   a cell's trees, alpha the method's best global step size, with the advantage MSE
+   (A - (V(c) - V(s)))^2 beside it.
+Paired design: each seed has its own problems and critic noise, shared by every method, and
+the engine's per-rollout sampler seeds, so every method's first W root rollouts of a tree
+are the same paths with the same rewards. "+-" is one standard error of the mean paired
+difference over seeds; "*" marks a difference beyond two.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import functools
-import hashlib
-import itertools
 import json
 import math
-import re
-import struct
 import sys
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from signal_learning import learning, tau_name  # noqa: E402
+from signal_trees import (  # noqa: E402,F401  (re-exported for tests/test_bench_signal.py)
+    SCORES,
+    Bandit,
+    Harness,
+    Method,
+    all_methods,
+    collect_tree,
+    dot,
+    label,
+    library_default,
+    parse_selective,
+    make_problems,
+    mean_se,
+    sigmoid,
+    tree_gradient,
+)
+from signal_learning import area  # noqa: E402,F401
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
-ACTION_CHARS = "ABCDEFGH"  # single tokens in the simulator's tokenizer; K <= 4 (loss / win tokens)
-State = Tuple[int, ...]
 
 
-def _u64(*parts: object) -> int:
-    return struct.unpack("<Q", hashlib.blake2b(repr(parts).encode(), digest_size=8).digest())[0]
-
-
-def _uniform(*parts: object) -> float:
-    return (_u64(*parts) >> 11) / float(1 << 53)
-
-
-def _gauss(*parts: object) -> float:
-    u1, u2 = max(_uniform(*parts, 1), 1e-300), _uniform(*parts, 2)
-    return math.sqrt(-2 * math.log(u1)) * math.cos(2 * math.pi * u2)
-
-
-def sigmoid(x: float) -> float:
-    return 1 / (1 + math.exp(-x))
-
-
-@dataclass
-class Bandit:
-    """One problem: depth D, K actions, reward logit b + sum_k w[k][a_k]; a tabular softmax
-    policy theta[state] (logits) over the K actions."""
-
-    index: int
-    depth: int
-    k: int
-    b: float
-    w: List[List[float]]
-    theta: Dict[State, List[float]] = field(default_factory=dict)
-
-    def states(self) -> List[State]:
-        return [s for d in range(self.depth) for s in itertools.product(range(self.k), repeat=d)]
-
-    def probs(self, s: State) -> List[float]:
-        z = self.theta.get(s)
-        if z is None:
-            return [1 / self.k] * self.k
-        m = max(z)
-        e = [math.exp(v - m) for v in z]
-        t = sum(e)
-        return [v / t for v in e]
-
-    def leaf_p(self, actions: Sequence[int]) -> float:
-        return sigmoid(self.b + sum(self.w[i][a] for i, a in enumerate(actions)))
-
-    def values(self) -> Dict[State, float]:
-        """V(s) for every prefix s (leaves: the success probability)."""
-        v: Dict[State, float] = {}
-        for leaf in itertools.product(range(self.k), repeat=self.depth):
-            v[leaf] = self.leaf_p(leaf)
-        for d in range(self.depth - 1, -1, -1):
-            for s in itertools.product(range(self.k), repeat=d):
-                p = self.probs(s)
-                v[s] = sum(p[a] * v[s + (a,)] for a in range(self.k))
-        return v
-
-    def gradient(self, v: Dict[State, float]) -> Dict[State, List[float]]:
-        """dJ/dtheta[s][a] = pi(s) pi(a|s) (Q(s, a) - V(s))."""
-        reach: Dict[State, float] = {(): 1.0}
-        g: Dict[State, List[float]] = {}
-        for s in self.states():
-            p = self.probs(s)
-            g[s] = [reach[s] * p[a] * (v[s + (a,)] - v[s]) for a in range(self.k)]
-            for a in range(self.k):
-                reach[s + (a,)] = reach[s] * p[a]
-        return g
-
-
-def make_problems(seed: int, n: int, depth: int, k: int, scale: float) -> List[Bandit]:
-    out = []
-    for i in range(n):
-        b = _gauss("b", seed, i) * 0.5
-        w = [[_gauss("w", seed, i, d, a) * scale for a in range(k)] for d in range(depth)]
-        out.append(Bandit(i, depth, k, b, w))
-    return out
-
-
-@dataclass(frozen=True)
-class Method:
-    name: str
-    search: str  # "selective" or "independent"
-    score: str = ""
-    estimator: str = "DirectBranchTd"
-    weighted: bool = False
-    kappa: Optional[float] = None  # its own critic_weight ("@k<kappa>" methods); None: the run's --kappa
-
-    @property
-    def tree_key(self) -> Tuple[str, str, str, str]:
-        """Methods with the same key share their trees (weights are applied afterwards)."""
-        return (self.search, self.score, self.estimator, "" if self.kappa is None else repr(self.kappa))
-
-    def kappa_or(self, run_kappa: float) -> float:
-        return run_kappa if self.kappa is None else self.kappa
-
-
-SCORES = ["value_refinement", "gradient_variance", "shallow_first", "critic_adaptive", "posterior_variance", "uniform"]
-
-
-@functools.lru_cache(maxsize=None)
-def library_default() -> str:
-    """The method the library's defaults run: ``Selective()``'s score, ``+w`` when records
-    carry the visitation weights by default (Go's capi/binding decides both)."""
-    from focus_go import Selective, _rules
-
-    return f"selective:{Selective().score}" + ("+w" if _rules.defaults()["records"]["visitation_weights"] else "")
-
-
-def label(name: str) -> str:
-    """A method's name in the tables, marking the library's defaults."""
-    return f"{name} (the default)" if name == library_default() else name
-
-
-def all_methods(scores: Sequence[str], extra_kappas: Sequence[float] = ()) -> List[Method]:
-    """Every score with and without weights, root-only and GRPO, at the run's kappa; then,
-    for each of extra_kappas, the same methods at that kappa, named "<name>@k<kappa>"
-    (GRPO's GroupBaseline does not read kappa: no variant)."""
-    base = []
-    for s in scores:
-        base.append(Method(f"selective:{s}", "selective", s))
-        base.append(Method(f"selective:{s}+w", "selective", s, weighted=True))
-    base.append(Method("root-only", "independent"))
-    base.append(Method("grpo", "independent", estimator="GroupBaseline"))
-    out = list(base)
-    for kappa in extra_kappas:
-        out.extend(Method(f"{m.name}@k{kappa:g}", m.search, m.score, m.estimator, m.weighted, float(kappa))
-                   for m in base if m.estimator != "GroupBaseline")
-    return out
-
-
-class Harness:
-    """The focus_go objects shared by every collection: the simulator's tokenizer (only its
-    vocabulary is used; no request reaches the simulator) and the action token ids."""
-
-    def __init__(self) -> None:
-        from focus_go.backends import PolicyFormat
-        from focus_go.sim import SimServer
-
-        self.server = SimServer()
-        self.format = PolicyFormat.resolve(self.server.model, profile="token_chunk")
-        tok = self.format.codec.tokenizer
-        self.action_ids = [tok.encode(c)[0] for c in ACTION_CHARS]
-        self.action_of = {t: i for i, t in enumerate(self.action_ids)}
-
-    def close(self) -> None:
-        self.format.codec.tokenizer.close()
-        self.server.close()
-
-
-@dataclass
-class TreeResult:
-    edges: List[Tuple[State, int, float, float]]  # (state, action, advantage, visitation)
-    rollouts: int
-    tokens: int
-
-
-async def collect_tree(h: Harness, bandit: Bandit, method: Method, budget: int, seed: int,
-                       tau: Optional[float], noise_seed: int, kappa: float = 1.0) -> TreeResult:
-    from focus_go import Agent, Collector, Critic, DirectBranchTd, Env, GroupBaseline, Independent, RewardConfig, Segments, Selective, Step
-    from focus_go.backends import Policy, SamplingParams
-    from focus_go.types import GenerateResult
-
-    ids, action_of, depth, k = h.action_ids, h.action_of, bandit.depth, bandit.k
-
-    def actions_of(tokens: Sequence[int]) -> State:
-        i = len(tokens)
-        while i > 0 and tokens[i - 1] in action_of:
-            i -= 1
-        return tuple(action_of[t] % k for t in tokens[i:])
-
-    async def complete(tokens, params):
-        s = actions_of(tokens)
-        p = bandit.probs(s)
-        u = _uniform("a", params.seed, len(s))
-        a, acc = k - 1, 0.0
-        for j, pj in enumerate(p):
-            acc += pj
-            if u < acc:
-                a = j
-                break
-        token = ids[a]
-        if len(s) + 1 == depth:
-            # The leaf outcome is drawn from the rollout's own sampler seed and travels in
-            # the last token (action a is token a on a loss, token K + a on a win), so
-            # paired rollouts (same seed, same path) get the same reward and the env reads
-            # it without any shared state. logprobs are the policy's, log pi(a|s).
-            if _uniform("r", params.seed) < bandit.leaf_p(s + (a,)):
-                token = ids[k + a]
-        return GenerateResult(tokens=(token,), prefix_tokens=tuple(tokens), logprobs=[math.log(p[a])], stop_reason="length")
-
-    class BanditEnv(Env):
-        action = "tokens"
-
-        def __init__(self) -> None:
-            self.actions: List[int] = []
-            self.win = False
-
-        def reset(self):
-            return [{"role": "user", "content": f"bandit problem {bandit.index}"}]
-
-        def step(self, action):
-            for t in action.tokens:
-                self.actions.append(action_of[t] % k)
-                self.win = action_of[t] >= k
-            if len(self.actions) < depth:
-                return Step()
-            return Step(reward=1.0 if self.win else 0.0, done=True)
-
-        def fork(self):
-            twin = BanditEnv()
-            twin.actions = list(self.actions)
-            return twin
-
-    values = bandit.values()
-    text_re = re.compile(r"([" + ACTION_CHARS + r"]*)$")
-
-    def score(contexts: List[str]) -> List[float]:
-        out = []
-        for c in contexts:
-            s = tuple(ACTION_CHARS.index(ch) % k for ch in text_re.search(c).group(1))
-            out.append(min(1.0, max(0.0, values[s] + tau * _gauss("critic", noise_seed, bandit.index, s))))
-        return out
-
-    critic = Critic.constant(0.5) if tau is None else Critic.from_function(score)
-    policy = Policy(format=h.format, model="bandit", complete=complete, default_params=SamplingParams(temperature=1.0))
-    agent = Agent(policy=policy, env=BanditEnv(), context=Segments(1), max_segments=depth + 1)
-    search = (Independent(budget, seed=seed) if method.search == "independent"
-              else Selective(budget, budget // 2, score=method.score, seed=seed))
-    estimator = GroupBaseline() if method.estimator == "GroupBaseline" else DirectBranchTd()
-    async with Collector(agent, critic=critic, search=search, estimator=estimator, reward=RewardConfig(critic_weight=kappa)) as collector:
-        state = await collector.collect(f"bandit-{bandit.index}")
-        try:
-            batch = collector.prepare(state)
-            edges = []
-            for a in batch.actor:
-                span = a.spans[0]
-                pos = span.trainable.index(True)
-                edges.append((actions_of(span.tokens[:pos]), action_of[span.tokens[pos]] % k, a.weight, a.visitation))
-            return TreeResult(edges, int(batch.stats["rollouts"]), int(batch.stats["generated_tokens"]))
-        finally:
-            state.close()
-            batch._go.close() if batch._go is not None else None
-
-
-def tree_gradient(bandit: Bandit, tree: TreeResult, weighted: bool) -> Dict[State, List[float]]:
-    g: Dict[State, List[float]] = {}
-    r = max(tree.rollouts, 1)
-    for s, a, adv, vis in tree.edges:
-        c = (vis if weighted else 1.0) * adv / r
-        p = bandit.probs(s)
-        row = g.setdefault(s, [0.0] * bandit.k)
-        for j in range(bandit.k):
-            row[j] += c * ((1.0 if j == a else 0.0) - p[j])
-    return g
-
-
-def dot(g: Dict[State, List[float]], h: Dict[State, List[float]]) -> float:
-    return sum(x * y for s, row in g.items() if s in h for x, y in zip(row, h[s]))
-
-
-def mean_se(xs: Sequence[float]) -> Tuple[float, float]:
-    n = len(xs)
-    m = sum(xs) / n
-    if n < 2:
-        return m, float("nan")
-    var = sum((x - m) ** 2 for x in xs) / (n - 1)
-    return m, math.sqrt(var / n)
-
-
-async def gather_limited(coros, limit: int):
-    sem = asyncio.Semaphore(limit)
-
-    async def run(c):
-        async with sem:
-            return await c
-
-    return await asyncio.gather(*(run(c) for c in coros))
-
-
-# --- 1. gradient error and advantage MSE -------------------------------------------------
+# --- per rollout: gradient error of one tree at the initial policy ---------------------------
 
 async def gradient_cells(h: Harness, args, methods: List[Method], taus: List[Optional[float]]) -> Dict:
-    """For every tau and method: per-seed squared errors at the best global step size."""
+    """For every tau and method: per-seed relative gradient errors at the best global step
+    size, advantage MSE, and tokens per tree. Methods with the same tree_key share trees."""
     out: Dict = {}
     keys = sorted({m.tree_key for m in methods})
     for tau in taus:
-        # trees[key][seed] = list of (bandit, gradient truth, TreeResult)
-        per_seed: Dict[int, List] = {}
         jobs = []
-        for seed in range(args.seeds):
-            problems = make_problems(1000 + seed, args.problems, args.depth, args.k, args.scale)
-            per_seed[seed] = problems
-            for key in keys:
-                m = next(m for m in methods if m.tree_key == key)
-                for p in problems:
-                    jobs.append((seed, key, p, collect_tree(h, p, m, args.budget, seed, tau, seed, m.kappa_or(args.kappa))))
-        results = await gather_limited([j[3] for j in jobs], args.concurrency)
+        for seed in range(args.grad_seeds):
+            for p in make_problems(1000 + seed, args.problems, args.depth, args.k, args.scale):
+                for key in keys:
+                    group = [m for m in methods if m.tree_key == key]
+                    ests = sorted({m.estimator for m in group})
+                    jobs.append((seed, key, p, collect_tree(h, p, group[0], seed, tau, seed, group[0].kappa_or(args.kappa),
+                                                            args.segment_tokens, ests)))
+        results = await asyncio.gather(*(j[3] for j in jobs))
         trees: Dict = {}
         for (seed, key, p, _), res in zip(jobs, results):
             trees.setdefault(key, {}).setdefault(seed, []).append((p, res))
@@ -364,25 +93,24 @@ async def gradient_cells(h: Harness, args, methods: List[Method], taus: List[Opt
             for seed, items in trees[m.tree_key].items():
                 for p, res in items:
                     v = p.values()
-                    rows.append((seed, tree_gradient(p, res, m.weighted), p.gradient(v)))
-                    adv_err.setdefault(seed, []).extend((adv - (v[s + (a,)] - v[s])) ** 2 for s, a, adv, _ in res.edges)
+                    rows.append((seed, tree_gradient(p, res.edges[m.estimator], res.rollouts, m.weighted), p.gradient(v)))
+                    adv_err.setdefault(seed, []).extend((adv - (v[s + (a,)] - v[s])) ** 2 for s, a, adv, _ in res.edges[m.estimator])
             num = sum(dot(gh, g) for _, gh, g in rows)
             den = sum(dot(gh, gh) for _, gh, _ in rows)
             alpha = num / den if den > 0 else 0.0
             errs = {}
-            for seed in range(args.seeds):
+            for seed in range(args.grad_seeds):
                 e2 = g2 = 0.0
                 for sd, gh, g in rows:
-                    if sd != seed:
-                        continue
-                    e2 += dot(g, g) - 2 * alpha * dot(gh, g) + alpha * alpha * dot(gh, gh)
-                    g2 += dot(g, g)
+                    if sd == seed:
+                        e2 += dot(g, g) - 2 * alpha * dot(gh, g) + alpha * alpha * dot(gh, gh)
+                        g2 += dot(g, g)
                 errs[seed] = math.sqrt(max(e2, 0.0) / g2)
             tokens = [res.tokens for items in trees[m.tree_key].values() for _, res in items]
             cell[m.name] = {
                 "alpha": alpha,
-                "grad_err": [errs[s] for s in range(args.seeds)],
-                "adv_mse": [sum(adv_err[s]) / len(adv_err[s]) for s in range(args.seeds)],
+                "grad_err": [errs[s] for s in range(args.grad_seeds)],
+                "adv_mse": [sum(adv_err[s]) / len(adv_err[s]) for s in range(args.grad_seeds)],
                 "tokens_per_tree": sum(tokens) / len(tokens),
             }
         out[tau_name(tau)] = cell
@@ -390,127 +118,168 @@ async def gradient_cells(h: Harness, args, methods: List[Method], taus: List[Opt
     return out
 
 
-def tau_name(tau: Optional[float]) -> str:
-    return "const0.5" if tau is None else f"{tau:g}"
-
-
-# --- 2. learning curves -------------------------------------------------------------------
-
-async def learning_run(h: Harness, args, method: Method, tau: Optional[float], lr: float, alpha: float, seed: int) -> Dict:
-    problems = make_problems(5000 + seed, args.learn_problems, args.depth, args.k, args.scale)
-    curve_j, curve_rollouts, curve_tokens = [], [], []
-    rollouts = tokens = 0
-
-    def mean_j() -> float:
-        return sum(p.values()[()] for p in problems) / len(problems)
-
-    curve_j.append(mean_j())
-    curve_rollouts.append(0)
-    curve_tokens.append(0)
-    per_step = args.per_step
-    for step in range(args.steps):
-        batch = [problems[(step * per_step + i) % len(problems)] for i in range(per_step)]
-        trees = await asyncio.gather(*(
-            collect_tree(h, p, method, args.budget, _u64("learn", seed, step, p.index) % (1 << 62), tau, seed, method.kappa_or(args.kappa))
-            for p in batch))
-        grads = [tree_gradient(p, t, method.weighted) for p, t in zip(batch, trees)]
-        for p, g, t in zip(batch, grads, trees):
-            rollouts += t.rollouts
-            tokens += t.tokens
-            for s, row in g.items():
-                th = p.theta.setdefault(s, [0.0] * p.k)
-                for j in range(p.k):
-                    th[j] += lr * alpha * row[j]
-        curve_j.append(mean_j())
-        curve_rollouts.append(rollouts)
-        curve_tokens.append(tokens)
-    return {"j": curve_j, "rollouts": curve_rollouts, "tokens": curve_tokens}
-
-
-async def learning_cells(h: Harness, args, methods: List[Method], taus: List[Optional[float]], grad: Dict) -> Dict:
-    out: Dict = {}
-    for tau in taus:
-        for lr in args.lrs:
-            jobs, keys = [], []
-            for m in methods:
-                alpha = grad[tau_name(tau)][m.name]["alpha"] if tau_name(tau) in grad else 1.0
-                for seed in range(args.seeds):
-                    keys.append((m.name, seed))
-                    jobs.append(learning_run(h, args, m, tau, lr, alpha, seed))
-            runs = await gather_limited(jobs, max(1, args.concurrency // args.per_step))
-            cell: Dict = {}
-            for (name, seed), run in zip(keys, runs):
-                cell.setdefault(name, []).append(run)
-            out[f"{tau_name(tau)}/lr{lr:g}"] = cell
-            print(f"  learning cell tau={tau_name(tau)} lr={lr:g} done", file=sys.stderr, flush=True)
-    return out
-
-
 # --- report --------------------------------------------------------------------------------
 
-def paired(a: Sequence[float], b: Sequence[float]) -> Tuple[float, float]:
+def paired(a: Sequence[float], b: Sequence[float]):
     return mean_se([x - y for x, y in zip(a, b)])
 
 
-def fmt_pm(m: float, se: float) -> str:
+def fmt_pm(m: float, se: float, digits: int = 4) -> str:
     sig = "" if math.isnan(se) else ("*" if abs(m) > 2 * se else "")
-    return f"{m:+.4f} +- {se:.4f}{sig}"
+    return f"{m:+.{digits}f} ± {se:.{digits}f}{sig}"
+
+
+def fresh(cell: Dict, budget: str, view: str = "tokens") -> List[float]:
+    """A method's fresh-seed areas at its best learning rate for ``budget``."""
+    lr = cell["best_lr"][budget]
+    return [s[view][budget] for s in cell["fresh"][f"{lr:g}"]["summary"]]
+
+
+def best_of(learn_tau: Dict, names: Sequence[str], budget: str) -> Optional[str]:
+    """The name among ``names`` with the best selection-seed area at its best rate."""
+    def sel_area(n):
+        c = learn_tau[n]
+        return mean_se([s["tokens"][budget] for s in c["selection"][f"{c['best_lr'][budget]:g}"]])[0]
+    present = [n for n in names if n in learn_tau]
+    return max(present, key=sel_area) if present else None
+
+
+def margins(learn: Dict, name: str, tau: str, budget: str, bases: Sequence[str]) -> Optional[tuple]:
+    """name minus the best of ``bases`` (chosen on the selection seeds), paired over the
+    fresh seeds: (mean, se, the base's name)."""
+    base = best_of(learn[tau], bases, budget)
+    if base is None or base == name:
+        return None
+    m, se = paired(fresh(learn[tau][name], budget), fresh(learn[tau][base], budget))
+    return m, se, base
 
 
 def report(args, methods: List[Method], grad: Dict, learn: Dict, default: str) -> List[str]:
-    lines = [f"Bandit trees: D={args.depth}, K={args.k}, weight scale {args.scale}, B={args.budget} rollouts per tree, kappa {getattr(args, 'kappa', 1.0):g}"
-             + (" ('@k' methods: their own kappa)" if parse_floats(getattr(args, "extra_kappas", "")) else "") + ", "
-             f"{args.problems} problems x {args.seeds} seeds per gradient cell; learning: {args.learn_problems} problems, "
-             f"{args.per_step} per step, {args.steps} steps, {args.seeds} paired seeds. '*' = paired difference > 2 s.e.", ""]
-    lines.append("Gradient error (relative, best global step size; lower is better) and advantage MSE, mean over seeds:")
-    lines.append("")
-    lines.append("| method | " + " | ".join(f"grad err tau={t}" for t in grad) + " | " + " | ".join(f"adv MSE tau={t}" for t in grad) + " | tokens/tree |")
-    lines.append("|---|" + "---|" * (2 * len(grad) + 1))
-    for m in methods:
-        ge = [mean_se(grad[t][m.name]["grad_err"]) for t in grad]
-        am = [mean_se(grad[t][m.name]["adv_mse"]) for t in grad]
-        tok = next(iter(grad.values()))[m.name]["tokens_per_tree"]
-        lines.append(f"| {label(m.name)} | " + " | ".join(f"{x:.3f}" for x, _ in ge) + " | " + " | ".join(f"{x:.4f}" for x, _ in am) + f" | {tok:.0f} |")
-    lines.append("")
-    lines.append(f"Paired gradient-error difference, {default} minus baseline (negative: {default} better):")
-    lines.append("")
-    lines.append("| baseline | " + " | ".join(f"tau={t}" for t in grad) + " |")
-    lines.append("|---|" + "---|" * len(grad))
-    # The fixed baselines, the library's default, and every kappa variant of root-only and
-    # of the library's default (--extra-kappas).
-    bases = ["root-only", "grpo", "selective:gradient_variance+w", "selective:value_refinement", library_default()]
-    bases += [m.name for m in methods if m.kappa is not None and m.name.split("@")[0] in ("root-only", library_default())]
-    for base in dict.fromkeys(bases):
-        if base == default or base not in next(iter(grad.values())):
-            continue
-        lines.append(f"| {label(base)} | " + " | ".join(fmt_pm(*paired(grad[t][default]["grad_err"], grad[t][base]["grad_err"])) for t in grad) + " |")
+    re_tokens = args.depth * args.segment_tokens
+    lines = [f"Bandit trees: D={args.depth} segments of L={args.segment_tokens} tokens (1 RE = {re_tokens} generated tokens, "
+             f"one independent rollout), K={args.k}, weight scale {args.scale}, Selective budget {args.budget}, kappa {args.kappa:g}. "
+             f"Learning: {args.learn_problems} problems per seed, one tree per visit, a step after every tree, up to "
+             f"{max(args.budgets)} RE; learning rates {', '.join(f'{x:g}' for x in args.lrs)} chosen per noise and budget on "
+             f"{args.seeds} selection seeds, reported on {args.confirm_seeds} fresh seeds. '*' = paired difference > 2 s.e.; "
+             "'^' = the best learning rate is at the edge of the grid.", ""]
+    names = [m.name for m in methods]
+    roots = [n for n in names if n.startswith("root-only:") and "@" not in n]
+    grpos = [n for n in names if n.startswith("grpo:")]
     if learn:
+        taus = list(learn)
+        some = learn[taus[0]]
+        lines.append("Tokens per tree (fresh seeds, first noise, largest budget's learning rate): generated tokens, rollouts, "
+                     "RE per rollout, prefix tokens reused, prefill without a cache and with a per-tree prefix cache:")
         lines.append("")
-        lines.append("Learning: mean J over the run (equal rollouts), final J, and J at the token budget the "
-                     "token-cheapest method used (equal generated tokens); paired differences vs " + default + ":")
-        lines.append("")
-        lines.append("| cell | method | mean J | final J | J at equal tokens | mean J diff, candidate minus this |")
-        lines.append("|---|---|---|---|---|---|")
-        for cell, runs in learn.items():
-            tmin = min(r["tokens"][-1] for rs in runs.values() for r in rs)
-            def at_tokens(r):
-                js, ts = r["j"], r["tokens"]
-                for i in range(1, len(ts)):
-                    if ts[i] >= tmin:
-                        f = (tmin - ts[i - 1]) / max(ts[i] - ts[i - 1], 1)
-                        return js[i - 1] + f * (js[i] - js[i - 1])
-                return js[-1]
-            mj = {n: [sum(r["j"]) / len(r["j"]) for r in rs] for n, rs in runs.items()}
-            for n, rs in runs.items():
-                d = "" if n == default else fmt_pm(*paired(mj[default], mj[n]))
-                lines.append(f"| {cell} | {label(n)} | {mean_se(mj[n])[0]:.4f} | {mean_se([r['j'][-1] for r in rs])[0]:.4f} | "
-                             f"{mean_se([at_tokens(r) for r in rs])[0]:.4f} | {d} |")
+        lines.append("| method | generated | rollouts | RE / rollout | prefix reused | prefill, no cache | prefill, prefix cache |")
+        lines.append("|---|---|---|---|---|---|---|")
+        big = str(max(args.budgets))
+        for n in names:
+            if n not in some:
+                continue
+            tot = [s["totals"] for s in some[n]["fresh"][f"{some[n]['best_lr'][big]:g}"]["summary"]]
+            trees = sum(t["trees"] for t in tot)
+            per = {k: sum(t[k] for t in tot) / trees for k in ("tokens", "rollouts", "prefix_reused", "prefill", "prefill_cached")}
+            lines.append(f"| {label(n)} | {per['tokens']:.0f} | {per['rollouts']:.1f} | {per['tokens'] / per['rollouts'] / re_tokens:.2f} | "
+                         f"{per['prefix_reused']:.0f} | {per['prefill']:.0f} | {per['prefill_cached']:.0f} |")
+        for b in args.budgets:
+            bs = str(b)
+            lines += ["", f"Per generated token, the first {b} RE: mean J (fresh seeds) at the best learning rate (in brackets):", ""]
+            lines.append("| method | " + " | ".join(f"tau={t}" for t in taus) + " |")
+            lines.append("|---|" + "---|" * len(taus))
+            for n in names:
+                cells = []
+                for t in taus:
+                    c = learn[t][n]
+                    lr = c["best_lr"][bs]
+                    edge = "^" if lr in (min(args.lrs), max(args.lrs)) and len(args.lrs) > 1 else ""
+                    cells.append(f"{mean_se(fresh(c, bs))[0]:.4f} ({lr:g}{edge})")
+                lines.append(f"| {label(n)} | " + " | ".join(cells) + " |")
+            lines += ["", f"Margins, the first {b} RE: each method minus the best root-only and minus the best GRPO group size "
+                      "(each chosen on the selection seeds, named in brackets), paired over the fresh seeds:", ""]
+            lines.append("| method | " + " | ".join(f"− root-only, tau={t} | − GRPO, tau={t}" for t in taus) + " |")
+            lines.append("|---|" + "---|" * (2 * len(taus)))
+            for n in names:
+                cells = []
+                for t in taus:
+                    for bases in (roots, grpos):
+                        mg = margins(learn, n, t, bs, bases)
+                        cells.append("" if mg is None else f"{fmt_pm(mg[0], mg[1])} ({mg[2].split(':')[1]})")
+                lines.append(f"| {label(n)} | " + " | ".join(cells) + " |")
+        lines += ["", "The worst case: each method minus each root-only and GRPO size in turn, paired over the fresh seeds; "
+                  "the smallest margin (the baseline that comes closest or wins, in brackets). The target asks this to be "
+                  "positive beyond 2 s.e. at tau 0.2 and 0.5 and not negative beyond 2 s.e. at 0.05 and const:", ""]
+        lines.append("| method | " + " | ".join(f"{b} RE, tau={t}" for b in args.budgets for t in taus) + " |")
+        lines.append("|---|" + "---|" * (len(args.budgets) * len(taus)))
+        for n in names:
+            cells = []
+            for b in args.budgets:
+                for t in taus:
+                    worst = min((paired(fresh(learn[t][n], str(b)), fresh(learn[t][base], str(b))) + (base,)
+                                 for base in roots + grpos if base != n), key=lambda x: x[0], default=None)
+                    cells.append("" if worst is None else f"{fmt_pm(worst[0], worst[1])} ({worst[2]})")
+            lines.append(f"| {label(n)} | " + " | ".join(cells) + " |")
+        lines += ["", "Per rollout (the second view): mean J over the first N rollouts (fresh seeds, the same runs and "
+                  "learning rates as per token):", ""]
+        cols = [(t, b) for b in args.budgets for t in taus]
+        lines.append("| method | " + " | ".join(f"{b} rollouts, tau={t}" for t, b in cols) + " |")
+        lines.append("|---|" + "---|" * len(cols))
+        for n in names:
+            lines.append(f"| {label(n)} | " + " | ".join(f"{mean_se(fresh(learn[t][n], str(b), 'rollouts'))[0]:.4f}" for t, b in cols) + " |")
+        if default in names:
+            lines += ["", f"The target for {default}: ahead of the best root-only and the best GRPO by more than 2 s.e. at "
+                      "tau 0.2 and 0.5, not behind at 0.05 and with the constant critic (the first budget, then the last):", ""]
+            for b in args.budgets:
+                parts = []
+                for t in taus:
+                    for bases, what in ((roots, "root-only"), (grpos, "GRPO")):
+                        mg = margins(learn, default, t, str(b), bases)
+                        if mg:
+                            parts.append(f"tau {t} vs {what}:{mg[2].split(':')[1]} {fmt_pm(mg[0], mg[1])}")
+                lines.append(f"- {b} RE: " + "; ".join(parts))
+    if grad:
+        lines += ["", "Gradient error of one tree at the initial policy (relative, best global step size; lower is better), "
+                  f"{args.problems} problems x {args.grad_seeds} seeds per cell, and the advantage MSE:", ""]
+        lines.append("| method | " + " | ".join(f"grad err tau={t}" for t in grad) + " | " + " | ".join(f"adv MSE tau={t}" for t in grad)
+                     + " | tokens / tree |")
+        lines.append("|---|" + "---|" * (2 * len(grad) + 1))
+        for m in methods:
+            ge = [mean_se(grad[t][m.name]["grad_err"])[0] for t in grad]
+            am = [mean_se(grad[t][m.name]["adv_mse"])[0] for t in grad]
+            tok = next(iter(grad.values()))[m.name]["tokens_per_tree"]
+            lines.append(f"| {label(m.name)} | " + " | ".join(f"{x:.3f}" for x in ge) + " | " + " | ".join(f"{x:.4f}" for x in am)
+                         + f" | {tok:.0f} |")
+        if default in names:
+            lines += ["", f"Paired gradient-error difference, {default} minus each (negative: {default} better):", ""]
+            lines.append("| method | " + " | ".join(f"tau={t}" for t in grad) + " |")
+            lines.append("|---|" + "---|" * len(grad))
+            for n in names:
+                if n != default:
+                    lines.append(f"| {label(n)} | " + " | ".join(fmt_pm(*paired(grad[t][default]["grad_err"], grad[t][n]["grad_err"]), digits=3)
+                                                                for t in grad) + " |")
     return lines
 
 
-def plot(path: Path, grad: Dict, learn: Dict, methods: List[Method]) -> Optional[str]:
-    """Top row: gradient error against critic noise; then one row per learning cell: J
-    against rollouts (left) and against generated tokens (right), mean over seeds."""
+def mean_curve(curves: List[Dict], x: str, grid: Sequence[float]) -> List[float]:
+    """The mean over seeds of the step functions J(x), at each grid point."""
+    out = []
+    for g in grid:
+        js = []
+        for c in curves:
+            j = c["j"][0]
+            for xi, ji in zip(c[x], c["j"]):
+                if xi > g:
+                    break
+                j = ji
+            js.append(j)
+        out.append(sum(js) / len(js))
+    return out
+
+
+def plot(path: Path, args, learn: Dict, default: str) -> Optional[str]:
+    """One row per critic noise: J against generated tokens (RE) and against rollouts, mean
+    over the fresh seeds at each method's best rate for the largest budget; the default,
+    every root-only and GRPO size, and the three other best methods by area."""
     try:
         import matplotlib
 
@@ -518,34 +287,24 @@ def plot(path: Path, grad: Dict, learn: Dict, methods: List[Method]) -> Optional
         import matplotlib.pyplot as plt
     except ImportError:
         return "matplotlib is not installed: no plot (pip install matplotlib into .venv)"
-    cells = list(learn)
-    rows = 1 + (len(cells) + 1) // 2
-    fig, axes = plt.subplots(rows, 4, figsize=(17, 3.6 * rows), squeeze=False)
-    taus = list(grad)
-    ax = axes[0][0]
-    for name in grad[taus[0]]:
-        ax.plot(taus, [mean_se(grad[t][name]["grad_err"])[0] for t in taus], marker="o", label=label(name),
-                linestyle="-" if name.endswith("+w") or not name.startswith("selective") else ":")
-    ax.set_title("gradient error vs critic noise (tau)", fontsize=9)
-    ax.set_ylabel("relative gradient error")
-    ax.legend(fontsize=5)
-    for c in range(1, 4):
-        axes[0][c].axis("off")
-    for i, cell in enumerate(cells):
-        r, c = 1 + i // 2, 2 * (i % 2)
-        for name, rs in learn[cell].items():
-            n = len(rs[0]["j"])
-            j = [sum(x["j"][k] for x in rs) / len(rs) for k in range(n)]
-            axes[r][c].plot([sum(x["rollouts"][k] for x in rs) / len(rs) for k in range(n)], j, label=label(name))
-            axes[r][c + 1].plot([sum(x["tokens"][k] for x in rs) / len(rs) for k in range(n)], j, label=label(name))
-        axes[r][c].set_title(f"J vs rollouts, tau={cell.replace('/lr', ', lr=')}", fontsize=9)
-        axes[r][c + 1].set_title(f"J vs generated tokens, tau={cell.replace('/lr', ', lr=')}", fontsize=9)
-        if i == 0:
-            axes[r][c].legend(fontsize=6)
-    for i in range(len(cells), 2 * (rows - 1)):
-        r, c = 1 + i // 2, 2 * (i % 2)
-        axes[r][c].axis("off")
-        axes[r][c + 1].axis("off")
+    taus = list(learn)
+    big = str(max(args.budgets))
+    re_tokens = args.depth * args.segment_tokens
+    fig, axes = plt.subplots(len(taus), 2, figsize=(13, 3.8 * len(taus)), squeeze=False)
+    for r, t in enumerate(taus):
+        cell = learn[t]
+        fixed = [n for n in cell if n == default or n.startswith(("root-only:", "grpo:")) and "@" not in n]
+        others = sorted((n for n in cell if n not in fixed), key=lambda n: -mean_se(fresh(cell[n], big))[0])[:3]
+        for n in fixed + others:
+            curves = cell[n]["fresh"][f"{cell[n]['best_lr'][big]:g}"]["curves"]
+            style = "-" if n == default or n in others else ("--" if n.startswith("root-only") else ":")
+            grid = [max(args.budgets) * i / 100 for i in range(101)]
+            axes[r][0].plot(grid, mean_curve(curves, "tokens", [g * re_tokens for g in grid]), style, label=label(n))
+            axes[r][1].plot(grid, mean_curve(curves, "rollouts", grid), style, label=label(n))
+        axes[r][0].set_title(f"J vs generated tokens (RE), tau={t}", fontsize=9)
+        axes[r][1].set_title(f"J vs rollouts, tau={t}", fontsize=9)
+        axes[r][0].set_ylabel("mean exact J")
+        axes[r][0].legend(fontsize=6)
     fig.tight_layout()
     fig.savefig(path, dpi=60)
     return None
@@ -556,86 +315,108 @@ def parse_floats(text: str) -> List[float]:
     return [float(x) for x in str(text or "").split(",") if x]
 
 
-def main(argv: Optional[List[str]] = None) -> int:
+def parse_args(argv: Optional[List[str]]):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="a smoke test: tiny sizes, no plot")
-    ap.add_argument("--depth", type=int, default=3)
+    ap.add_argument("--depth", type=int, default=4)
+    ap.add_argument("--segment-tokens", type=int, default=8, help="L, the tokens of every segment (an action, then fillers)")
     ap.add_argument("--k", type=int, default=4)
     ap.add_argument("--scale", type=float, default=1.0, help="std of the reward-logit weights w_k[a]")
-    ap.add_argument("--budget", type=int, default=32)
+    ap.add_argument("--budget", type=int, default=32, help="the Selective trees' rollouts (warmup: half)")
+    ap.add_argument("--group-sizes", default="8,16,32", help="the Independent sizes of root-only and GRPO")
+    ap.add_argument("--scores", default=",".join(SCORES), help="the Selective scores, each with and without visitation weights")
+    ap.add_argument("--tgb-scores", default="value_refinement,critic_adaptive",
+                    help="the Selective scores also run with TreeGroupBaseline and visitation weights ('/tgb')")
+    ap.add_argument("--selective", default="",
+                    help="more Selective methods, comma-separated '<B>/<W>:<score>[+stop][+w][/tgb]' "
+                         "(Selective(B, W), stop_alike, visitation weights, TreeGroupBaseline)")
+    ap.add_argument("--methods", default="", help="keep only these methods (comma-separated names; default: all)")
+    ap.add_argument("--taus", default="0.05,0.2,0.5,const", help="critic noises ('const': Critic.constant(0.5))")
+    ap.add_argument("--budgets", default="160,640", help="the budgets of the areas, in rollout-equivalents (RE)")
+    ap.add_argument("--lrs", default="32,128,512,2048", help="the learning-rate grid")
+    ap.add_argument("--seeds", type=int, default=4, help="selection seeds (0: no learning runs)")
+    ap.add_argument("--confirm-seeds", type=int, default=10, help="fresh seeds each method runs at its chosen rates")
+    ap.add_argument("--learn-problems", type=int, default=4, help="problems per seed in a learning run")
+    ap.add_argument("--grad-seeds", type=int, default=4, help="seeds of the gradient-error cells (0: none)")
     ap.add_argument("--problems", type=int, default=32, help="problems per seed in a gradient cell")
-    ap.add_argument("--seeds", type=int, default=6)
-    ap.add_argument("--taus", default="0.05,0.2,0.5,const")
-    ap.add_argument("--scores", default=",".join(SCORES))
-    ap.add_argument("--learn-taus", default="0.2,0.5")
-    ap.add_argument("--lrs", default="16,48,128")
-    ap.add_argument("--learn-problems", type=int, default=64)
-    ap.add_argument("--per-step", type=int, default=8)
-    ap.add_argument("--steps", type=int, default=12)
-    default = library_default()
-    ap.add_argument("--learn-methods", default=",".join(dict.fromkeys([
-        "selective:value_refinement", "selective:value_refinement+w", "selective:gradient_variance+w", default, "root-only", "grpo"])))
-    ap.add_argument("--default", default=default,
-                    help="the candidate the paired differences compare against the others (default: the library's "
-                         "defaults, marked '(the default)' in the tables)")
+    ap.add_argument("--default", default=None,
+                    help="the candidate of the paired differences and the target line (default: the library's defaults, "
+                         "marked '(the default)' in the tables)")
     ap.add_argument("--kappa", type=float, default=1.0, help="RewardConfig.critic_weight (kappa) of every collection; the search selects with max(kappa, 1)")
-    ap.add_argument("--extra-kappas", default="", help="comma-separated kappas: every method but GRPO also runs at each, "
+    ap.add_argument("--extra-kappas", default="", help="comma-separated kappas: every DirectBranchTd method also runs at each, "
                     "named '<method>@k<kappa>', on the same seeds (paired with the --kappa methods)")
-    ap.add_argument("--concurrency", type=int, default=64)
+    ap.add_argument("--concurrency", type=int, default=64, help="trees collected at once")
     ap.add_argument("--out", default=str(RESULTS / "signal"))
     ap.add_argument("--replot", metavar="JSON", help="rewrite signal.md and signal.png from an earlier run's signal.json")
     args = ap.parse_args(argv)
+    return ap, args
+
+
+def methods_of(args) -> List[Method]:
+    methods = all_methods([s for s in args.scores.split(",") if s], args.budget, [int(x) for x in parse_floats(args.group_sizes)],
+                          [s for s in args.tgb_scores.split(",") if s], parse_floats(args.extra_kappas))
+    have = {m.name for m in methods}
+    for spec in (x for x in getattr(args, "selective", "").split(",") if x):
+        m = parse_selective(spec, args.budget)
+        if m.name not in have:
+            methods.insert(len([x for x in methods if x.search == "selective"]), m)
+            have.add(m.name)
+    keep = [n for n in args.methods.split(",") if n]
+    return [m for m in methods if m.name in keep] if keep else methods
+
+
+def write(out: Path, args, methods, grad, learn, extra: Sequence[str] = (), plot_it: bool = True) -> str:
+    out.mkdir(parents=True, exist_ok=True)
+    text = "\n".join(list(report(args, methods, grad, learn, args.default)) + list(extra)) + "\n"
+    (out / "signal.md").write_text(text)
+    if plot_it and learn:
+        msg = plot(out / "signal.png", args, learn, args.default)
+        if msg:
+            print(msg, file=sys.stderr)
+    return text
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    ap, args = parse_args(argv)
     if args.replot:
         saved = json.loads(Path(args.replot).read_text())
         for k, v in saved["args"].items():
             if k not in ("replot", "out"):
                 setattr(args, k, v)
-        methods = all_methods([s for s in args.scores.split(",") if s], parse_floats(args.extra_kappas))
-        learn_methods = [m for m in methods if m.name in args.learn_methods.split(",")]
-        out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
-        text = "\n".join(report(args, methods, saved["gradient"], saved["learning"], args.default)) + "\n"
-        print(text)
-        (out / "signal.md").write_text(text)
-        msg = plot(out / "signal.png", saved["gradient"], saved["learning"], learn_methods)
-        if msg:
-            print(msg, file=sys.stderr)
+        print(write(Path(args.out), args, methods_of(args), saved["gradient"], saved["learning"]))
         return 0
     if args.quick:
-        args.problems, args.seeds, args.budget, args.steps, args.learn_problems, args.per_step = 4, 2, 8, 2, 4, 2
-        args.taus, args.learn_taus, args.lrs = "0.2,const", "0.2", "16"
-    parse_tau = lambda t: None if t.startswith("const") else float(t)  # noqa: E731
-    taus = [parse_tau(t) for t in args.taus.split(",") if t]
-    learn_taus = [parse_tau(t) for t in args.learn_taus.split(",") if t]
+        args.depth, args.segment_tokens, args.budget, args.group_sizes = 3, 2, 8, "4,8"
+        args.problems, args.grad_seeds, args.seeds, args.confirm_seeds, args.learn_problems = 2, 2, 2, 2, 2
+        args.taus, args.budgets, args.lrs, args.tgb_scores = "0.2,const", "8,16", "4,16", "value_refinement"
+        args.scores = args.scores if args.scores != ",".join(SCORES) else "value_refinement,critic_adaptive"
+    args.default = args.default or library_default()
+    args.budgets = [int(b) for b in parse_floats(args.budgets)] if isinstance(args.budgets, str) else args.budgets
     args.lrs = parse_floats(args.lrs) if isinstance(args.lrs, str) else args.lrs
-    methods = all_methods([s for s in args.scores.split(",") if s], parse_floats(args.extra_kappas))
-    learn_methods = [m for m in methods if m.name in args.learn_methods.split(",")]
-    if 2 * args.k > len(ACTION_CHARS):
-        ap.error(f"--k {args.k}: at most {len(ACTION_CHARS) // 2} actions (each has a win and a loss token)")
+    taus = [None if t.startswith("const") else float(t) for t in args.taus.split(",") if t]
+    methods = methods_of(args)
+    if 2 * args.k > 8:
+        ap.error(f"--k {args.k}: at most 4 actions (each has a win and a loss token)")
+    if not methods:
+        ap.error("no method left (--methods)")
     if args.default not in {m.name for m in methods}:
-        ap.error(f"--default {args.default!r} is not one of the methods")
+        print(f"note: --default {args.default!r} is not one of the methods: no target line", file=sys.stderr)
 
-    h = Harness()
+    h = Harness(args.concurrency)
     t0 = time.time()
     try:
-        grad = asyncio.run(gradient_cells(h, args, methods, taus))
-        learn = asyncio.run(learning_cells(h, args, learn_methods, learn_taus, grad)) if args.steps > 0 else {}
+        grad = asyncio.run(gradient_cells(h, args, methods, taus)) if args.grad_seeds > 0 else {}
+        t1 = time.time()
+        learn = asyncio.run(learning(h, args, methods, taus, log=lambda m: print(m, file=sys.stderr, flush=True))) if args.seeds > 0 else {}
     finally:
         h.close()
-    elapsed = time.time() - t0
+    t2 = time.time()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "signal.json").write_text(json.dumps({"args": {k: v for k, v in vars(args).items()}, "gradient": grad, "learning": learn}))
-    lines = report(args, methods, grad, learn, args.default)
-    lines.append("")
-    lines.append(f"Run time {elapsed:.0f} s.")
-    text = "\n".join(lines) + "\n"
+    (out / "signal.json").write_text(json.dumps({"args": dict(vars(args)), "gradient": grad, "learning": learn}))
+    text = write(out, args, methods, grad, learn, ["", f"Run time {t2 - t0:.0f} s (gradient cells {t1 - t0:.0f} s, learning {t2 - t1:.0f} s)."],
+                 plot_it=not args.quick)
     print(text)
-    (out / "signal.md").write_text(text)
-    if not args.quick:
-        msg = plot(out / "signal.png", grad, learn, learn_methods)
-        if msg:
-            print(msg, file=sys.stderr)
     return 0
 
 

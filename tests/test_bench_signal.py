@@ -42,35 +42,105 @@ def test_exact_values_and_gradient(bench):
     assert (b.values()[()] - v[()]) / eps == pytest.approx(g[()][0], rel=1e-4)
 
 
+def test_area_is_the_mean_of_the_step_function(bench):
+    # J = 0.5 until x = 10, 0.7 until 30, then 0.9: over [0, 40] the mean is
+    # (0.5 * 10 + 0.7 * 20 + 0.9 * 10) / 40 = 0.7; over [0, 20], (5 + 7) / 20 = 0.6.
+    xs, js = [0, 10, 30], [0.5, 0.7, 0.9]
+    assert bench.area(xs, js, 40) == pytest.approx(0.7)
+    assert bench.area(xs, js, 20) == pytest.approx(0.6)
+    assert bench.area(xs, js, 5) == pytest.approx(0.5)
+
+
+def test_tree_tokens_count_generated_tokens_only(bench):
+    """Segments of L tokens: an Independent(B) tree generates B * D * L tokens; a Selective
+    tree's generated and reused prefix tokens add up to the same, every branch from depth d
+    reusing d * L. Prefill: each call sends its whole context (prompt P, then the earlier
+    segments); with the per-tree prefix cache only the prompt is computed, once."""
+    import asyncio
+
+    depth, seg, budget = 3, 4, 8
+    h = bench.Harness()
+    try:
+        p = bench.make_problems(1, 1, depth, 4, 1.0)[0]
+        for method in (bench.Method("root-only:8", "independent", budget),
+                       bench.Method("selective:value_refinement", "selective", budget, "value_refinement")):
+            t = asyncio.run(bench.collect_tree(h, p, method, 3, 0.2, 0, 1.0, seg, ["DirectBranchTd", "TreeGroupBaseline"]))
+            assert t.rollouts == budget
+            assert t.tokens + t.prefix_reused == budget * depth * seg
+            assert len(t.edges["DirectBranchTd"]) == len(t.edges["TreeGroupBaseline"]) == t.tokens // seg
+            prompt = t.prefill_cached
+            if method.search == "independent":
+                assert t.prefix_reused == 0
+                assert t.prefill == budget * (depth * prompt + seg * depth * (depth - 1) // 2)
+            else:
+                assert t.prefix_reused > 0
+    finally:
+        h.close()
+
+
 def test_quick_run_writes_its_table(bench, tmp_path):
     assert bench.main(["--quick", "--out", str(tmp_path)]) == 0
     text = (tmp_path / "signal.md").read_text()
-    for name in ("selective:value_refinement", "root-only", "grpo"):
+    for name in ("selective:value_refinement", "selective:value_refinement+w/tgb", "root-only:8", "grpo:4", "grpo:8"):
         assert f"| {name} |" in text
     # The library's defaults (Selective() with visitation-weighted records) are marked.
     assert bench.library_default() == "selective:critic_adaptive+w"
     assert "| selective:critic_adaptive+w (the default) |" in text
-    assert "Learning:" in text
+    for part in ("Per generated token, the first 8 RE", "Per generated token, the first 16 RE", "Margins, the first 16 RE",
+                 "Per rollout (the second view)", "The target for selective:critic_adaptive+w", "Gradient error of one tree",
+                 "prefill, prefix cache"):
+        assert part in text, part
 
 
 def test_method_kappa_variants_are_paired_in_one_run(bench, tmp_path):
     """--extra-kappas adds '@k<kappa>' variants that collect at their own critic_weight
-    (their own trees), next to the run's --kappa methods, on the same seeds; GRPO ignores
-    kappa and gets no variant. The candidate can be one of them."""
-    methods = bench.all_methods(["critic_adaptive"], extra_kappas=[0.0])
+    (their own trees), next to the run's --kappa methods, on the same seeds; the group
+    baselines ignore kappa and get no variant. The candidate can be one of them."""
+    methods = bench.all_methods(["critic_adaptive"], 32, [32], ["critic_adaptive"], extra_kappas=[0.0])
     by_name = {m.name: m for m in methods}
-    assert set(by_name) == {"selective:critic_adaptive", "selective:critic_adaptive+w", "root-only", "grpo",
-                            "selective:critic_adaptive@k0", "selective:critic_adaptive+w@k0", "root-only@k0"}
-    assert by_name["root-only@k0"].kappa == 0.0 and by_name["root-only"].kappa is None
-    assert by_name["root-only@k0"].tree_key != by_name["root-only"].tree_key
-    # Weighted and unweighted variants of one kappa still share their trees.
+    assert set(by_name) == {"selective:critic_adaptive", "selective:critic_adaptive+w", "selective:critic_adaptive+w/tgb",
+                            "root-only:32", "grpo:32", "selective:critic_adaptive@k0", "selective:critic_adaptive+w@k0",
+                            "root-only:32@k0"}
+    assert by_name["root-only:32@k0"].kappa == 0.0 and by_name["root-only:32"].kappa is None
+    assert by_name["root-only:32@k0"].tree_key != by_name["root-only:32"].tree_key
+    # Weighted and unweighted variants of one kappa, and the estimators, share their trees.
     assert by_name["selective:critic_adaptive+w@k0"].tree_key == by_name["selective:critic_adaptive@k0"].tree_key
+    assert by_name["selective:critic_adaptive+w/tgb"].tree_key == by_name["selective:critic_adaptive"].tree_key
+    assert not by_name["grpo:32"].reads_critic and by_name["root-only:32"].reads_critic
+    assert by_name["selective:critic_adaptive+w/tgb"].reads_critic, "its search reads the critic"
     assert bench.main(["--quick", "--out", str(tmp_path), "--scores", "critic_adaptive", "--extra-kappas", "0",
                        "--default", "selective:critic_adaptive+w@k0",
-                       "--learn-methods", "selective:critic_adaptive+w@k0,selective:critic_adaptive+w,root-only,grpo"]) == 0
+                       "--methods", "selective:critic_adaptive+w@k0,selective:critic_adaptive+w,root-only:8,grpo:8"]) == 0
     text = (tmp_path / "signal.md").read_text()
-    assert "| selective:critic_adaptive+w@k0 |" in text and "| root-only@k0 |" in text
-    # The paired differences of the kappa-0 candidate include the kappa-1 default and root-only.
-    diffs = text.split("Paired gradient-error difference")[1].split("Learning:")[0]
-    assert "| selective:critic_adaptive+w (the default) |" in diffs and "| root-only |" in diffs and "| root-only@k0 |" in diffs
-    assert "| 0.2/lr16 | selective:critic_adaptive+w (the default) |" in text
+    assert "| selective:critic_adaptive+w@k0 |" in text and "| root-only:8 |" in text
+    assert "| selective:value_refinement |" not in text, "--methods keeps only those named"
+    # The paired differences of the kappa-0 candidate include the kappa-1 default.
+    diffs = text.split("Paired gradient-error difference")[1]
+    assert "| selective:critic_adaptive+w (the default) |" in diffs and "| root-only:8 |" in diffs
+    assert "The target for selective:critic_adaptive+w@k0" in text
+
+
+def test_selective_specs_and_stop_alike(bench):
+    """--selective names Selective(B, W) methods with stop_alike, weights and the tree group
+    baseline; a stop_alike tree on a problem every rollout wins stops after its warmup,
+    generating only the warmup's tokens (docs/signal.md §P)."""
+    import asyncio
+
+    m = bench.parse_selective("8/4:value_refinement_per_token+stop+w/tgb")
+    assert (m.name, m.budget, m.warmup_n, m.score, m.stop_alike, m.weighted, m.estimator) == (
+        "selective8/4:value_refinement_per_token+stop+w/tgb", 8, 4, "value_refinement_per_token", True, True, "TreeGroupBaseline")
+    assert bench.parse_selective("32/16:value_refinement").name == "selective:value_refinement"
+    assert bench.parse_selective("8/4:value_refinement").tree_key != m.tree_key
+
+    depth, seg = 3, 4
+    sure = bench.Bandit(0, depth=depth, k=4, b=50.0, w=[[0.0] * 4 for _ in range(depth)])
+    h = bench.Harness()
+    try:
+        for stop, rollouts in ((True, 4), (False, 8)):
+            method = bench.Method("s", "selective", 8, "value_refinement", warmup=4, stop_alike=stop)
+            t = asyncio.run(bench.collect_tree(h, sure, method, 3, 0.2, 0, 1.0, seg))
+            assert t.rollouts == rollouts
+            if stop:
+                assert t.tokens == 4 * depth * seg
+    finally:
+        h.close()

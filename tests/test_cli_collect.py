@@ -63,6 +63,16 @@ def test_collect_on_the_embedded_simulator(tmp_path, problems_file, capsys):
     assert not (out / "failures.jsonl").exists()
 
 
+def test_collect_with_the_tree_group_baseline(tmp_path, problems_file):
+    """--estimator tree-group-baseline prepares with TreeGroupBaseline: run.json and every
+    actor record name it."""
+    out = tmp_path / "out"
+    assert main(["collect", str(problems_file), "--out", str(out), "--limit", "1", "--estimator", "tree-group-baseline", *SMALL]) == 0
+    run = check_output(out, 1, 4)
+    assert run["estimator"] == "TreeGroupBaseline"
+    assert {r["estimator"] for r in lines(out / "actor.jsonl")} == {"TreeGroupBaseline"}
+
+
 @pytest.mark.parametrize("flag, url", [("--sglang", ""), ("--vllm", "/v1")])
 def test_collect_from_a_server(tmp_path, server, problems_file, flag, url):
     out = tmp_path / "out"

@@ -667,3 +667,18 @@ def test_resume_reads_a_run_json_from_before_visitation_weights_as_unweighted(tm
     assert "visitation_weights: False before, True now" in capsys.readouterr().err
     assert main(["collect", str(problems_file), "--out", str(out), "--resume", "--limit", "2", *old]) == 0
     assert consistent(out)["settings"]["visitation_weights"] is False
+
+
+def test_resume_refuses_switching_stop_alike_and_reads_an_older_run_json_as_off(tmp_path, problems_file, capsys):
+    # --stop-alike is recorded as its own setting: an older run.json has none, and its trees
+    # spent their whole budget (docs/signal.md §P).
+    out = tmp_path / "out"
+    assert main(["collect", str(problems_file), "--out", str(out), "--limit", "1", *SMALL, "--no-stop-alike"]) == 0
+    capsys.readouterr()
+    assert main(["collect", str(problems_file), "--out", str(out), "--resume", *SMALL, "--stop-alike"]) == 2
+    assert "stop_alike: False before, True now" in capsys.readouterr().err
+    run = json.loads((out / "run.json").read_text())
+    del run["settings"]["stop_alike"]
+    (out / "run.json").write_text(json.dumps(run))
+    assert main(["collect", str(problems_file), "--out", str(out), "--resume", "--limit", "2", *SMALL, "--no-stop-alike"]) == 0
+    assert consistent(out)["settings"]["stop_alike"] is False

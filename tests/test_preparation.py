@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from focus_go import ActorSample, Batch, CriticSample, DirectBranchTd, GroupBaseline, RewardConfig
+from focus_go import ActorSample, Batch, CriticSample, DirectBranchTd, GroupBaseline, RewardConfig, TreeGroupBaseline
 from focus_go.errors import ConfigError
 from focus_go.export import (
     ESTIMATOR_KEY,
@@ -131,6 +131,21 @@ def test_group_baseline_on_independent_chains():
     for node, ret in [(1, 1.0), (4, 1.0), (2, 0.0), (5, 0.0), (3, 1.0), (6, 1.0)]:
         assert weights[node] == pytest.approx(ret - 2 / 3)
     assert {a.estimator for a in batch.actor} == {"GroupBaseline"}
+
+
+def test_tree_group_baseline_vector(state):
+    """docs/signal.md §T.3 on the §6.1 tree: leaf means weighted by reach (a's three leaves
+    1/6 each, b's leaf 1/2) give V(root) = 1/2, V(a) = 1, V(b) = 0, and A = V(c) - V(root);
+    GroupBaseline's unweighted group mean is 3/4. The records name the estimator."""
+    batch = prepare_samples(state, reward_config=RewardConfig(), estimator=TreeGroupBaseline())
+    weights = {a.node_id: a.weight for a in batch.actor}
+    assert weights == pytest.approx({1: 0.5, 2: -0.5, 3: 0.5, 4: 0.5, 5: 0.5, 6: -0.5}, abs=1e-12)
+    assert {a.estimator for a in batch.actor} == {"TreeGroupBaseline"}
+    assert batch.actor[0].diagnostics == pytest.approx({"leaf_mean": 1.0, "group_mean": 0.5, "leaves": 3.0})
+    records = batch.to_records(0)
+    assert {r[ESTIMATOR_KEY] for r in records if r["lane"] == "actor"} == {"TreeGroupBaseline"}
+    grpo = prepare_samples(state, reward_config=RewardConfig(), estimator=GroupBaseline())
+    assert grpo.actor[0].diagnostics["group_mean"] == pytest.approx(0.75)
 
 
 def test_factories(state):

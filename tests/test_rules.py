@@ -135,16 +135,24 @@ def test_independent_runs_as_gos_independent():
     sel = _rules.defaults()["selective"]
     config = Independent(8, seed=3)._config()
     assert config == {"budget": 8, "warmup": 8, "per_pass": sel["per_pass"], "max_children": sel["max_children"],
-                      "min_remaining": 0, "score": sel["score"], "seed": 3, "independent": True}
+                      "min_remaining": 0, "score": sel["score"], "seed": 3, "stop_alike": False, "independent": True}
     assert Selective(8, 4, min_remaining=None)._config()["min_remaining"] == 0
 
 
-@pytest.mark.parametrize("score", ["gradient_variance", "shallow_first", "critic_adaptive"])
+@pytest.mark.parametrize("score", ["gradient_variance", "shallow_first", "critic_adaptive", "value_refinement_per_token"])
 def test_gradient_aimed_scores_are_selectable(score):
     # docs/signal.md §S and §F: the Go rules accept them, and so does the command line.
     assert score in _rules.defaults()["scores"]
     assert Selective(score=score)._config()["score"] == score
     assert settings(_collect_args("--score", score)).search == Selective(score=score)
+
+
+def test_stop_alike_crosses_to_go():
+    # docs/signal.md §P: a tree whose warmup outcomes are all alike stops after its warmup.
+    assert _rules.defaults()["selective"]["stop_alike"] is Selective().stop_alike
+    assert Selective(8, 4, stop_alike=True)._config()["stop_alike"] is True
+    with pytest.raises(ConfigError, match="Selective: stop_alike must be true or false"):
+        Selective(stop_alike=1)
 
 
 @pytest.mark.parametrize(

@@ -36,7 +36,7 @@ func TestDecodeRejectsUnknownKeys(t *testing.T) {
 		{"a key of another case", "collection spec", `{"Max_Retries": 3}`, &session.Spec{},
 			`collection spec: unknown key "Max_Retries", did you mean "max_retries"? (allowed: ` + specKeys + `)`, "", "Max_Retries"},
 		{"in the search", "collection spec", `{"search": {"budget": 4, "budgett": 8}}`, &session.Spec{},
-			`collection spec: unknown key "budgett" in search, did you mean "budget"? (allowed: budget, independent, max_children, min_remaining, per_pass, score, seed, warmup)`,
+			`collection spec: unknown key "budgett" in search, did you mean "budget"? (allowed: budget, independent, max_children, min_remaining, per_pass, score, seed, stop_alike, warmup)`,
 			"search", "budgett"},
 		{"in a part", "collection spec", `{"policy": {"kind": "remote", "objekt": 1}}`, &session.Spec{},
 			`collection spec: unknown key "objekt" in policy, did you mean "object"? (allowed: handle, kind, label, object, timeout, url, value)`,

@@ -35,7 +35,8 @@ const (
 var Kinds = []string{KindSelective, KindIndependent, KindSegments, KindAgent, KindConstantCritic, KindMinAbsAdvantage, KindRecordLayout, KindSampling, KindReward}
 
 // SelectiveDefaults are Selective(budget=32, warmup=16, *, per_pass=4,
-// max_children=4, min_remaining=None, score="critic_adaptive", seed=0):
+// max_children=4, min_remaining=None, score="critic_adaptive", seed=0,
+// stop_alike=False):
 // search.Selective and search.DefaultScore.
 type SelectiveDefaults struct {
 	Budget       int    `json:"budget"`
@@ -45,6 +46,7 @@ type SelectiveDefaults struct {
 	MinRemaining *int   `json:"min_remaining"` // nil: the segment length
 	Score        string `json:"score"`
 	Seed         uint64 `json:"seed"`
+	StopAlike    bool   `json:"stop_alike"`
 }
 
 // IndependentDefaults are Independent(n=16, *, seed=0).
@@ -103,7 +105,7 @@ func DefaultValues() Defaults {
 	return Defaults{
 		Selective: SelectiveDefaults{
 			Budget: sel.Budget, Warmup: sel.Warmup, PerPass: sel.PerPass, MaxChildren: sel.MaxChildren,
-			Score: sel.Score, Seed: sel.Seed,
+			Score: sel.Score, Seed: sel.Seed, StopAlike: sel.StopAlike,
 		},
 		Independent: IndependentDefaults{N: search.DefaultIndependent},
 		Segments:    SegmentsDefaults{Tokens: lim.Segments},
@@ -111,7 +113,7 @@ func DefaultValues() Defaults {
 		Reward:      prepare.DefaultRewardConfig(),
 		Sampling:    SamplingDefaults{Temperature: generate.DefaultTemperature, MaxTokens: generate.DefaultMaxTokens, TopP: generate.DefaultTopP},
 		Records:     RecordsDefaults{Layout: string(export.LayoutSpans), VisitationWeights: export.DefaultVisitationWeights},
-		Scores:      []string{search.ScoreValueRefinement, search.ScorePosteriorVariance, search.ScoreUniform, search.ScoreGradientVariance, search.ScoreShallowFirst, search.ScoreCriticAdaptive},
+		Scores:      slices.Clone(search.ScoreNames),
 		Truncations: []string{prepare.TruncationTerminal, prepare.TruncationBootstrap},
 	}
 }
@@ -144,6 +146,7 @@ func Check(kind string, config []byte) (any, error) {
 			fields.optionalInteger("min_remaining", &minRemaining),
 			fields.text("score", &c.Score),
 			fields.seed("seed", &c.Seed),
+			fields.boolean("stop_alike", &c.StopAlike),
 			fields.unknown(),
 		)
 		if err != nil {
@@ -464,6 +467,17 @@ func (o *object) jsonNumber(name string) (json.Number, bool) {
 		return "", false
 	}
 	return n, true
+}
+
+// boolean reads a JSON true or false (not a number or a string) into dst.
+func (o *object) boolean(name string, dst *bool) error {
+	if !o.present(name) {
+		return nil
+	}
+	if err := json.Unmarshal(o.fields[name], dst); err != nil || o.null(name) {
+		return o.bad(name, "true or false")
+	}
+	return nil
 }
 
 // text reads a JSON string.

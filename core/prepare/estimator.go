@@ -11,8 +11,9 @@ type Estimator interface {
 
 // Estimator names.
 const (
-	DirectBranchTdName = "DirectBranchTd"
-	GroupBaselineName  = "GroupBaseline"
+	DirectBranchTdName    = "DirectBranchTd"
+	GroupBaselineName     = "GroupBaseline"
+	TreeGroupBaselineName = "TreeGroupBaseline"
 )
 
 // DirectBranchTd is the FOCUS recipe (ALGORITHM.md §5.6): the advantage of
@@ -97,6 +98,77 @@ func (GroupBaseline) Estimate(v *TreeValues) ([]ActorSample, error) {
 	return out, nil
 }
 
+// TreeGroupBaseline is the group baseline of the published tree methods
+// (TreeRL, TreePO) with the tree's visitation weights (docs/signal.md §T):
+// with R_l the sum of rewards along the path to terminal leaf l and π̂ the
+// tree's reach estimate (Reach), each node's value is the reach-weighted mean
+// of the leaf returns under it,
+//
+//	V̂(s) = Σ_{l under s} π̂(l) R_l / Σ_{l under s} π̂(l),
+//
+// and the advantage of edge s -> c is V̂(c) - V̂(root). Since the leaves of
+// a completed subtree carry its reach, V̂(s) is the mean of the children's
+// V̂ (each child once, as the direct-branch backup at kappa 0), so branching
+// one subtree does not pull the group mean towards it, as GroupBaseline's
+// plain leaf mean does. On Independent chains every π̂(l) is 1/n and this is
+// exactly GroupBaseline (GRPO). An edge with no terminal leaf under it (a
+// cancelled continuation) gets 0. The critic plays no part.
+type TreeGroupBaseline struct{}
+
+// Name implements Estimator.
+func (TreeGroupBaseline) Name() string { return TreeGroupBaselineName }
+
+// Estimate implements Estimator. Diagnostics per sample, as GroupBaseline's:
+// leaf_mean (V̂ of the edge's child), group_mean (V̂ of the root), leaves
+// (terminal leaves under the edge).
+func (TreeGroupBaseline) Estimate(v *TreeValues) ([]ActorSample, error) {
+	t := v.Tree
+	n := len(t.Nodes)
+	reach := Reach(v)
+	ret := make([]float64, n)  // R from the root to each node
+	sum := make([]float64, n)  // Σ π̂(l) R_l over terminal leaves l under each node
+	mass := make([]float64, n) // Σ π̂(l) over the same leaves
+	leaves := make([]int, n)
+	order := t.BreadthFirst()
+	for _, id := range order[1:] {
+		ret[id] = ret[t.Nodes[id].Parent] + v.Reward[id]
+	}
+	for i := len(order) - 1; i >= 1; i-- {
+		id := order[i]
+		if v.Excluded[id] {
+			continue
+		}
+		if t.Nodes[id].Terminal() {
+			sum[id], mass[id], leaves[id] = reach[id]*ret[id], reach[id], 1
+		}
+		p := t.Nodes[id].Parent
+		sum[p] += sum[id]
+		mass[p] += mass[id]
+		leaves[p] += leaves[id]
+	}
+	mean := func(id int) float64 {
+		if leaves[id] == 0 {
+			return 0
+		}
+		return sum[id] / mass[id]
+	}
+	groupMean := mean(0)
+	edges := edgeCount(v)
+	diag := newDiagMatrix(groupBaselineDiagnostics, edges)
+	out := make([]ActorSample, 0, edges)
+	for id := 1; id < n; id++ {
+		if v.Excluded[id] {
+			continue
+		}
+		leafMean, adv := mean(id), 0.0
+		if leaves[id] > 0 {
+			adv = leafMean - groupMean
+		}
+		out = append(out, EdgeSample(t, id, TreeGroupBaselineName, adv, diag.row(leafMean, groupMean, float64(leaves[id]))))
+	}
+	return out, nil
+}
+
 // edgeCount is the number of completed edges (completed non-root nodes).
 func edgeCount(v *TreeValues) int {
 	n := 0
@@ -119,10 +191,12 @@ var (
 var (
 	_ Estimator = DirectBranchTd{}
 	_ Estimator = GroupBaseline{}
+	_ Estimator = TreeGroupBaseline{}
 )
 
-// EstimatorByName returns the estimator a name selects ("DirectBranchTd" or
-// "GroupBaseline"); "" selects none (critic targets only), returned as nil.
+// EstimatorByName returns the estimator a name selects ("DirectBranchTd",
+// "GroupBaseline" or "TreeGroupBaseline"); "" selects none (critic targets
+// only), returned as nil.
 func EstimatorByName(name string) (Estimator, error) {
 	switch name {
 	case "":
@@ -131,6 +205,9 @@ func EstimatorByName(name string) (Estimator, error) {
 		return DirectBranchTd{}, nil
 	case GroupBaselineName:
 		return GroupBaseline{}, nil
+	case TreeGroupBaselineName:
+		return TreeGroupBaseline{}, nil
 	}
-	return nil, status.Errorf(status.InvalidArgument, "prepare: unknown estimator %q, expected %s or %s", name, DirectBranchTdName, GroupBaselineName)
+	return nil, status.Errorf(status.InvalidArgument, "prepare: unknown estimator %q, expected %s, %s or %s",
+		name, DirectBranchTdName, GroupBaselineName, TreeGroupBaselineName)
 }

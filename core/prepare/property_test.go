@@ -235,7 +235,7 @@ func TestFiniteAndBitwiseDeterministic(t *testing.T) {
 		back, err := tree.Unmarshal(data)
 		require.NoError(t, err)
 		require.Equal(t, tr, back, "JSON round trip is lossless")
-		for _, est := range []prepare.Estimator{prepare.DirectBranchTd{}, prepare.GroupBaseline{}} {
+		for _, est := range []prepare.Estimator{prepare.DirectBranchTd{}, prepare.GroupBaseline{}, prepare.TreeGroupBaseline{}} {
 			b1, err := prepare.Prepare(tr, cfg, est)
 			require.NoError(t, err)
 			b2, err := prepare.Prepare(back, cfg, est)

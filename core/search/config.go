@@ -2,6 +2,9 @@ package search
 
 import (
 	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/focus-go/focus-go/core/status"
 )
@@ -34,6 +37,12 @@ const (
 	// CriticErrorAtDepthOne, exceeds CriticAdaptiveThreshold (docs/signal.md
 	// §F). The default (DefaultScore).
 	ScoreCriticAdaptive = "critic_adaptive"
+	// ScoreValueRefinementPerToken is "value_refinement" per generated token:
+	// the gain divided by the tokens a rollout from the checkpoint is expected
+	// to generate (ExpectedRolloutTokens), so a deep checkpoint, whose branch
+	// reuses a long prefix and generates little, pays for less (docs/signal.md
+	// §P).
+	ScoreValueRefinementPerToken = "value_refinement_per_token"
 	// ScoreEntropy is listed by ALGORITHM.md but not supported: it needs the
 	// policy's token entropies after each checkpoint, which the tree does not
 	// record. Validate rejects it with that explanation.
@@ -54,7 +63,8 @@ const (
 )
 
 // Config mirrors Python's Selective(budget=32, warmup=16, *, per_pass=4,
-// max_children=4, min_remaining=None, score="critic_adaptive", seed=0) and
+// max_children=4, min_remaining=None, score="critic_adaptive", seed=0,
+// stop_alike=False) and
 // Independent(n=16, *, seed=0).
 type Config struct {
 	// Budget is B, the rollouts (generate-until-terminal calls) per tree;
@@ -73,6 +83,12 @@ type Config struct {
 	Score string `json:"score"`
 	// Seed feeds H for sampler seeds and tie-breaks.
 	Seed uint64 `json:"seed"`
+	// StopAlike stops the tree after its warmup when every finished warmup
+	// rollout has the same return (at least two of them): a problem the
+	// policy always solves, or never does, teaches a group baseline nothing,
+	// and its remaining budget is left unspent (Stats.BudgetUnspent)
+	// (docs/signal.md §P). Selective only.
+	StopAlike bool `json:"stop_alike"`
 	// Independent marks Independent(n): Budget = Warmup = n rollouts from the
 	// root and no branching rounds (GRPO-style groups).
 	Independent bool `json:"independent"`
@@ -127,15 +143,28 @@ func (c Config) validate() *status.FieldError {
 	case c.MinRemaining < 0:
 		return fieldError("min_remaining", "is %d, must be >= 0 tokens (0 = the segment length)", c.MinRemaining)
 	}
-	switch c.Score {
-	case ScoreValueRefinement, ScorePosteriorVariance, ScoreUniform, ScoreGradientVariance, ScoreShallowFirst, ScoreCriticAdaptive:
+	switch {
+	case slices.Contains(ScoreNames, c.Score):
 		return nil
-	case ScoreEntropy:
+	case c.Score == ScoreEntropy:
 		return fieldError("score", "%q is not supported: it needs the policy's token entropies after each checkpoint, "+
-			"which the tree does not record; use %q, %q, %q, %q, %q or %q", c.Score, ScoreValueRefinement, ScorePosteriorVariance, ScoreUniform, ScoreGradientVariance, ScoreShallowFirst, ScoreCriticAdaptive)
+			"which the tree does not record; use %s", c.Score, scoreList())
 	default:
-		return fieldError("score", "is %q, must be %q, %q, %q, %q, %q or %q", c.Score, ScoreValueRefinement, ScorePosteriorVariance, ScoreUniform, ScoreGradientVariance, ScoreShallowFirst, ScoreCriticAdaptive)
+		return fieldError("score", "is %q, must be %s", c.Score, scoreList())
 	}
+}
+
+// ScoreNames lists the scores a Config may name, in the order error messages and
+// the bindings list them.
+var ScoreNames = []string{ScoreValueRefinement, ScorePosteriorVariance, ScoreUniform, ScoreGradientVariance, ScoreShallowFirst, ScoreCriticAdaptive, ScoreValueRefinementPerToken}
+
+// scoreList is ScoreNames quoted: "a", "b" or "c".
+func scoreList() string {
+	q := make([]string, len(ScoreNames))
+	for i, s := range ScoreNames {
+		q[i] = strconv.Quote(s)
+	}
+	return strings.Join(q[:len(q)-1], ", ") + " or " + q[len(q)-1]
 }
 
 // fieldError is a Config or Limits field out of range.

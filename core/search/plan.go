@@ -111,6 +111,10 @@ type Score struct {
 	Reach float64 `json:"reach"`
 	// Depth is the number of edges from the root to the node (0 at the root).
 	Depth int `json:"depth"`
+	// Tokens is the generated tokens a rollout from the node is expected to
+	// produce (ExpectedRolloutTokens). Only "value_refinement_per_token"
+	// reads it; 0 under the other scores.
+	Tokens float64 `json:"tokens,omitempty"`
 	// Tier ranks candidates before Gain: Plan picks among the eligible
 	// candidates of the lowest tier only. It is 0 for every candidate except
 	// under "shallow_first", and under "critic_adaptive" on a tree whose
@@ -169,6 +173,10 @@ func scores(t *tree.Tree, cfg Config, reward prepare.RewardConfig, lim Limits) (
 	if cfg.Score == ScoreGradientVariance || cfg.Score == ScoreShallowFirst || cfg.Score == ScoreCriticAdaptive {
 		reach = prepare.Reach(vals)
 	}
+	var rollout []float64
+	if cfg.Score == ScoreValueRefinementPerToken {
+		rollout = expectedRolloutTokens(t, s)
+	}
 	out := make([]Score, 0, len(cands))
 	for _, id := range cands {
 		if !vals.HasRefined(id) {
@@ -180,6 +188,9 @@ func scores(t *tree.Tree, cfg Config, reward prepare.RewardConfig, lim Limits) (
 		}
 		if tiered {
 			sc.Tier = ShallowTier(sc.Depth)
+		}
+		if rollout != nil {
+			sc.Tokens = rollout[id]
 		}
 		sc.Gain = sc.gain(cfg.Score, sel, 0)
 		out = append(out, sc)
@@ -202,7 +213,78 @@ func (sc *Score) gain(score string, sel prepare.RewardConfig, virtual int) float
 	if score == ScoreGradientVariance || score == ScoreShallowFirst || score == ScoreCriticAdaptive {
 		return GradientGain(sc.VStarSel, vphi, hasPhi, sc.Count+virtual, sel.CriticWeight, sel.RewardMin, sel.RewardMax, sc.Reach, sc.Node == 0)
 	}
+	if score == ScoreValueRefinementPerToken {
+		return Gain(ScoreValueRefinement, sc.VStarSel, vphi, hasPhi, sc.Count+virtual, sel.CriticWeight, sel.RewardMin, sel.RewardMax) / max(sc.Tokens, 1)
+	}
 	return Gain(score, sc.VStarSel, vphi, hasPhi, sc.Count+virtual, sel.CriticWeight, sel.RewardMin, sel.RewardMax)
+}
+
+// ExpectedRolloutTokens is, for every node of t, the generated tokens a
+// rollout from it is expected to produce (docs/signal.md §P): the mean, over
+// the finished rollouts below the node, of their generated tokens after it;
+// for a node with no finished rollout below it, the mean over all of the
+// tree's finished rollouts of their generated tokens, less the node's own
+// prefix; never below 1. Generated tokens are the trainable policy tokens
+// (tree.EdgeTrainable), the tokens a server decodes; a branch's prefix is
+// reused, not generated.
+func ExpectedRolloutTokens(t *tree.Tree) []float64 {
+	if t == nil {
+		return nil
+	}
+	return expectedRolloutTokens(t, scanTree(t))
+}
+
+func expectedRolloutTokens(t *tree.Tree, s *scan) []float64 {
+	n := len(t.Nodes)
+	sum, count := make([]float64, n), make([]int, n)
+	for i := len(s.order) - 1; i >= 0; i-- {
+		id := s.order[i]
+		if t.Finished(id) && !s.excluded[id] {
+			sum[id] += float64(s.tokens[id])
+			count[id]++
+		}
+		if p := t.Nodes[id].Parent; id != 0 && p >= 0 && p < n {
+			sum[p] += sum[id]
+			count[p] += count[id]
+		}
+	}
+	out := make([]float64, n)
+	for id := range out {
+		switch {
+		case count[id] > 0:
+			out[id] = sum[id]/float64(count[id]) - float64(s.tokens[id])
+		case count[0] > 0:
+			out[id] = sum[0]/float64(count[0]) - float64(s.tokens[id])
+		}
+		out[id] = max(out[id], 1)
+	}
+	return out
+}
+
+// WarmupAlike reports whether t's finished warmup rollouts (search pass 0),
+// at least two of them, all have the same return (within
+// tree.SuccessTolerance): the tree a StopAlike config stops after its warmup.
+func WarmupAlike(t *tree.Tree) bool {
+	if t == nil {
+		return false
+	}
+	var ret []float64
+	first, seen := 0.0, 0
+	for id := range t.Nodes {
+		if t.Nodes[id].SearchPass != 0 || !t.Finished(id) {
+			continue
+		}
+		if ret == nil {
+			ret = t.Returns()
+		}
+		if seen == 0 {
+			first = ret[id]
+		} else if math.Abs(ret[id]-first) > tree.SuccessTolerance {
+			return false
+		}
+		seen++
+	}
+	return seen >= 2
 }
 
 // Plan returns round `round`'s picks in launch order (ALGORITHM.md §5.7.3):
@@ -218,7 +300,8 @@ func (sc *Score) gain(score string, sel prepare.RewardConfig, virtual int) float
 // > 0 are eligible. Fewer than m picks (down to none) means the round ran
 // out of eligible candidates; an empty plan means stop and record the
 // unspent budget. An Independent config never branches and gets an empty
-// plan.
+// plan, and so does a StopAlike config on a tree whose warmup rollouts all
+// returned the same (WarmupAlike).
 //
 // round is t of §5.7 and enters the tie-break hash; pass the same t to
 // BranchSeed for the picks' sampler seeds. Numbering branching rounds 1, 2,
@@ -261,7 +344,7 @@ func Plan(t *tree.Tree, cfg Config, reward prepare.RewardConfig, lim Limits, rou
 	if err := reward.Validate(); err != nil {
 		return nil, err
 	}
-	if cfg.Independent || remaining == 0 {
+	if cfg.Independent || remaining == 0 || (cfg.StopAlike && WarmupAlike(t)) {
 		return nil, nil
 	}
 	s, scored, err := scores(t, cfg, reward, lim)

@@ -769,7 +769,7 @@ func TestConfig(t *testing.T) {
 		{"max_children 0", with(func(c *search.Config) { c.MaxChildren = 0 }), "max_children", "is 0, must be >= 1"},
 		{"min_remaining negative", with(func(c *search.Config) { c.MinRemaining = -1 }), "min_remaining", "is -1, must be >= 0"},
 		{"entropy", with(func(c *search.Config) { c.Score = "entropy" }), "score", "token entropies"},
-		{"unknown score", with(func(c *search.Config) { c.Score = "ucb" }), "score", `is "ucb", must be "value_refinement", "posterior_variance", "uniform", "gradient_variance", "shallow_first" or "critic_adaptive"`},
+		{"unknown score", with(func(c *search.Config) { c.Score = "ucb" }), "score", `is "ucb", must be "value_refinement", "posterior_variance", "uniform", "gradient_variance", "shallow_first", "critic_adaptive" or "value_refinement_per_token"`},
 		{"empty score", with(func(c *search.Config) { c.Score = "" }), "score", `is ""`},
 	}
 	for _, tc := range tests {

@@ -25,6 +25,7 @@ from .preparation import (
     DirectBranchTd,
     GroupBaseline,
     RewardConfig,
+    TreeGroupBaseline,
 )
 from .errors import (
     BackendError,
@@ -58,6 +59,7 @@ __all__ = [
     "DirectBranchTd",
     "GroupBaseline",
     "RewardConfig",
+    "TreeGroupBaseline",
     "BackendError",
     "CollectionError",
     "ConfigError",

@@ -4,7 +4,8 @@
 (G_bar(s) = mean over direct children c of r(s->c) + gamma * V*(c)), and actor advantages
 are segment TD errors over refined values (A = r + gamma * V*(c) - V*(s), with
 V*(s) = (kappa * v_hat(s) + n_s * G_bar(s)) / (kappa + n_s)). ``GroupBaseline`` is the GRPO
-baseline comparisons run against. The arithmetic runs in the Go core; the same tree and
+baseline comparisons run against, and ``TreeGroupBaseline`` its tree form (leaf means
+weighted by the tree's visitation). The arithmetic runs in the Go core; the same tree and
 configuration give the same numbers bit for bit.
 """
 
@@ -103,6 +104,22 @@ class GroupBaseline(Estimator):
     """
 
     name: ClassVar[str] = "GroupBaseline"
+
+
+@dataclass(frozen=True)
+class TreeGroupBaseline(Estimator):
+    """The group baseline of the published tree methods (TreeRL, TreePO), weighted by how the tree was searched.
+
+    Each checkpoint's value is the mean return of the terminal leaves below it, each leaf
+    weighted by the tree's estimate of how likely the policy is to reach it (every child of a
+    checkpoint stands for an equal share of the checkpoint's probability). The edge into
+    ``c`` gets ``V(c) - V(root)``. Branching one subtree more than another therefore does not
+    pull the group mean towards it. On independent rollouts (``Independent(n)``) this is
+    exactly ``GroupBaseline`` (GRPO). It reads no critic; an edge with no finished leaf
+    below it gets 0.
+    """
+
+    name: ClassVar[str] = "TreeGroupBaseline"
 
 
 @dataclass
@@ -596,6 +613,7 @@ __all__ = [
     "DirectBranchTd",
     "Estimator",
     "GroupBaseline",
+    "TreeGroupBaseline",
     "RewardConfig",
     "TreeValues",
     "critic_targets",

@@ -45,6 +45,9 @@ class Selective:
     - ``"value_refinement"``: the critic-target error one more branch removes.
     - ``"posterior_variance"``: the posterior variance of the checkpoint's value.
     - ``"uniform"``: every candidate alike.
+    - ``"value_refinement_per_token"``: ``"value_refinement"``'s gain divided by the tokens
+      a rollout from the checkpoint is expected to generate; deep checkpoints, whose
+      branches reuse a long prefix, cost less.
 
     The learning-signal guide compares them.
 
@@ -57,6 +60,9 @@ class Selective:
             from; None for the segment length.
         score: The branching criterion, one of the names above.
         seed: Seeds the sampling requests and breaks ties.
+        stop_alike: Stop a tree after its warmup when every finished warmup rollout
+            returned the same (an always-solved or never-solved problem), leaving the
+            rest of its budget unspent (``budget_unspent`` in its stats).
 
     Raises:
         ConfigError: A value is out of range (``warmup`` above ``budget``, a count below
@@ -70,6 +76,7 @@ class Selective:
     min_remaining: Optional[int] = field(default=None, kw_only=True)
     score: str = field(default="critic_adaptive", kw_only=True)
     seed: int = field(default=0, kw_only=True)
+    stop_alike: bool = field(default=False, kw_only=True, repr=False)
 
     def __post_init__(self) -> None:
         _declare(self, "Selective")

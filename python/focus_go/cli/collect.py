@@ -43,6 +43,7 @@ from typing import Any
 from .. import _rules
 from ..generation.format import PROFILES
 from .run import run_collect
+from .settings import ESTIMATORS
 
 # Qwen's math prompt: the answer must end in \boxed{...} for MathEnv to grade it.
 DEFAULT_SYSTEM_PROMPT = "Please reason step by step, and put your final answer within \\boxed{}."
@@ -141,6 +142,9 @@ def add_parser(commands: Any) -> None:
     s.add_argument("--max-children", type=_positive, default=sel["max_children"], help="Selective: direct children per checkpoint")
     s.add_argument("--score", choices=lib["scores"], default=sel["score"],
                    help="Selective: the branching score (docs/learning-signal.md; docs/signal.md §S and §F)")
+    s.add_argument("--stop-alike", action=argparse.BooleanOptionalAction, default=sel["stop_alike"],
+                   help="Selective: stop a tree after its warmup when every warmup rollout returned the same, leaving "
+                        "the rest of its budget unspent (docs/signal.md §P)")
     s.add_argument("--seed", type=int, default=sel["seed"], help="search seed")
     s.add_argument("--segment-tokens", type=_positive, default=lib["segments"]["tokens"], help="Segments(n): tokens per segment (with a tool or text --env: of one assistant turn)")
     s.add_argument("--max-segments", type=_positive, default=agent["max_segments"])
@@ -173,7 +177,7 @@ def add_parser(commands: Any) -> None:
     c.add_argument("--reward-max", type=_finite, default=reward["reward_max"])
     c.add_argument("--truncated-reward", type=_finite, default=reward["truncated_reward"])
     c.add_argument("--truncation", choices=lib["truncations"], default=reward["truncation"])
-    c.add_argument("--estimator", choices=("direct-branch-td", "group-baseline"), default="direct-branch-td")
+    c.add_argument("--estimator", choices=tuple(ESTIMATORS), default="direct-branch-td")
     c.add_argument("--min-abs-advantage", type=_finite, default=None, help="drop actor records with smaller |advantage|")
     c.add_argument("--visitation-weights", action=argparse.BooleanOptionalAction, default=records["visitation_weights"],
                    help="export each actor advantage times its edge's visitation factor (an unbiased on-policy "

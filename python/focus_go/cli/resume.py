@@ -42,9 +42,10 @@ RESUMABLE_FLAGS = ("--concurrency", "--capacity", "--max-in-flight", "--routing"
 recorded in run.json and must match)."""
 
 
-RECORDED_SINCE: Dict[str, Any] = {"visitation_weights": False}
+RECORDED_SINCE: Dict[str, Any] = {"visitation_weights": False, "stop_alike": False}
 """Settings an older run.json does not record, with the value its data was collected with
-(records were unweighted before ``--visitation-weights`` existed)."""
+(records were unweighted before ``--visitation-weights`` existed, and every tree spent its
+whole budget before ``--stop-alike``)."""
 
 
 def problem_digest(problem: Any) -> str:

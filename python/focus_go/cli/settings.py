@@ -8,8 +8,12 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from ..critic import Critic
-from ..preparation import DirectBranchTd, Estimator, GroupBaseline, RewardConfig
+from ..preparation import DirectBranchTd, Estimator, GroupBaseline, RewardConfig, TreeGroupBaseline
 from ..search import Independent, Selective
+
+
+# The values of --estimator (collect and view) and the recipe each selects.
+ESTIMATORS = {"direct-branch-td": DirectBranchTd, "group-baseline": GroupBaseline, "tree-group-baseline": TreeGroupBaseline}
 
 
 @dataclass(frozen=True)
@@ -27,7 +31,8 @@ def settings(args: argparse.Namespace) -> Settings:
     if args.search == "independent":
         search: Any = Independent(args.budget, seed=args.seed)
     else:
-        search = Selective(args.budget, args.warmup, per_pass=args.per_pass, max_children=args.max_children, score=args.score, seed=args.seed)
+        search = Selective(args.budget, args.warmup, per_pass=args.per_pass, max_children=args.max_children, score=args.score, seed=args.seed,
+                           stop_alike=args.stop_alike)
     if args.no_critic:
         critic = None
     elif args.critic_url:
@@ -36,8 +41,7 @@ def settings(args: argparse.Namespace) -> Settings:
         critic = Critic.constant(args.critic_value)
     reward = RewardConfig(gamma=args.gamma, critic_weight=args.critic_weight, reward_min=args.reward_min,
                           reward_max=args.reward_max, truncated_reward=args.truncated_reward, truncation=args.truncation)
-    estimator = GroupBaseline() if args.estimator == "group-baseline" else DirectBranchTd()
-    return Settings(search, critic, reward, estimator)
+    return Settings(search, critic, reward, ESTIMATORS[args.estimator]())
 
 
 def describe_critic(args: argparse.Namespace) -> str:

@@ -37,7 +37,8 @@ def render(tree_path: Path, html_path: Path, args: argparse.Namespace) -> Dict[s
     """Render one tree file to ``html_path``; returns what the page shows (node count,
     problem id, reward settings used)."""
     from ..export import format_tree_html
-    from ..preparation import DirectBranchTd, GroupBaseline, RewardConfig, prepare_samples
+    from ..preparation import RewardConfig, prepare_samples
+    from .settings import ESTIMATORS
     from ..tree import SchedulerState, SchedulerView
 
     try:
@@ -56,8 +57,9 @@ def render(tree_path: Path, html_path: Path, args: argparse.Namespace) -> Dict[s
         reward = RewardConfig(**{k: v for k, v in reward_fields.items() if k in _REWARD_FLAGS})
     except TypeError as exc:
         raise ConfigError(f"reward settings {reward_fields}: {exc}") from None
-    estimator_name = args.estimator or {"GroupBaseline": "group-baseline"}.get(run.get("estimator", ""), "direct-branch-td")
-    estimator = GroupBaseline() if estimator_name == "group-baseline" else DirectBranchTd()
+    by_name = {cls.name: flag for flag, cls in ESTIMATORS.items()}
+    estimator_name = args.estimator or by_name.get(run.get("estimator", ""), "direct-branch-td")
+    estimator = ESTIMATORS[estimator_name]()
     try:
         state = SchedulerState.from_json(text)
     except FocusError as exc:
@@ -129,6 +131,6 @@ def add_parser(commands: Any) -> None:
     g.add_argument("--reward-max", type=float)
     g.add_argument("--truncated-reward", type=float)
     g.add_argument("--truncation", choices=("terminal", "bootstrap"))
-    g.add_argument("--estimator", choices=("direct-branch-td", "group-baseline"))
+    g.add_argument("--estimator", choices=("direct-branch-td", "group-baseline", "tree-group-baseline"))
     p.set_defaults(run=run_view)
 
