@@ -354,12 +354,14 @@ def test_checkpoint_and_resume_continue_where_the_loop_stopped(server, sim_polic
     assert standin.states == {ckpt.state_path: 2}  # the state saved holds the weights after update 2
 
     # Resume: a training client holding that state, the same problems, the same steps.
-    resumed = StandinTinker(sim_policy, start_version=standin.states[ckpt.state_path])
+    resumed = StandinTinker(sim_policy, start_version=standin.states[ckpt.state_path], states=standin.states)
     try:
         reports = run_train(resumed, server, problems, steps=4, checkpoint_every=2, checkpoint_path=checkpoints, resume_from=checkpoints)
         assert [(r.batch, r.learner_step) for r in reports] == [(2, 2), (3, 3)]
         assert resumed.samplers[resumed.sampler_order[0]] == 2  # collected from the resumed weights
         assert load_checkpoint(checkpoints).learner_step == 4 and resumed.version == 4
+        # The checkpoint's weights and optimizer were loaded into the client.
+        assert resumed.loads == [(ckpt.state_path, True)]
         # The resumed run trains the problems the uninterrupted run would have.
         full = StandinTinker(sim_policy)
         try:
@@ -376,6 +378,82 @@ def test_checkpoint_and_resume_continue_where_the_loop_stopped(server, sim_polic
             run_train(resumed, server, problems, steps=6, checkpoint_every=1)
     finally:
         resumed.close()
+
+
+class Crash(Exception):
+    pass
+
+
+def crash_at(batch):
+    def on_step(report):
+        if report.batch == batch:
+            raise Crash
+
+    return on_step
+
+
+def test_plain_restart_resumes_from_the_run_folder_without_duplicates(server, sim_policy, standin, problems, tmp_path):
+    from focus_go.integrations import JsonlDirectory
+    from focus_go.integrations.tinker import load_checkpoint
+
+    run = tmp_path / "run"
+
+    def command(client, **extra):
+        # The same command each time: a fresh LoRA client, the run's folder.
+        return run_train(
+            client, server, problems, steps=5, checkpoint_every=2, checkpoint_path=run / "checkpoints.jsonl",
+            log_path=run / "metrics.jsonl", critic_sink=JsonlDirectory(run / "critic"), **extra,
+        )
+
+    run.mkdir()
+    with pytest.raises(Crash):  # killed after update 3 was logged; the checkpoint is at 2
+        command(standin, on_step=crash_at(2))
+    first = load_checkpoint(run / "checkpoints.jsonl")
+    assert first.learner_step == 2 and first.base_model == "standin/base-model" and first.lora_rank == 32
+    restarted = StandinTinker(sim_policy, states=standin.states)  # a fresh client at version 0
+    try:
+        reports = command(restarted)
+        assert [(r.batch, r.learner_step) for r in reports] == [(2, 2), (3, 3), (4, 4)]
+        # The checkpoint's weights and optimizer were loaded before the first sampler.
+        assert restarted.loads == [(first.state_path, True)]
+        assert restarted.samplers[restarted.sampler_order[0]] == 2
+        # Metric rows and critic files once per update, though update 3 ran twice.
+        steps = [json.loads(line)["step"] for line in (run / "metrics.jsonl").read_text().splitlines()]
+        assert steps == [1, 2, 3, 4, 5]
+        critic_steps = sorted(json.loads(f.read_text().splitlines()[0])["learner_step"] for f in (run / "critic").glob("*.jsonl"))
+        assert critic_steps == [0, 1, 2, 3, 4]
+        # Checkpoints at 2 and 4, and the final one at 5 (not a multiple of 2).
+        lines = [json.loads(line) for line in (run / "checkpoints.jsonl").read_text().splitlines()]
+        assert [line["learner_step"] for line in lines] == [2, 4, 5]
+        assert restarted.states[lines[-1]["state_path"]] == 5 == restarted.version
+        # Once finished, the same command does nothing.
+        again = StandinTinker(sim_policy, states=restarted.states)
+        try:
+            assert command(again) == [] and again.paths == []
+        finally:
+            again.close()
+    finally:
+        restarted.close()
+
+
+def test_resume_refuses_a_client_of_another_base_model_or_lora_rank(server, sim_policy, standin, problems, tmp_path):
+    checkpoints = tmp_path / "checkpoints.jsonl"
+    run_train(standin, server, problems, steps=2, checkpoint_every=2, checkpoint_path=checkpoints)
+    for kwargs, message in [({"base_model": "other/base-model"}, "base model is 'other/base-model'"), ({"lora_rank": 8}, "LoRA rank 8")]:
+        client = StandinTinker(sim_policy, states=standin.states, **kwargs)
+        try:
+            with pytest.raises(ValueError, match=message):
+                run_train(client, server, problems, steps=4, checkpoint_path=checkpoints)
+            assert client.paths == []  # refused before any request
+        finally:
+            client.close()
+
+
+def test_final_checkpoint_when_steps_is_not_a_multiple(server, standin, problems, tmp_path):
+    checkpoints = tmp_path / "checkpoints.jsonl"
+    run_train(standin, server, problems, steps=3, checkpoint_every=2, checkpoint_path=checkpoints)
+    lines = [json.loads(line) for line in checkpoints.read_text().splitlines()]
+    assert [(line["learner_step"], line["next_batch"]) for line in lines] == [(2, 2), (3, 3)]
 
 
 # -- one request for a tree's warmup rollouts ------------------------------------------

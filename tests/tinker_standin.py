@@ -145,10 +145,18 @@ class _StandinHolder(InternalClientHolder):
 
 class StandinTinker:
     def __init__(
-        self, sim_policy: Any, *, base_model: str = "standin/base-model", fail_on_fb: Optional[int] = None, start_version: int = 0
+        self,
+        sim_policy: Any,
+        *,
+        base_model: str = "standin/base-model",
+        fail_on_fb: Optional[int] = None,
+        start_version: int = 0,
+        lora_rank: Optional[int] = 32,
+        states: Optional[Dict[str, int]] = None,
     ):
         """``start_version`` is the weights version the model starts from (a training client
-        created from a saved state)."""
+        created from a saved state); ``states`` the saved states the service holds (another
+        stand-in's ``states``: the same account)."""
         self.sim_policy = sim_policy
         self.base_model = base_model
         self.model_id = "standin-model-0"
@@ -162,7 +170,9 @@ class StandinTinker:
         self.sampler_order: List[str] = []
         self.sample_calls: List[SampleCall] = []
         self.sequences: Dict[str, Tuple[Tuple[int, ...], Tuple[int, ...]]] = {}  # id -> (prompt, tokens)
-        self.states: Dict[str, int] = {}  # save_state path -> version
+        self.states: Dict[str, int] = dict(states or {})  # save_state path -> version
+        self.lora_rank = lora_rank
+        self.loads: List[Tuple[str, bool]] = []  # (path, optimizer) of each load_weights
         self.paths: List[str] = []  # every request path, in arrival order
         self._raw: Dict[Tuple[int, ...], List[float]] = {}  # prompt+tokens -> raw logprobs of tokens
         self._ops: Dict[int, _Op] = {}
@@ -199,6 +209,8 @@ class StandinTinker:
         info = types.GetInfoResponse(
             model_id=self.model_id,
             model_data=types.ModelData(model_name=self.base_model, arch="standin", tokenizer_id=self.base_model),
+            is_lora=self.lora_rank is not None,
+            lora_rank=self.lora_rank,
         )
         self.client = TrainingClient(holder, 0, self.model_id, info=info)
         return self.client
@@ -247,6 +259,11 @@ class StandinTinker:
             if path == "/api/v1/save_weights":
                 req = types.SaveWeightsRequest.model_validate(json.loads(body))
                 return self._json(self._submit("save_state", req))
+            if path == "/api/v1/load_weights":
+                req = types.LoadWeightsRequest.model_validate(json.loads(body))
+                if req.path not in self.states:
+                    raise Rejected(f"unknown state {req.path!r}")
+                return self._json(self._submit("load", req))
             if path == "/api/v1/asample":
                 return self._json(self._sample(types.SampleRequest.model_validate(json.loads(body))))
             if path == "/api/v1/retrieve_future":
@@ -395,6 +412,10 @@ class StandinTinker:
             self.samplers[session] = self.version
             self.sampler_order.append(session)
             op.result = ("json", {"sampling_session_id": session, "type": "save_weights_for_sampler"})
+        elif op.kind == "load":
+            self.loads.append((op.body.path, bool(op.body.optimizer)))
+            self.version = self.states[op.body.path]
+            op.result = ("json", {"path": op.body.path, "type": "load_weights"})
         elif op.kind == "save_state":
             path = f"tinker://standin/weights/{op.body.path}"
             self.states[path] = self.version

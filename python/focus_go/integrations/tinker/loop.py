@@ -14,7 +14,17 @@ from typing import Any, Callable, Dict, List, Literal, Mapping, Optional, Sequen
 
 from .. import CollectorFor, CriticSink, Problem, Workspace, _check_min_abs_advantage, _collect
 from ...errors import ConfigError
-from .checkpoint import TrainCheckpoint, _problem_ids, _save_state, load_checkpoint
+from .checkpoint import (
+    TrainCheckpoint,
+    _check_client,
+    _client_identity,
+    _load_state,
+    _problem_ids,
+    _save_state,
+    _truncate_log,
+    _truncate_sink,
+    load_checkpoint,
+)
 from .datum import _add_sequence_ids, _types
 from .update import PPO_CLIP, _update
 
@@ -132,6 +142,14 @@ def _warmup(collector: Any) -> int:
     return 1
 
 
+def _has_checkpoint(path: Union[str, "os.PathLike[str]"]) -> bool:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return any(line.strip() for line in f)
+    except FileNotFoundError:
+        return False
+
+
 def _mean(values: Sequence[float]) -> float:
     return float(sum(values) / len(values)) if values else 0.0
 
@@ -222,9 +240,9 @@ async def train(
         ```
 
     Args:
-        training_client: A Tinker ``TrainingClient``; after a resume, one created from the
-            checkpoint's ``state_path`` (the SDK's
-            ``create_training_client_from_state_with_optimizer``).
+        training_client: A Tinker ``TrainingClient``. On resume ``train`` loads the
+            checkpoint's weights and optimizer into it (``load_state_with_optimizer``),
+            whatever it held, and refuses one of another base model or LoRA rank.
         model: The model directory or Hugging Face id, for the tokenizer and chat template.
         problems: The training problems, taken in order and cycled.
         collector_for: Builds the collector for each problem.
@@ -248,13 +266,19 @@ async def train(
         eval_problems: Held-out problems for evaluation.
         eval_every: Evaluate after every N-th update; 0 never.
         checkpoint_every: Save the training state after every N-th update; 0 never.
-        checkpoint_path: The JSONL file each ``TrainCheckpoint`` line is appended to.
+        checkpoint_path: The JSONL file each ``TrainCheckpoint`` line is appended to; the
+            final state is saved too when the last update is not a multiple of
+            ``checkpoint_every``. When it already holds a checkpoint, ``train`` resumes
+            from its last one (a rerun of the same command continues the run), dropping
+            the ``log_path`` rows and ``JsonlDirectory`` critic files of the updates after
+            it, which it writes again.
         checkpoint_name: The prefix of the saved states' names
             (``f"{checkpoint_name}-{step:06d}"``).
-        resume_from: A checkpoint file or ``TrainCheckpoint`` to continue from: the first
-            batch collected is its ``next_batch``, learner steps go on from its
-            ``learner_step`` (its sampler holds the resumed weights, lag 0), and the
-            problem list and ``problems_per_step`` must be the ones checkpointed.
+        resume_from: A checkpoint file or ``TrainCheckpoint`` to continue from instead of
+            ``checkpoint_path``'s last: the first batch collected is its ``next_batch``,
+            learner steps go on from its ``learner_step`` (its sampler holds the resumed
+            weights, lag 0), and the problem list and ``problems_per_step`` must be the
+            ones checkpointed.
         share_warmup_prompt: False sends the warmup rollouts' first requests one by one.
         layout: ``"spans"`` or ``"paths"`` (one datum per root-to-leaf path with per-token
             advantages: the same gradient from fewer tokens, since Tinker's losses sum over
@@ -293,19 +317,34 @@ async def train(
     if checkpoint_every and checkpoint_path is None:
         raise ConfigError("train: checkpoint_every is set but checkpoint_path is not")
     first_batch, learner_step = 0, 0  # learner_step: updates applied so far
+    resume: Optional[TrainCheckpoint] = None
     if resume_from is not None:
         resume = resume_from if isinstance(resume_from, TrainCheckpoint) else load_checkpoint(resume_from)
+    elif checkpoint_path is not None and _has_checkpoint(checkpoint_path):
+        # A restart of the same command: go on from the run's last checkpoint.
+        resume = load_checkpoint(checkpoint_path)
+    if resume is not None:
         if resume.problems_per_step != problems_per_step:
             raise ConfigError(
                 f"train: resume_from was saved with problems_per_step={resume.problems_per_step}, got {problems_per_step}"
             )
         if resume.problems != len(problems) or resume.problem_ids != _problem_ids(problems):
             raise ConfigError("train: resume_from was saved with another problem list (ids or order differ)")
+        _check_client(training_client, resume)
         first_batch, learner_step = resume.next_batch, resume.learner_step
     _check_min_abs_advantage(min_abs_advantage)  # validate the threshold before any work
     _types()  # fail before any collection when the SDK is missing
     if steps <= first_batch:
         return []
+    if resume is not None:
+        # Whatever the client held, train from the checkpoint's weights and optimizer; the
+        # rows and critic files of updates after it are written again, so drop them.
+        await _load_state(training_client, resume)
+        if log_path is not None:
+            _truncate_log(log_path, resume.learner_step)
+        if critic_sink is not None:
+            _truncate_sink(critic_sink, resume.learner_step)
+    base_model, lora_rank = _client_identity(training_client)
 
     from ...generation.tinker import TinkerPolicy
 
@@ -363,6 +402,17 @@ async def train(
             "eval/reward_mean": _mean(values),
             "eval/success_rate": _mean([1.0 if v > 0 else 0.0 for v in values]),
         }
+
+    saved_step = learner_step if resume is not None else -1
+
+    async def checkpoint(next_batch: int) -> None:
+        nonlocal saved_step
+        assert checkpoint_path is not None
+        state_path = await _save_state(training_client, f"{checkpoint_name}-{learner_step:06d}")
+        record = TrainCheckpoint(state_path, learner_step, next_batch, k, len(problems), fingerprint, base_model, lora_rank)
+        with open(checkpoint_path, "a", encoding="utf-8") as f:
+            f.write(record.to_json() + "\n")
+        saved_step = learner_step
 
     log = _MetricsLog(log_path, wandb_project)
     reports: List[StepReport] = []
@@ -431,11 +481,7 @@ async def train(
             if eval_every and learner_step % eval_every == 0:
                 stats.update(await evaluate())
             if checkpoint_every and learner_step % checkpoint_every == 0:
-                assert checkpoint_path is not None
-                state_path = await _save_state(training_client, f"{checkpoint_name}-{learner_step:06d}")
-                record = TrainCheckpoint(state_path, learner_step, b + 1, k, len(problems), fingerprint)
-                with open(checkpoint_path, "a", encoding="utf-8") as f:
-                    f.write(record.to_json() + "\n")
+                await checkpoint(b + 1)
             stats["time_step_s"] = time.monotonic() - step_start
             report = StepReport(
                 batch=b,
@@ -461,6 +507,8 @@ async def train(
             if async_depth == 1 and b + 2 < steps:
                 # The sampler for the collection the next iteration starts (batch b+2).
                 sampler, sampler_step = await _publish(training_client, stability), learner_step
+        if checkpoint_path is not None and saved_step != learner_step:
+            await checkpoint(steps)  # the final state, whatever checkpoint_every is
         return reports
     finally:
         outstanding = [t for t in (current, pending) if t is not None and not t.done()]
