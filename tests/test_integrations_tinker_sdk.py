@@ -219,6 +219,76 @@ def test_stable_reinforce_without_provenance_is_refused_before_sending(standin):
     assert standin.trained == [] and "/api/v1/forward_backward" not in standin.paths
 
 
+# -- sampling temperature, problem order and seeds -------------------------------------
+
+
+def no_sampling_collector_for(policy, problem):
+    return math_collector(policy, problem, sampling=None)  # the policy's defaults
+
+
+def test_loop_samples_at_temperature_one_unless_told(server, sim_policy, problems):
+    for kwargs, expected in [({}, 1.0), ({"temperature": 0.5}, 0.5)]:
+        standin = StandinTinker(sim_policy)
+        try:
+            run_train(standin, server, problems, steps=1, collector_for=no_sampling_collector_for, **kwargs)
+            assert standin.sample_calls and {c.temperature for c in standin.sample_calls} == {expected}
+        finally:
+            standin.close()
+
+
+def batches_roots(server, standin, problems):
+    """Per sampler (one per batch with async_depth=0): the (problem id, seed) of each
+    request from a problem's root prompt."""
+    roots = {root_prompt(server, p): p.id for p in problems}
+    return [
+        sorted((roots[c.prompt], c.seed) for c in standin.sample_calls if c.session == session and c.prompt in roots)
+        for session in standin.sampler_order
+    ]
+
+
+def test_each_epoch_shuffled_from_the_seed_with_fresh_sampling_seeds(server, sim_policy, problems):
+    import random
+
+    def run(**kwargs):
+        standin = StandinTinker(sim_policy)
+        try:
+            run_train(standin, server, problems, steps=8, async_depth=0, collector_for=value_refinement_collector_for, **kwargs)
+            return batches_roots(server, standin, problems)
+        finally:
+            standin.close()
+
+    batches = run()
+    trained = [b[0][0] for b in batches]  # one tree per batch; warmup shares one root request
+    for epoch in range(2):
+        perm = list(range(len(problems)))
+        random.Random(f"0:{epoch}").shuffle(perm)
+        assert trained[4 * epoch : 4 * epoch + 4] == [problems[i].id for i in perm]
+    assert trained[:4] != trained[4:]  # each epoch its own order
+    # A problem seen again is sampled with other seeds.
+    seeds = {}
+    for b in batches:
+        seeds.setdefault(b[0][0], []).append(b[0][1])
+    assert all(len(set(v)) == 2 for v in seeds.values())
+    # The order follows the run's seed; shuffle=False keeps the list's order.
+    assert [b[0][0] for b in run(seed=1)][:4] != trained[:4]
+    assert [b[0][0] for b in run(shuffle=False)] == [p.id for p in problems] * 2
+
+
+def test_a_batch_larger_than_the_problem_list_has_no_identical_trees(server, standin, problems):
+    run_train(standin, server, problems[:2], steps=1, problems_per_step=3, collector_for=value_refinement_collector_for)
+    (batch,) = batches_roots(server, standin, problems[:2])
+    # Three trees of two problems: the problem seen twice starts from two different seeds.
+    assert len(batch) == 3 and len(set(batch)) == 3
+    roots = {root_prompt(server, p): p.id for p in problems[:2]}
+    twice = [pid for pid in roots.values() if sum(1 for b in batch if b[0] == pid) == 2]
+    samples = [
+        tuple(standin.sequences[sid][1] for sid in c.sequence_ids)
+        for c in standin.sample_calls
+        if roots.get(c.prompt) == twice[0]
+    ]
+    assert len(samples) == 2 and samples[0] != samples[1]  # two different trees
+
+
 # -- many problems per update, metrics, evaluation -------------------------------------
 
 
@@ -234,7 +304,7 @@ def root_prompt(server, problem):
 
 
 def test_problems_per_step_trains_a_batch_of_trees_from_one_sampler(server, standin, problems):
-    reports = run_train(standin, server, problems, steps=2, problems_per_step=3, async_depth=0)
+    reports = run_train(standin, server, problems, steps=2, problems_per_step=3, async_depth=0, shuffle=False)
     assert [r.trees for r in reports] == [3, 3]
     assert [r.stats["rollouts"] for r in reports] == [12.0, 12.0]  # Selective(budget=4) per tree
     roots = {root_prompt(server, p): p.id for p in problems}

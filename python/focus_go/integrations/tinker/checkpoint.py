@@ -32,6 +32,8 @@ class TrainCheckpoint:
         problem_ids: Identifies the problem list the cursor points into.
         base_model: The training client's base model (``get_info()``), when it said.
         lora_rank: The training client's LoRA rank (``get_info()``), when it said.
+        order: The problem order: ``"shuffled, seed N"`` or ``"in order"`` (None in
+            checkpoints from before it was recorded).
     """
 
     state_path: str
@@ -42,6 +44,7 @@ class TrainCheckpoint:
     problem_ids: str
     base_model: Optional[str] = None
     lora_rank: Optional[int] = None
+    order: Optional[str] = None
 
     def to_json(self) -> str:
         """The checkpoint as one JSON line, as ``train`` appends it to ``checkpoint_path``."""
@@ -55,6 +58,7 @@ class TrainCheckpoint:
                 "problem_ids": self.problem_ids,
                 "base_model": self.base_model,
                 "lora_rank": self.lora_rank,
+                "order": self.order,
             },
             sort_keys=True,
         )
@@ -93,6 +97,7 @@ def load_checkpoint(path: Union[str, "os.PathLike[str]"]) -> TrainCheckpoint:
             problem_ids=str(raw["problem_ids"]),
             base_model=None if raw.get("base_model") is None else str(raw["base_model"]),
             lora_rank=None if raw.get("lora_rank") is None else int(raw["lora_rank"]),
+            order=None if raw.get("order") is None else str(raw["order"]),
         )
     except (ValueError, KeyError, TypeError) as exc:
         raise ConfigError(f"load_checkpoint: the last line of {os.fspath(path)!r} is not a checkpoint: {exc}") from exc

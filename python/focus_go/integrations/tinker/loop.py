@@ -5,7 +5,11 @@ most; its per-step reports (``StepReport``) and metrics log.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import hashlib
 import json
+import math
+import random
 import os
 import time
 from dataclasses import dataclass, field
@@ -142,6 +146,32 @@ def _warmup(collector: Any) -> int:
     return 1
 
 
+class _Order:
+    """Which problem each position of the run trains on: epoch ``e`` (positions ``e * n``
+    to ``e * n + n - 1``) is a permutation of the list, ``random.Random(f"{seed}:{e}")``'s
+    shuffle of ``range(n)``; the list order when ``seed`` is None."""
+
+    def __init__(self, n: int, seed: Optional[int]):
+        self._n, self._seed = n, seed
+        self._epoch, self._perm = -1, list(range(n))
+
+    def index(self, position: int) -> int:
+        epoch, offset = divmod(position, self._n)
+        if self._seed is None:
+            return offset
+        if epoch != self._epoch:
+            perm = list(range(self._n))
+            random.Random(f"{self._seed}:{epoch}").shuffle(perm)
+            self._epoch, self._perm = epoch, perm
+        return self._perm[offset]
+
+
+def _epoch_seed(seed: int, epoch: int) -> int:
+    """A search seed for ``epoch`` > 0 from the collector's own."""
+    digest = hashlib.sha256(f"{seed}:{epoch}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
+
+
 def _has_checkpoint(path: Union[str, "os.PathLike[str]"]) -> bool:
     try:
         with open(path, encoding="utf-8") as f:
@@ -183,6 +213,9 @@ async def train(
     share_warmup_prompt: bool = True,
     layout: str = "spans",
     visitation_weights: bool = True,
+    temperature: float = 1.0,
+    shuffle: bool = True,
+    seed: int = 0,
 ) -> List[StepReport]:
     """Run the one-step asynchronous Tinker loop and return one ``StepReport`` per update.
 
@@ -194,11 +227,15 @@ async def train(
     each collection (no lag, no overlap).
 
     Each update trains on ``problems_per_step`` trees, collected concurrently from the same
-    sampler. Problems are taken in order, cycling the list: batch b collects
-    ``problems[(b * k + i) % len(problems)]`` for i < k = ``problems_per_step``, with
-    ``group_index = b * k + i``. Each tree gets its own ``TinkerPolicy`` around the batch's
-    sampler (format ``PolicyFormat.resolve(model, profile=profile)``, loaded once) and a
-    fresh collector from ``collector_for(policy, problem)``. After each update, each
+    sampler. Tree i < k = ``problems_per_step`` of batch b is the problem at position
+    ``p = b * k + i`` of the run, with ``group_index = p``: epoch ``e = p // len(problems)``
+    goes through the whole list once, in an order shuffled from ``seed`` and ``e`` (in list
+    order with ``shuffle=False``). Each tree gets its own ``TinkerPolicy`` around the batch's
+    sampler (format ``PolicyFormat.resolve(model, profile=profile)``, loaded once; requests
+    that bring no sampling parameters sample at ``temperature``) and a fresh collector from
+    ``collector_for(policy, problem)``; from the second epoch on, its search's seed is
+    mixed with the epoch, so a problem seen again (even in the same batch, when
+    ``problems_per_step`` exceeds the list) is sampled with fresh seeds. After each update, each
     collection hands its critic records to ``critic_sink`` with ``behavior_step`` and
     ``learner_step`` added, and ``on_step`` receives the ``StepReport``.
 
@@ -244,7 +281,7 @@ async def train(
             checkpoint's weights and optimizer into it (``load_state_with_optimizer``),
             whatever it held, and refuses one of another base model or LoRA rank.
         model: The model directory or Hugging Face id, for the tokenizer and chat template.
-        problems: The training problems, taken in order and cycled.
+        problems: The training problems, one epoch after another (see above).
         collector_for: Builds the collector for each problem.
         steps: The number of updates, counted from the start of the run.
         learning_rate: Adam's learning rate.
@@ -285,6 +322,13 @@ async def train(
             tokens).
         visitation_weights: Multiply each advantage by its edge's visitation factor
             (``ActorSample.visitation``); False trains on the unweighted advantage.
+        temperature: The sampling temperature of requests that bring no sampling
+            parameters (an agent without ``sampling``): 1.0, the policy's own
+            distribution, as tinker-cookbook samples; the library's ``SamplingParams``
+            default (0.7) stays for other uses.
+        shuffle: Shuffle the problem order of each epoch (from ``seed``); False takes the
+            list in order every epoch.
+        seed: The run's seed for the shuffled order.
 
     Returns:
         One report per update.
@@ -316,6 +360,11 @@ async def train(
         raise ConfigError(f"train: checkpoint_every must be an integer >= 0, got {checkpoint_every!r}")
     if checkpoint_every and checkpoint_path is None:
         raise ConfigError("train: checkpoint_every is set but checkpoint_path is not")
+    if not (isinstance(temperature, (int, float)) and not isinstance(temperature, bool) and math.isfinite(temperature) and temperature >= 0):
+        raise ConfigError(f"train: temperature must be a finite number >= 0, got {temperature!r}")
+    if not isinstance(seed, int) or isinstance(seed, bool):
+        raise ConfigError(f"train: seed must be an integer, got {seed!r}")
+    order_name = f"shuffled, seed {seed}" if shuffle else "in order"
     first_batch, learner_step = 0, 0  # learner_step: updates applied so far
     resume: Optional[TrainCheckpoint] = None
     if resume_from is not None:
@@ -330,6 +379,8 @@ async def train(
             )
         if resume.problems != len(problems) or resume.problem_ids != _problem_ids(problems):
             raise ConfigError("train: resume_from was saved with another problem list (ids or order differ)")
+        if resume.order is not None and resume.order != order_name:
+            raise ConfigError(f"train: resume_from was saved with the problem order {resume.order!r}, got {order_name!r} (shuffle, seed)")
         _check_client(training_client, resume)
         first_batch, learner_step = resume.next_batch, resume.learner_step
     _check_min_abs_advantage(min_abs_advantage)  # validate the threshold before any work
@@ -347,6 +398,7 @@ async def train(
     base_model, lora_rank = _client_identity(training_client)
 
     from ...generation.tinker import TinkerPolicy
+    from ...generation.types import SamplingParams
 
     fmt = PolicyFormat.resolve(model, profile=profile)
     k = problems_per_step
@@ -354,11 +406,18 @@ async def train(
     # documents for stable_reinforce and tinker-cookbook sets (records_stability_info).
     stability = loss_fn == "stable_reinforce"
 
+    sampling = SamplingParams(temperature=float(temperature))
+    order = _Order(len(problems), seed if shuffle else None)
+
     async def collect_tree(index: int, sampler: Any) -> Any:
-        problem = problems[index % len(problems)]
-        policy = TinkerPolicy(sampler, model=model, format=fmt)
+        problem = problems[order.index(index)]
+        policy = TinkerPolicy(sampler, model=model, format=fmt, default_params=sampling)
         try:
             collector = collector_for(policy, problem)
+            epoch = index // len(problems)
+            if epoch:
+                # Fresh sampling seeds for a problem seen again.
+                collector.search = dataclasses.replace(collector.search, seed=_epoch_seed(collector.search.seed, epoch))
             warmup = _warmup(collector)
             if warmup > 1 and share_warmup_prompt:
                 policy.share_first_prompt(warmup)
@@ -389,7 +448,7 @@ async def train(
         sampler = await _publish(training_client, stability)
 
         async def one(problem: Problem) -> float:
-            policy = TinkerPolicy(sampler, model=model, format=fmt)
+            policy = TinkerPolicy(sampler, model=model, format=fmt, default_params=sampling)
             try:
                 result = await evaluate_outcome(collector_for(policy, problem), problem, workspace_for=workspace_for)
             finally:
@@ -409,7 +468,7 @@ async def train(
         nonlocal saved_step
         assert checkpoint_path is not None
         state_path = await _save_state(training_client, f"{checkpoint_name}-{learner_step:06d}")
-        record = TrainCheckpoint(state_path, learner_step, next_batch, k, len(problems), fingerprint, base_model, lora_rank)
+        record = TrainCheckpoint(state_path, learner_step, next_batch, k, len(problems), fingerprint, base_model, lora_rank, order_name)
         with open(checkpoint_path, "a", encoding="utf-8") as f:
             f.write(record.to_json() + "\n")
         saved_step = learner_step
@@ -432,7 +491,7 @@ async def train(
             current, pending = pending, None
             collected = await current
             if not collected.actor:
-                ids = [problems[(b * k + i) % len(problems)].id for i in range(k)]
+                ids = [problems[order.index(b * k + i)].id for i in range(k)]
                 which = f"problem {ids[0]!r}" if k == 1 else f"problems {ids!r}"
                 raise ConfigError(
                     f"train: batch {b} ({which}) has no actor records to train on"
