@@ -372,8 +372,8 @@ def test_evaluation_every_n_steps_one_unbranched_rollout_per_problem(server, sta
     assert ["eval/reward_mean" in r.stats for r in reports] == [False, True, False, True]
     roots = {root_prompt(server, p) for p in held_out}
     eval_sessions = [s for s in standin.sampler_order if any(c.session == s and c.prompt in roots for c in standin.sample_calls)]
-    # Evaluated with the weights after updates 2 and 4.
-    assert [standin.samplers[s] for s in eval_sessions] == [2, 4]
+    # Evaluated with the starting weights (as the cookbook, at step 0) and after updates 2 and 4.
+    assert [standin.samplers[s] for s in eval_sessions] == [0, 2, 4]
     for session in eval_sessions:
         starts = [c.prompt for c in standin.sample_calls if c.session == session and c.prompt in roots]
         assert sorted(starts) == sorted(roots)  # one rollout per held-out problem, no branching
@@ -382,6 +382,17 @@ def test_evaluation_every_n_steps_one_unbranched_rollout_per_problem(server, sta
         assert 0.0 <= r.stats["eval/success_rate"] <= 1.0
     # Evaluation trains nothing.
     assert len(standin.trained) == 4
+
+
+def test_evaluation_at_step_zero_and_after_the_last_update(server, standin, problems, tmp_path):
+    held_out = server.problems()[4:6]
+    log = tmp_path / "metrics.jsonl"
+    reports = run_train(standin, server, problems, steps=3, eval_problems=held_out, eval_every=2, log_path=log)
+    # Update 3 is off the cadence, but the final weights are evaluated.
+    assert ["eval/reward_mean" in r.stats for r in reports] == [False, True, True]
+    rows = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [r["step"] for r in rows] == [0, 1, 2, 3]
+    assert rows[0]["eval/problems"] == 2.0 and "loss" not in rows[0]
 
 
 def test_train_rejects_bad_new_arguments(server, standin, problems):

@@ -251,7 +251,8 @@ async def train(
     KL over the trained tokens) and ``time_collect_s``, ``time_update_s`` and
     ``time_step_s``. Evaluation adds ``eval/reward_mean``, ``eval/success_rate`` and
     ``eval/problems``: one unbranched rollout per held-out problem (``Independent(1)``, no
-    critic), scored by outcome.
+    critic), scored by outcome, before the first update (a ``log_path`` row with step 0),
+    after every ``eval_every``-th update and after the last.
 
     If the loop stops early (the awaiting task is cancelled, or a collection, update, sink
     or ``on_step`` raises), an outstanding collection is cancelled and joined before the
@@ -301,7 +302,8 @@ async def train(
             ...}``.
         wandb_project: Also logs the stats with ``wandb.log`` (wandb must be installed).
         eval_problems: Held-out problems for evaluation.
-        eval_every: Evaluate after every N-th update; 0 never.
+        eval_every: Evaluate the starting weights (logged as step 0, not reported), after
+            every N-th update, and after the last one; 0 never.
         checkpoint_every: Save the training state after every N-th update; 0 never.
         checkpoint_path: The JSONL file each ``TrainCheckpoint`` line is appended to; the
             final state is saved too when the last update is not a multiple of
@@ -479,6 +481,9 @@ async def train(
     pending: Optional["asyncio.Future[_Collected]"] = None
     current: Optional["asyncio.Future[_Collected]"] = None
     try:
+        if eval_every and learner_step == 0:
+            # The starting weights, as the cookbook evaluates at step 0: logged as step 0.
+            log.write(0, await evaluate())
         if async_depth == 1:
             sampler, sampler_step = await _publish(training_client, stability), learner_step
             pending = asyncio.ensure_future(collect(first_batch, sampler, sampler_step))
@@ -537,8 +542,8 @@ async def train(
                 stats["loss"] = float(metrics["loss:sum"])
             stats.update(result.kl)
             learner_step += 1
-            if eval_every and learner_step % eval_every == 0:
-                stats.update(await evaluate())
+            if eval_every and (learner_step % eval_every == 0 or b + 1 == steps):
+                stats.update(await evaluate())  # on the cadence, and the final weights
             if checkpoint_every and learner_step % checkpoint_every == 0:
                 await checkpoint(b + 1)
             stats["time_step_s"] = time.monotonic() - step_start
