@@ -102,6 +102,18 @@ def test_train_one_cycle_per_update_and_fresh_samplers(server, standin, problems
     assert all(call == ("ppo", {"clip_low_threshold": 0.8, "clip_high_threshold": 1.2}, False) for call in standin.fb_calls)
 
 
+def test_num_substeps_splits_each_batch_into_optimizer_steps_on_one_cycle(server, standin, problems):
+    reports = run_train(standin, server, problems, steps=2, num_substeps=2)
+    # Each update: two forward_backward + optim_step pairs, submitted back to back.
+    assert standin.update_cycles() == [["fb", "optim", "fb", "optim"]] * 2
+    assert standin.version == 4 and len(standin.trained) == 4
+    for r, (first, second) in zip(reports, zip(standin.trained[0::2], standin.trained[1::2])):
+        assert abs(len(first) - len(second)) <= 1
+        assert "kl_sample_train_v1" in r.stats and r.stats["loss"] == pytest.approx(r.metrics["loss:sum"])
+    with pytest.raises(ValueError, match="num_substeps"):
+        run_train(standin, server, problems, steps=1, num_substeps=0)
+
+
 def test_failed_gradients_fail_the_update_after_both_requests_finish(sim_policy, server, problems):
     standin = StandinTinker(sim_policy, fail_on_fb=1)
     try:

@@ -214,6 +214,7 @@ async def train(
     layout: str = "spans",
     visitation_weights: bool = True,
     temperature: float = 1.0,
+    num_substeps: int = 1,
     shuffle: bool = True,
     seed: int = 0,
 ) -> List[StepReport]:
@@ -328,6 +329,9 @@ async def train(
             parameters (an agent without ``sampling``): 1.0, the policy's own
             distribution, as tinker-cookbook samples; the library's ``SamplingParams``
             default (0.7) stays for other uses.
+        num_substeps: Optimizer steps per update, as tinker-cookbook's: the batch's datums
+            in that many consecutive chunks, one forward_backward and optim_step each, all
+            submitted back to back.
         shuffle: Shuffle the problem order of each epoch (from ``seed``); False takes the
             list in order every epoch.
         seed: The run's seed for the shuffled order.
@@ -364,6 +368,8 @@ async def train(
         raise ConfigError("train: checkpoint_every is set but checkpoint_path is not")
     if not (isinstance(temperature, (int, float)) and not isinstance(temperature, bool) and math.isfinite(temperature) and temperature >= 0):
         raise ConfigError(f"train: temperature must be a finite number >= 0, got {temperature!r}")
+    if not isinstance(num_substeps, int) or isinstance(num_substeps, bool) or num_substeps < 1:
+        raise ConfigError(f"train: num_substeps must be an integer >= 1, got {num_substeps!r}")
     if not isinstance(seed, int) or isinstance(seed, bool):
         raise ConfigError(f"train: seed must be an integer, got {seed!r}")
     order_name = f"shuffled, seed {seed}" if shuffle else "in order"
@@ -513,6 +519,7 @@ async def train(
                     learning_rate=learning_rate,
                     loss_fn=loss_fn,
                     loss_fn_config=loss_fn_config,
+                    num_substeps=num_substeps,
                 )
             )
             try:
