@@ -542,6 +542,27 @@ def test_resume_refuses_a_client_of_another_base_model_or_lora_rank(server, sim_
             client.close()
 
 
+def test_periodic_rolling_and_final_checkpoints_with_expiry_and_sampler_weights(server, sim_policy, standin, problems, tmp_path):
+    from focus_go.integrations.tinker import load_checkpoint
+
+    checkpoints = tmp_path / "checkpoints.jsonl"
+    run_train(standin, server, problems, steps=5, checkpoint_every=2, rolling_save_every=1, ttl_seconds=86400,
+              checkpoint_path=checkpoints)
+    lines = [json.loads(line) for line in checkpoints.read_text().splitlines()]
+    assert [(line["learner_step"], line["kind"]) for line in lines] == [
+        (1, "rolling"), (2, "periodic"), (3, "rolling"), (4, "periodic"), (5, "final"),
+    ]
+    # Periodic states expire after ttl_seconds, rolling ones after rolling_ttl_seconds, the
+    # final one never; periodic and final ones export sampler weights, rolling ones do not.
+    assert [standin.state_ttls[line["state_path"]] for line in lines] == [7200, 86400, 7200, 86400, None]
+    assert [line["sampler_path"] is not None for line in lines] == [False, True, False, True, True]
+    assert standin.sampler_exports[lines[-1]["sampler_path"]] == (5, None)
+    assert standin.sampler_exports[lines[1]["sampler_path"]] == (2, 86400)
+    # A rolling checkpoint resumes like any other.
+    ckpt = load_checkpoint(checkpoints)
+    assert ckpt.kind == "final" and ckpt.sampler_path == lines[-1]["sampler_path"]
+
+
 def test_final_checkpoint_when_steps_is_not_a_multiple(server, standin, problems, tmp_path):
     checkpoints = tmp_path / "checkpoints.jsonl"
     run_train(standin, server, problems, steps=3, checkpoint_every=2, checkpoint_path=checkpoints)

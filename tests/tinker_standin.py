@@ -172,6 +172,8 @@ class StandinTinker:
         self.sequences: Dict[str, Tuple[Tuple[int, ...], Tuple[int, ...]]] = {}  # id -> (prompt, tokens)
         self.states: Dict[str, int] = dict(states or {})  # save_state path -> version
         self.lora_rank = lora_rank
+        self.state_ttls: Dict[str, Optional[int]] = {}  # save_state path -> ttl_seconds
+        self.sampler_exports: Dict[str, Tuple[int, Optional[int]]] = {}  # path -> (version, ttl_seconds)
         self.loads: List[Tuple[str, bool]] = []  # (path, optimizer) of each load_weights
         self.paths: List[str] = []  # every request path, in arrival order
         self._raw: Dict[Tuple[int, ...], List[float]] = {}  # prompt+tokens -> raw logprobs of tokens
@@ -407,6 +409,11 @@ class StandinTinker:
             self.optim_calls.append(params.model_dump() if hasattr(params, "model_dump") else dict(params))
             self.version += 1
             op.result = ("json", {"metrics": {"optim/lr": float(params.learning_rate)}})
+        elif op.kind == "save_sampler" and op.body.path:
+            # save_weights_for_sampler(name): exported sampler weights, no session.
+            path = f"tinker://standin/sampler_weights/{op.body.path}"
+            self.sampler_exports[path] = (self.version, op.body.ttl_seconds)
+            op.result = ("json", {"path": path, "type": "save_weights_for_sampler"})
         elif op.kind == "save_sampler":
             session = f"sampler-{len(self.sampler_order)}-v{self.version}"
             self.samplers[session] = self.version
@@ -419,6 +426,7 @@ class StandinTinker:
         elif op.kind == "save_state":
             path = f"tinker://standin/weights/{op.body.path}"
             self.states[path] = self.version
+            self.state_ttls[path] = op.body.ttl_seconds
             op.result = ("json", {"path": path, "type": "save_weights"})
 
     def _fb_output(self, loss_fn: str, config: Dict[str, float], datums: List[TrainedDatum]) -> bytes:

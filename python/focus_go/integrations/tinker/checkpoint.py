@@ -34,6 +34,11 @@ class TrainCheckpoint:
         lora_rank: The training client's LoRA rank (``get_info()``), when it said.
         order: The problem order: ``"shuffled, seed N"`` or ``"in order"`` (None in
             checkpoints from before it was recorded).
+        sampler_path: Where ``save_weights_for_sampler`` exported the weights for sampling
+            (``ServiceClient.create_sampling_client(model_path=...)``); None for a rolling
+            checkpoint.
+        kind: ``"periodic"`` (every ``checkpoint_every``), ``"rolling"`` (every
+            ``rolling_save_every``, state only, short-lived) or ``"final"``.
     """
 
     state_path: str
@@ -45,6 +50,8 @@ class TrainCheckpoint:
     base_model: Optional[str] = None
     lora_rank: Optional[int] = None
     order: Optional[str] = None
+    sampler_path: Optional[str] = None
+    kind: str = "periodic"
 
     def to_json(self) -> str:
         """The checkpoint as one JSON line, as ``train`` appends it to ``checkpoint_path``."""
@@ -59,6 +66,8 @@ class TrainCheckpoint:
                 "base_model": self.base_model,
                 "lora_rank": self.lora_rank,
                 "order": self.order,
+                "sampler_path": self.sampler_path,
+                "kind": self.kind,
             },
             sort_keys=True,
         )
@@ -98,6 +107,8 @@ def load_checkpoint(path: Union[str, "os.PathLike[str]"]) -> TrainCheckpoint:
             base_model=None if raw.get("base_model") is None else str(raw["base_model"]),
             lora_rank=None if raw.get("lora_rank") is None else int(raw["lora_rank"]),
             order=None if raw.get("order") is None else str(raw["order"]),
+            sampler_path=None if raw.get("sampler_path") is None else str(raw["sampler_path"]),
+            kind=str(raw.get("kind", "periodic")),
         )
     except (ValueError, KeyError, TypeError) as exc:
         raise ConfigError(f"load_checkpoint: the last line of {os.fspath(path)!r} is not a checkpoint: {exc}") from exc
@@ -110,12 +121,26 @@ def _problem_ids(problems: Sequence[Problem]) -> str:
     return hashlib.sha256(json.dumps([repr(p.id) for p in problems]).encode()).hexdigest()[:16]
 
 
-async def _save_state(training_client: Any, name: str) -> str:
-    """Save the training state (weights and optimizer) under ``name``; its tinker:// path."""
-    response = await _result(training_client.save_state(name))
+async def _save_state(training_client: Any, name: str, ttl_seconds: Optional[int] = None) -> str:
+    """Save the training state (weights and optimizer) under ``name``, expiring after
+    ``ttl_seconds`` (None: never); its tinker:// path."""
+    future = training_client.save_state(name) if ttl_seconds is None else training_client.save_state(name, ttl_seconds=ttl_seconds)
+    response = await _result(future)
     path = getattr(response, "path", None)
     if not isinstance(path, str) or not path:
         raise ConfigError(f"train: save_state returned {type(response).__name__} without a path")
+    return path
+
+
+async def _save_sampler(training_client: Any, name: str, ttl_seconds: Optional[int] = None) -> str:
+    """Export the weights for sampling under ``name`` (``save_weights_for_sampler``); their
+    tinker:// path."""
+    save = training_client.save_weights_for_sampler
+    future = save(name) if ttl_seconds is None else save(name, ttl_seconds=ttl_seconds)
+    response = await _result(future)
+    path = getattr(response, "path", None)
+    if not isinstance(path, str) or not path:
+        raise ConfigError(f"train: save_weights_for_sampler returned {type(response).__name__} without a path")
     return path
 
 

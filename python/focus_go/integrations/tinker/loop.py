@@ -24,6 +24,7 @@ from .checkpoint import (
     _client_identity,
     _load_state,
     _problem_ids,
+    _save_sampler,
     _save_state,
     _truncate_log,
     _truncate_sink,
@@ -209,6 +210,9 @@ async def train(
     checkpoint_every: int = 0,
     checkpoint_path: Optional[Union[str, "os.PathLike[str]"]] = None,
     checkpoint_name: str = "focus",
+    ttl_seconds: Optional[int] = None,
+    rolling_save_every: int = 0,
+    rolling_ttl_seconds: int = 7200,
     resume_from: Optional[Union[str, "os.PathLike[str]", TrainCheckpoint]] = None,
     share_warmup_prompt: bool = True,
     layout: str = "spans",
@@ -314,6 +318,12 @@ async def train(
             it, which it writes again.
         checkpoint_name: The prefix of the saved states' names
             (``f"{checkpoint_name}-{step:06d}"``).
+        ttl_seconds: The periodic checkpoints' expiry (the cookbook's ``ttl_seconds``);
+            None never. The final checkpoint never expires.
+        rolling_save_every: Also save the training state (no sampler export) after every
+            N-th update between periodic ones, named ``...-rolling``; 0 never (the
+            cookbook's ``rolling_save_every``).
+        rolling_ttl_seconds: The rolling checkpoints' expiry.
         resume_from: A checkpoint file or ``TrainCheckpoint`` to continue from instead of
             ``checkpoint_path``'s last: the first batch collected is its ``next_batch``,
             learner steps go on from its ``learner_step`` (its sampler holds the resumed
@@ -366,6 +376,10 @@ async def train(
         raise ConfigError(f"train: checkpoint_every must be an integer >= 0, got {checkpoint_every!r}")
     if checkpoint_every and checkpoint_path is None:
         raise ConfigError("train: checkpoint_every is set but checkpoint_path is not")
+    if not isinstance(rolling_save_every, int) or isinstance(rolling_save_every, bool) or rolling_save_every < 0:
+        raise ConfigError(f"train: rolling_save_every must be an integer >= 0, got {rolling_save_every!r}")
+    if rolling_save_every and checkpoint_path is None:
+        raise ConfigError("train: rolling_save_every is set but checkpoint_path is not")
     if not (isinstance(temperature, (int, float)) and not isinstance(temperature, bool) and math.isfinite(temperature) and temperature >= 0):
         raise ConfigError(f"train: temperature must be a finite number >= 0, got {temperature!r}")
     if not isinstance(num_substeps, int) or isinstance(num_substeps, bool) or num_substeps < 1:
@@ -472,11 +486,17 @@ async def train(
 
     saved_step = learner_step if resume is not None else -1
 
-    async def checkpoint(next_batch: int) -> None:
+    async def checkpoint(next_batch: int, kind: str) -> None:
         nonlocal saved_step
         assert checkpoint_path is not None
-        state_path = await _save_state(training_client, f"{checkpoint_name}-{learner_step:06d}")
-        record = TrainCheckpoint(state_path, learner_step, next_batch, k, len(problems), fingerprint, base_model, lora_rank, order_name)
+        name = f"{checkpoint_name}-{learner_step:06d}" + ("-rolling" if kind == "rolling" else "")
+        ttl = {"periodic": ttl_seconds, "rolling": rolling_ttl_seconds, "final": None}[kind]
+        state_path = await _save_state(training_client, name, ttl)
+        sampler_path = None if kind == "rolling" else await _save_sampler(training_client, name, ttl)
+        record = TrainCheckpoint(
+            state_path, learner_step, next_batch, k, len(problems), fingerprint, base_model, lora_rank, order_name,
+            sampler_path, kind,
+        )
         with open(checkpoint_path, "a", encoding="utf-8") as f:
             f.write(record.to_json() + "\n")
         saved_step = learner_step
@@ -551,8 +571,12 @@ async def train(
             learner_step += 1
             if eval_every and (learner_step % eval_every == 0 or b + 1 == steps):
                 stats.update(await evaluate())  # on the cadence, and the final weights
-            if checkpoint_every and learner_step % checkpoint_every == 0:
-                await checkpoint(b + 1)
+            if b + 1 == steps:
+                pass  # the final checkpoint follows the loop
+            elif checkpoint_every and learner_step % checkpoint_every == 0:
+                await checkpoint(b + 1, "periodic")
+            elif rolling_save_every and learner_step % rolling_save_every == 0:
+                await checkpoint(b + 1, "rolling")
             stats["time_step_s"] = time.monotonic() - step_start
             report = StepReport(
                 batch=b,
@@ -579,7 +603,7 @@ async def train(
                 # The sampler for the collection the next iteration starts (batch b+2).
                 sampler, sampler_step = await _publish(training_client, stability), learner_step
         if checkpoint_path is not None and saved_step != learner_step:
-            await checkpoint(steps)  # the final state, whatever checkpoint_every is
+            await checkpoint(steps, "final")  # kept indefinitely, whatever checkpoint_every is
         return reports
     finally:
         outstanding = [t for t in (current, pending) if t is not None and not t.done()]
