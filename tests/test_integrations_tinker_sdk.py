@@ -114,6 +114,50 @@ def test_num_substeps_splits_each_batch_into_optimizer_steps_on_one_cycle(server
         run_train(standin, server, problems, steps=1, num_substeps=0)
 
 
+def sampled_targets(d):
+    """Which targets of a datum the service received are sampled tokens (its provenance)."""
+    out = []
+    for kind, _, _, length in d.loss_fn_input_spans:
+        out += [kind == "sampled_tokens"] * length
+    return np.asarray(out)
+
+
+def test_kl_penalty_against_a_reference_sampler(server, sim_policy, problems):
+    from tinker_standin import DRIFT, REF_JITTER
+
+    coef = 0.5
+    runs = []
+    for kl in (0.0, coef):
+        standin = StandinTinker(sim_policy)
+        try:
+            client = standin.training_client()
+            reference = client.save_weights_and_get_sampling_client().result()  # the starting weights
+            args = dict(model=server.model, problems=problems, collector_for=collector_for, steps=2, learning_rate=1e-5,
+                        profile="token_chunk", async_depth=0, kl_penalty_coef=kl, kl_reference_client=reference if kl else None)
+            reports = asyncio.run(train(client, **args))
+            runs.append((reports, standin.trained, list(standin.score_calls), standin.sampler_order[0]))
+        finally:
+            standin.close()
+    (_, plain, no_calls, _), (reports, penalised, calls, ref_session) = runs
+    assert no_calls == [] and "kl_policy_base" not in runs[0][0][0].stats
+    # One compute_logprobs per datum, on the reference sampler, of the datum's whole sequence.
+    assert len(calls) == sum(len(b) for b in penalised) and {c[0] for c in calls} == {ref_session}
+    assert {c[1] for c in calls} == {tuple(d.tokens) + (int(d.inputs["target_tokens"][-1]),) for b in penalised for d in b}
+    for b, (before, after) in enumerate(zip(plain, penalised)):
+        assert [d.tokens for d in before] == [d.tokens for d in after]
+        masks = [sampled_targets(d) for d in before]
+        jitter = [REF_JITTER * ((np.arange(len(d.tokens)) + 1) % 2) for d in before]
+        mean_j = sum(float(j[m].sum()) for j, m in zip(jitter, masks)) / sum(int(m.sum()) for m in masks)
+        # Sampler and reference differ by DRIFT * version + the jitter: the penalty is
+        # coef * (mean d - d) = coef * (jitter - mean jitter) on generated tokens.
+        for d0, d1, m, j in zip(before, after, masks, jitter):
+            added = d1.inputs["advantages"].astype(np.float64) - d0.inputs["advantages"].astype(np.float64)
+            np.testing.assert_allclose(added, np.where(m, coef * (j - mean_j), 0.0), atol=1e-5)
+        assert reports[b].stats["kl_policy_base"] == pytest.approx(-DRIFT * reports[b].behavior_step - mean_j, abs=1e-5)
+    with pytest.raises(ValueError, match="kl_reference_client"):
+        run_train(StandinTinker(sim_policy), server, problems, steps=1, kl_penalty_coef=0.1)
+
+
 def test_failed_gradients_fail_the_update_after_both_requests_finish(sim_policy, server, problems):
     standin = StandinTinker(sim_policy, fail_on_fb=1)
     try:

@@ -55,6 +55,7 @@ from tinker.proto.response_conv import _tensor_data_from_proto
 from focus_go.backends import SamplingParams
 
 DRIFT = 0.01
+REF_JITTER = 0.05  # prompt logprobs: + REF_JITTER * (position % 2), a reference that differs per token
 QUIET_TURNS = 50
 BASE_URL = "http://tinker-standin.invalid"
 
@@ -169,6 +170,7 @@ class StandinTinker:
         self.samplers: Dict[str, int] = {}  # sampling_session_id -> weights version
         self.sampler_order: List[str] = []
         self.sample_calls: List[SampleCall] = []
+        self.score_calls: List[Tuple[str, Tuple[int, ...]]] = []  # compute_logprobs: (session, sequence)
         self.sequences: Dict[str, Tuple[Tuple[int, ...], Tuple[int, ...]]] = {}  # id -> (prompt, tokens)
         self.states: Dict[str, int] = dict(states or {})  # save_state path -> version
         self.lora_rank = lora_rank
@@ -485,6 +487,8 @@ class StandinTinker:
         sp = req.sampling_params
         call = SampleCall(session, version, prompt, req.num_samples, sp.seed, sp.temperature)
         call.record_stability_info = bool(req.record_stability_info)
+        if req.prompt_logprobs:
+            return self._score(req, session, version, prompt)
         call.sequence_ids = [f"seq-{next(self._ids)}" for _ in range(req.num_samples)]
         self.sample_calls.append(call)
         request_id = f"sample-{req.seq_id}-{session}"
@@ -510,6 +514,32 @@ class StandinTinker:
 
         self._by_request[request_id] = self._pool.submit(work)
         return {"request_id": request_id, "sample_sequence_ids": call.sequence_ids}
+
+    def _score(self, req: types.SampleRequest, session: str, version: int, prompt: Tuple[int, ...]) -> Dict[str, Any]:
+        """A ``compute_logprobs`` request (prompt logprobs, one token): position p of the
+        prompt scores ``raw - DRIFT * version + REF_JITTER * (p % 2)``, raw being the
+        simulated server's logprob where the stand-in sampled that token, else 0."""
+        self.score_calls.append((session, prompt))
+        values = np.zeros(len(prompt), dtype=np.float64)
+        with self._mutex:
+            for prompt_len in range(len(prompt) - 1, 0, -1):
+                raw = self._raw.get((prompt[:prompt_len], prompt[prompt_len:]))
+                if raw is not None:
+                    values[prompt_len : prompt_len + len(raw)] = raw
+                    break
+        scored = [float("nan")] + [values[p] - DRIFT * version + REF_JITTER * (p % 2) for p in range(1, len(prompt))]
+        out = pb.SampleResponse()
+        seq = out.sequences.add()
+        seq.stop_reason = _STOP["length"]
+        seq.tokens = np.asarray([0], dtype=np.int32).tobytes()
+        seq.logprobs = np.asarray([0.0], dtype=np.float32).tobytes()
+        out.prompt_logprobs = np.asarray(scored, dtype=np.float32).tobytes()
+        request_id = f"score-{req.seq_id}-{session}-{len(self.score_calls)}"
+        data = out.SerializeToString()
+        future: "concurrent.futures.Future[bytes]" = concurrent.futures.Future()
+        future.set_result(data)
+        self._by_request[request_id] = future
+        return {"request_id": request_id, "sample_sequence_ids": [f"seq-{next(self._ids)}"]}
 
     async def _retrieve(self, request_id: str) -> httpx.Response:
         item = self._by_request.get(request_id)

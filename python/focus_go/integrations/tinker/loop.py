@@ -219,6 +219,9 @@ async def train(
     visitation_weights: bool = True,
     temperature: float = 1.0,
     num_substeps: int = 1,
+    kl_penalty_coef: float = 0.0,
+    kl_discount_factor: float = 0.0,
+    kl_reference_client: Any = None,
     shuffle: bool = True,
     seed: int = 0,
 ) -> List[StepReport]:
@@ -342,6 +345,17 @@ async def train(
         num_substeps: Optimizer steps per update, as tinker-cookbook's: the batch's datums
             in that many consecutive chunks, one forward_backward and optim_step each, all
             submitted back to back.
+        kl_penalty_coef: The KL penalty against a reference model (tinker-cookbook's
+            ``kl_penalty_coef``; 0 none): each generated token's advantage gains
+            ``kl_penalty_coef * (mean d - d)``, d its sampled logprob minus the reference's,
+            the mean over the batch's generated tokens; the step logs ``kl_policy_base``
+            (mean d).
+        kl_discount_factor: With the penalty, turn each token's term into the discounted
+            sum of its own and the later tokens' terms (0: none).
+        kl_reference_client: The reference model's ``tinker.SamplingClient`` (which
+            scores each datum's sequence with ``compute_logprobs``), needed with a
+            penalty: for the base model, ``service_client.create_sampling_client(
+            base_model=...)``, in place of the cookbook's ``kl_reference_config``.
         shuffle: Shuffle the problem order of each epoch (from ``seed``); False takes the
             list in order every epoch.
         seed: The run's seed for the shuffled order.
@@ -384,6 +398,11 @@ async def train(
         raise ConfigError(f"train: temperature must be a finite number >= 0, got {temperature!r}")
     if not isinstance(num_substeps, int) or isinstance(num_substeps, bool) or num_substeps < 1:
         raise ConfigError(f"train: num_substeps must be an integer >= 1, got {num_substeps!r}")
+    for name, value in (("kl_penalty_coef", kl_penalty_coef), ("kl_discount_factor", kl_discount_factor)):
+        if not (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0):
+            raise ConfigError(f"train: {name} must be a finite number >= 0, got {value!r}")
+    if kl_penalty_coef and kl_reference_client is None:
+        raise ConfigError("train: kl_penalty_coef is set but kl_reference_client is not")
     if not isinstance(seed, int) or isinstance(seed, bool):
         raise ConfigError(f"train: seed must be an integer, got {seed!r}")
     order_name = f"shuffled, seed {seed}" if shuffle else "in order"
@@ -540,6 +559,9 @@ async def train(
                     loss_fn=loss_fn,
                     loss_fn_config=loss_fn_config,
                     num_substeps=num_substeps,
+                    kl_reference_client=kl_reference_client,
+                    kl_penalty_coef=kl_penalty_coef,
+                    kl_discount_factor=kl_discount_factor,
                 )
             )
             try:

@@ -125,6 +125,9 @@ async def _update(
     loss_fn: str,
     loss_fn_config: Optional[Mapping[str, float]],
     num_substeps: int = 1,
+    kl_reference_client: Any = None,
+    kl_penalty_coef: float = 0.0,
+    kl_discount_factor: float = 0.0,
 ) -> _Update:
     types = _types()
     datums = [to_datum(r) for r in records if r.get("lane", "actor") == "actor"]
@@ -141,6 +144,9 @@ async def _update(
         raise ConfigError(f"update_actor: learning_rate must be a finite number > 0, got {learning_rate!r}")
     config = None if loss_fn_config is None else {k: float(v) for k, v in loss_fn_config.items()}
     adam = types.AdamParams(learning_rate=float(learning_rate), beta1=0.9, beta2=0.95, eps=1e-8)
+    kl_base: Dict[str, float] = {}
+    if kl_penalty_coef:
+        datums, kl_base = await _kl_penalty(datums, kl_reference_client, kl_penalty_coef, kl_discount_factor)
     chunks = _chunks([_without_mask(d) for d in datums], num_substeps)
     backwards, optims = await _submit_update(training_client, chunks, loss_fn, config, adam)
     metrics: Dict[str, Any] = {}
@@ -151,7 +157,46 @@ async def _update(
         metrics.update(_metrics(out))
     trained = sum(int(sum(d.loss_fn_inputs["mask"].tolist())) for d in datums)
     outputs = [o for out in backwards for o in (list(getattr(out, "loss_fn_outputs", None) or ()))]
-    return _Update(metrics, trained, _kl_sample_train(datums, outputs))
+    return _Update(metrics, trained, {**_kl_sample_train(datums, outputs), **kl_base})
+
+
+async def _kl_penalty(datums: List[Any], reference: Any, coef: float, discount: float) -> "tuple[List[Any], Dict[str, float]]":
+    """The datums with a KL penalty against the reference model added to their
+    advantages, as tinker-cookbook's ``incorporate_kl_penalty``: each generated token's
+    ``d = sampled logprob - reference logprob`` (the reference scores each datum's whole
+    sequence with ``compute_logprobs``), and its advantage gains ``coef * (mean d - d)``
+    (mean over the batch's generated tokens), as a discounted sum of the later tokens'
+    terms when ``discount`` > 0. Also ``kl_policy_base``, the mean of d."""
+    import dataclasses
+
+    import numpy as np
+
+    types = _types()
+    sequences = [
+        types.ModelInput.from_ints(d.model_input.to_ints() + [int(d.loss_fn_inputs["target_tokens"].tolist()[-1])]) for d in datums
+    ]
+    scored = await asyncio.gather(*(_result(reference.compute_logprobs(seq)) for seq in sequences))
+    diffs, masks = [], []
+    for datum, ref in zip(datums, scored):
+        ref_lp = np.asarray([0.0 if v is None else float(v) for v in list(ref)[1:]], dtype=np.float64)
+        mask = np.asarray(datum.loss_fn_inputs["mask"].tolist(), dtype=np.float64)
+        sampled = np.asarray(datum.loss_fn_inputs["logprobs"].tolist(), dtype=np.float64)
+        if ref_lp.shape != sampled.shape:
+            raise ConfigError(f"train: the KL reference scored {ref_lp.size + 1} positions of a {sampled.size + 1}-token sequence")
+        diffs.append((sampled - np.nan_to_num(ref_lp)) * mask)
+        masks.append(mask)
+    total = float(sum(m.sum() for m in masks))
+    mean = float(sum(d.sum() for d in diffs)) / total if total else 0.0
+    out = []
+    for datum, diff, mask in zip(datums, diffs, masks):
+        penalty = coef * mask * (mean - diff)
+        if discount > 0:
+            for t in range(len(penalty) - 2, -1, -1):
+                penalty[t] += discount * penalty[t + 1]
+        advantages = np.asarray(datum.loss_fn_inputs["advantages"].tolist(), dtype=np.float64) + penalty
+        inputs = dict(datum.loss_fn_inputs, advantages=types.TensorData.from_numpy(advantages.astype(np.float32)))
+        out.append(dataclasses.replace(datum, loss_fn_inputs=inputs))
+    return out, {"kl_policy_base": mean}
 
 
 def _kl_sample_train(datums: Sequence[Any], outputs: Sequence[Any]) -> Dict[str, float]:
