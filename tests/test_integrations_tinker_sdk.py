@@ -405,6 +405,14 @@ def test_metrics_jsonl_with_kl_from_training_logprobs(server, standin, problems,
         assert line["kl_sample_train_v1"] == pytest.approx(DRIFT * report.policy_lag, abs=1e-5)
         assert 0.0 <= line["success_rate"] <= 1.0 and line["abs_advantage_mean"] >= 0.0
     assert [r.policy_lag for r in reports] == [0, 1, 1]
+    # Billed tokens by kind (the cookbook's TokenUsage): every prompt sent to a batch's sampler
+    # once per request (the stand-in reports no cache hits), every token sampled, and every
+    # input token of the datums trained.
+    assert sum(r.stats["tokens/prefill_uncached"] for r in reports) == sum(len(c.prompt) for c in standin.sample_calls) > 0
+    for r, datums in zip(reports, standin.trained):
+        assert r.stats["tokens/prefill_uncached"] > 0 and r.stats["tokens/prefill_cached"] == 0
+        assert r.stats["tokens/sampled"] == r.tokens_sampled
+        assert r.stats["tokens/trained"] == sum(len(d.tokens) for d in datums)
     # Appending: a second run adds its own lines.
     run_train(StandinTinker(standin.sim_policy), server, problems, steps=1, log_path=log)
     assert len(log.read_text().splitlines()) == 4

@@ -93,6 +93,8 @@ class _Collected:
     tokens_sampled: int = 0
     outcomes: List[float] = field(default_factory=list)
     seconds: float = 0.0
+    prefill_cached: int = 0
+    prefill_uncached: int = 0
 
 
 async def _gather_all(coros: Sequence[Any]) -> List[Any]:
@@ -256,8 +258,11 @@ async def train(
     of their environment rewards; success is an outcome > 0), ``abs_advantage_mean``,
     ``tokens_sampled``, ``tokens_trained``, ``policy_lag``, ``loss`` (Tinker's
     ``loss:sum``), ``kl_sample_train_v1`` and ``kl_sample_train_v2`` (sampler-versus-learner
-    KL over the trained tokens) and ``time_collect_s``, ``time_update_s`` and
-    ``time_step_s``. Evaluation adds ``eval/reward_mean``, ``eval/success_rate`` and
+    KL over the trained tokens), ``time_collect_s``, ``time_update_s`` and
+    ``time_step_s``, and the billed tokens by kind, as tinker-cookbook's ``TokenUsage``
+    counts them: ``tokens/sampled``, ``tokens/prefill_cached`` and
+    ``tokens/prefill_uncached`` (each sample request's prompt, split by the service's
+    prefix-cache hits) and ``tokens/trained`` (the datums' input tokens). Evaluation adds ``eval/reward_mean``, ``eval/success_rate`` and
     ``eval/problems``: one unbranched rollout per held-out problem (``Independent(1)``, no
     critic), scored by outcome, before the first update (a ``log_path`` row with step 0),
     after every ``eval_every``-th update and after the last.
@@ -470,13 +475,16 @@ async def train(
             _add_sequence_ids(collected.actor, policy.sequence_ids)
         finally:
             policy.close()
-        return collected.actor, collected.critic, collected.failures, TreeOutcomes.of(collected)
+        prefill = (policy.prompt_tokens, policy.prompt_cache_hit_tokens)
+        return collected.actor, collected.critic, collected.failures, TreeOutcomes.of(collected), prefill
 
     async def collect(batch: int, sampler: Any, behavior_step: int) -> _Collected:
         start = time.monotonic()
         trees = await _gather_all([collect_tree(batch * k + i, sampler) for i in range(k)])
         out = _Collected(batch, behavior_step, [], [], trees=len(trees))
-        for actor, critic, failures, tree in trees:
+        for actor, critic, failures, tree, (prompt_tokens, cached) in trees:
+            out.prefill_cached += cached
+            out.prefill_uncached += prompt_tokens - cached
             out.actor.extend(actor)
             out.critic.append(list(critic))
             out.failures += len(failures)
@@ -589,6 +597,11 @@ async def train(
             }
             if "loss:sum" in metrics:
                 stats["loss"] = float(metrics["loss:sum"])
+            # Billed tokens by kind, as tinker-cookbook's TokenUsage counts them.
+            stats["tokens/sampled"] = float(collected.tokens_sampled)
+            stats["tokens/prefill_cached"] = float(collected.prefill_cached)
+            stats["tokens/prefill_uncached"] = float(collected.prefill_uncached)
+            stats["tokens/trained"] = float(sum(len(r["tokens"]) - 1 for r in collected.actor if r.get("lane", "actor") == "actor"))
             stats.update(result.kl)
             learner_step += 1
             if eval_every and (learner_step % eval_every == 0 or b + 1 == steps):
