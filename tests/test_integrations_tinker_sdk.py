@@ -158,6 +158,28 @@ def test_kl_penalty_against_a_reference_sampler(server, sim_policy, problems):
         run_train(StandinTinker(sim_policy), server, problems, steps=1, kl_penalty_coef=0.1)
 
 
+def test_allow_partial_leaves_a_wholly_failed_tree_out_of_its_batch(server, standin, problems):
+    from focus_go import Collector
+
+    def failing_for_first(policy, problem):
+        c = math_collector(policy, problem)
+        if problem.id != problems[0].id:
+            return c
+        # Every policy call of this tree times out: every rollout fails.
+        return Collector(c.agent, critic=c.critic, search=c.search, policy_timeout=1e-6)
+
+    reports = run_train(standin, server, problems, steps=2, problems_per_step=2, shuffle=False, allow_partial=True,
+                        collector_for=failing_for_first)
+    # Batch 0 (problems 0 and 1) trains on problem 1's tree alone; batch 1 on both of its.
+    assert [r.trees for r in reports] == [1, 2]
+    assert reports[0].failures > 0 and reports[1].failures == 0
+    assert len(standin.trained) == 2
+    # Without allow_partial the failed tree stops the run.
+    with pytest.raises(Exception, match="fail|timed out|time"):
+        run_train(StandinTinker(standin.sim_policy), server, problems, steps=1, problems_per_step=2, shuffle=False,
+                  collector_for=failing_for_first)
+
+
 def test_failed_gradients_fail_the_update_after_both_requests_finish(sim_policy, server, problems):
     standin = StandinTinker(sim_policy, fail_on_fb=1)
     try:

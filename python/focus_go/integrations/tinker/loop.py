@@ -17,7 +17,7 @@ from types import MappingProxyType
 from typing import Any, Callable, Dict, List, Literal, Mapping, Optional, Sequence, Union
 
 from .. import CollectorFor, CriticSink, Problem, Workspace, _check_min_abs_advantage, _collect
-from ...errors import ConfigError
+from ...errors import CollectionError, ConfigError
 from .checkpoint import (
     TrainCheckpoint,
     _check_client,
@@ -308,7 +308,9 @@ async def train(
         workspace_for: Gives each problem its own ``Workspace``, as in
             ``collect_records``.
         min_abs_advantage: Drops actor records whose advantage is smaller in magnitude.
-        allow_partial: Keep a collection with failures.
+        allow_partial: Keep a collection with failures; a tree whose every rollout failed
+            is left out of its batch (its failures counted), and only a batch left with no
+            actor records stops the run.
         on_step: Called with each ``StepReport``.
         problems_per_step: Trees per update.
         log_path: Appends each step's stats as one JSON line, ``{"step": learner_step + 1,
@@ -468,10 +470,18 @@ async def train(
             if warmup > 1 and share_warmup_prompt:
                 policy.share_first_prompt(warmup)
             # Datums need no response text: no tokenizer, no decoding.
-            collected = await _collect(
-                collector, problem, group_index=index, workspace_for=workspace_for, allow_partial=allow_partial,
-                min_abs_advantage=min_abs_advantage, layout=layout, visitation_weights=visitation_weights,
-            )
+            try:
+                collected = await _collect(
+                    collector, problem, group_index=index, workspace_for=workspace_for, allow_partial=allow_partial,
+                    min_abs_advantage=min_abs_advantage, layout=layout, visitation_weights=visitation_weights,
+                )
+            except CollectionError as exc:
+                if not allow_partial:
+                    raise
+                # Every rollout of the tree failed: with allow_partial the batch trains on
+                # its other trees (as the cookbook drops a failed group); collect decides.
+                prefill = (policy.prompt_tokens, policy.prompt_cache_hit_tokens)
+                return [], [], exc, TreeOutcomes([], 0), prefill
             _add_sequence_ids(collected.actor, policy.sequence_ids)
         finally:
             policy.close()
@@ -481,7 +491,17 @@ async def train(
     async def collect(batch: int, sampler: Any, behavior_step: int) -> _Collected:
         start = time.monotonic()
         trees = await _gather_all([collect_tree(batch * k + i, sampler) for i in range(k)])
-        out = _Collected(batch, behavior_step, [], [], trees=len(trees))
+        failed = [t[2] for t in trees if isinstance(t[2], CollectionError)]
+        if len(failed) == len(trees):
+            for exc in failed[1:]:
+                if getattr(exc, "state", None) is not None:
+                    exc.state.close()
+            raise failed[0]  # no tree to train on: the first failure stops the run
+        for exc in failed:
+            if getattr(exc, "state", None) is not None:
+                exc.state.close()
+        trees = [t if not isinstance(t[2], CollectionError) else (*t[:2], tuple(getattr(t[2], "failures", ()) or ()), *t[3:]) for t in trees]
+        out = _Collected(batch, behavior_step, [], [], trees=len(trees) - len(failed))
         for actor, critic, failures, tree, (prompt_tokens, cached) in trees:
             out.prefill_cached += cached
             out.prefill_uncached += prompt_tokens - cached
