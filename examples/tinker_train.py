@@ -3,7 +3,7 @@ each segment's advantage, critic targets written for your value model.
 
     export TINKER_API_KEY=...          # from the Tinker console
     python examples/tinker_train.py --model Qwen/Qwen3-4B-Instruct-2507 --math math_train.jsonl --steps 20
-    python examples/tinker_train.py ... --resume focus-run/checkpoints.jsonl   # continue a stopped run
+    python examples/tinker_train.py ...     # the same command again continues a stopped run
 
 Each update trains on ``--problems-per-step`` trees sampled at temperature 1.0 (the
 cookbook's default); every step's metrics go to ``RUN/metrics.jsonl`` (and to wandb with
@@ -77,10 +77,9 @@ async def run(args: argparse.Namespace) -> None:
         from focus_go.integrations.tinker import load_checkpoint
 
         resume = load_checkpoint(args.resume)
-        # The saved weights and optimizer state, then the loop's cursor (resume_from).
-        training_client = service.create_training_client_from_state_with_optimizer(resume.state_path)
-    else:
-        training_client = service.create_lora_training_client(base_model=args.model, rank=args.rank)
+    # train loads a checkpoint's weights and optimizer into this client when it resumes:
+    # from --resume, or from the run directory's checkpoints.jsonl on a plain rerun.
+    training_client = service.create_lora_training_client(base_model=args.model, rank=args.rank)
     if inspect.isawaitable(training_client):  # tinker >= 0.38 returns a future of the client
         training_client = await training_client
     reports = await train(

@@ -151,7 +151,9 @@ def test_tinker_script_trains_through_the_loop(tmp_path, server, monkeypatch):
         assert len(created) == 1 and standin.version == 2 and len(standin.trained) == 2
         assert len(list((tmp_path / "critic").glob("*.jsonl"))) == 4  # two trees per update
         lines = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
-        assert [line["trees"] for line in lines] == [2.0, 2.0] and "eval/reward_mean" in lines[1]
+        # Step 0: the starting weights evaluated (as the cookbook); then one row per update.
+        assert [line["step"] for line in lines] == [0, 1, 2] and set(lines[0]) == {"step", "eval/problems", "eval/reward_mean", "eval/success_rate"}
+        assert [line["trees"] for line in lines[1:]] == [2.0, 2.0] and "eval/reward_mean" in lines[2]
         assert len((run_dir / "checkpoints.jsonl").read_text().splitlines()) == 2 and len(standin.states) == 2
         # Sampled at the cookbook's default temperature.
         assert {c.temperature for c in standin.sample_calls} == {1.0}

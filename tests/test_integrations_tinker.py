@@ -254,6 +254,7 @@ def test_async_depth_1_lag_overlap_and_exactly_once(server, training_client, mod
             profile="token_chunk",
             critic_sink=sunk.extend,
             on_step=seen.append,
+            shuffle=False,
         )
     )
     assert seen == reports and all(isinstance(r, StepReport) for r in reports)
@@ -297,7 +298,7 @@ def test_async_depth_1_overlaps_collection_with_update(server, sim_policy, model
         return collector_for(policy, problem)
 
     asyncio.run(
-        train(client, model=model, problems=problems, collector_for=logging_collector_for, steps=3, learning_rate=1e-5, profile="token_chunk")
+        train(client, model=model, problems=problems, collector_for=logging_collector_for, steps=3, learning_rate=1e-5, profile="token_chunk", shuffle=False)
     )
     kinds = [e[0] if e[0] != "collect" else ("collect", e[1]) for e in client.events]
     # Collection b+1 starts before update b's gradients come back.
@@ -318,6 +319,7 @@ def test_async_depth_0_fresh_sampler_before_each_collection(training_client, mod
             steps=3,
             learning_rate=1e-5,
             async_depth=0,
+            shuffle=False,
             profile="token_chunk",
         )
     )
@@ -348,6 +350,7 @@ def test_on_step_raising_cancels_and_joins_outstanding_collection(training_clien
                 learning_rate=1e-5,
                 profile="token_chunk",
                 on_step=on_step,
+                shuffle=False,
             )
         # Nothing of the loop is left running.
         assert asyncio.all_tasks() == {asyncio.current_task()}

@@ -55,6 +55,7 @@ from tinker.proto.response_conv import _tensor_data_from_proto
 from focus_go.backends import SamplingParams
 
 DRIFT = 0.01
+REF_JITTER = 0.05  # prompt logprobs: + REF_JITTER * (position % 2), a reference that differs per token
 QUIET_TURNS = 50
 BASE_URL = "http://tinker-standin.invalid"
 
@@ -145,10 +146,18 @@ class _StandinHolder(InternalClientHolder):
 
 class StandinTinker:
     def __init__(
-        self, sim_policy: Any, *, base_model: str = "standin/base-model", fail_on_fb: Optional[int] = None, start_version: int = 0
+        self,
+        sim_policy: Any,
+        *,
+        base_model: str = "standin/base-model",
+        fail_on_fb: Optional[int] = None,
+        start_version: int = 0,
+        lora_rank: Optional[int] = 32,
+        states: Optional[Dict[str, int]] = None,
     ):
         """``start_version`` is the weights version the model starts from (a training client
-        created from a saved state)."""
+        created from a saved state); ``states`` the saved states the service holds (another
+        stand-in's ``states``: the same account)."""
         self.sim_policy = sim_policy
         self.base_model = base_model
         self.model_id = "standin-model-0"
@@ -161,8 +170,13 @@ class StandinTinker:
         self.samplers: Dict[str, int] = {}  # sampling_session_id -> weights version
         self.sampler_order: List[str] = []
         self.sample_calls: List[SampleCall] = []
+        self.score_calls: List[Tuple[str, Tuple[int, ...]]] = []  # compute_logprobs: (session, sequence)
         self.sequences: Dict[str, Tuple[Tuple[int, ...], Tuple[int, ...]]] = {}  # id -> (prompt, tokens)
-        self.states: Dict[str, int] = {}  # save_state path -> version
+        self.states: Dict[str, int] = dict(states or {})  # save_state path -> version
+        self.lora_rank = lora_rank
+        self.state_ttls: Dict[str, Optional[int]] = {}  # save_state path -> ttl_seconds
+        self.sampler_exports: Dict[str, Tuple[int, Optional[int]]] = {}  # path -> (version, ttl_seconds)
+        self.loads: List[Tuple[str, bool]] = []  # (path, optimizer) of each load_weights
         self.paths: List[str] = []  # every request path, in arrival order
         self._raw: Dict[Tuple[int, ...], List[float]] = {}  # prompt+tokens -> raw logprobs of tokens
         self._ops: Dict[int, _Op] = {}
@@ -199,6 +213,8 @@ class StandinTinker:
         info = types.GetInfoResponse(
             model_id=self.model_id,
             model_data=types.ModelData(model_name=self.base_model, arch="standin", tokenizer_id=self.base_model),
+            is_lora=self.lora_rank is not None,
+            lora_rank=self.lora_rank,
         )
         self.client = TrainingClient(holder, 0, self.model_id, info=info)
         return self.client
@@ -247,6 +263,11 @@ class StandinTinker:
             if path == "/api/v1/save_weights":
                 req = types.SaveWeightsRequest.model_validate(json.loads(body))
                 return self._json(self._submit("save_state", req))
+            if path == "/api/v1/load_weights":
+                req = types.LoadWeightsRequest.model_validate(json.loads(body))
+                if req.path not in self.states:
+                    raise Rejected(f"unknown state {req.path!r}")
+                return self._json(self._submit("load", req))
             if path == "/api/v1/asample":
                 return self._json(self._sample(types.SampleRequest.model_validate(json.loads(body))))
             if path == "/api/v1/retrieve_future":
@@ -390,14 +411,24 @@ class StandinTinker:
             self.optim_calls.append(params.model_dump() if hasattr(params, "model_dump") else dict(params))
             self.version += 1
             op.result = ("json", {"metrics": {"optim/lr": float(params.learning_rate)}})
+        elif op.kind == "save_sampler" and op.body.path:
+            # save_weights_for_sampler(name): exported sampler weights, no session.
+            path = f"tinker://standin/sampler_weights/{op.body.path}"
+            self.sampler_exports[path] = (self.version, op.body.ttl_seconds)
+            op.result = ("json", {"path": path, "type": "save_weights_for_sampler"})
         elif op.kind == "save_sampler":
             session = f"sampler-{len(self.sampler_order)}-v{self.version}"
             self.samplers[session] = self.version
             self.sampler_order.append(session)
             op.result = ("json", {"sampling_session_id": session, "type": "save_weights_for_sampler"})
+        elif op.kind == "load":
+            self.loads.append((op.body.path, bool(op.body.optimizer)))
+            self.version = self.states[op.body.path]
+            op.result = ("json", {"path": op.body.path, "type": "load_weights"})
         elif op.kind == "save_state":
             path = f"tinker://standin/weights/{op.body.path}"
             self.states[path] = self.version
+            self.state_ttls[path] = op.body.ttl_seconds
             op.result = ("json", {"path": path, "type": "save_weights"})
 
     def _fb_output(self, loss_fn: str, config: Dict[str, float], datums: List[TrainedDatum]) -> bytes:
@@ -456,6 +487,8 @@ class StandinTinker:
         sp = req.sampling_params
         call = SampleCall(session, version, prompt, req.num_samples, sp.seed, sp.temperature)
         call.record_stability_info = bool(req.record_stability_info)
+        if req.prompt_logprobs:
+            return self._score(req, session, version, prompt)
         call.sequence_ids = [f"seq-{next(self._ids)}" for _ in range(req.num_samples)]
         self.sample_calls.append(call)
         request_id = f"sample-{req.seq_id}-{session}"
@@ -481,6 +514,32 @@ class StandinTinker:
 
         self._by_request[request_id] = self._pool.submit(work)
         return {"request_id": request_id, "sample_sequence_ids": call.sequence_ids}
+
+    def _score(self, req: types.SampleRequest, session: str, version: int, prompt: Tuple[int, ...]) -> Dict[str, Any]:
+        """A ``compute_logprobs`` request (prompt logprobs, one token): position p of the
+        prompt scores ``raw - DRIFT * version + REF_JITTER * (p % 2)``, raw being the
+        simulated server's logprob where the stand-in sampled that token, else 0."""
+        self.score_calls.append((session, prompt))
+        values = np.zeros(len(prompt), dtype=np.float64)
+        with self._mutex:
+            for prompt_len in range(len(prompt) - 1, 0, -1):
+                raw = self._raw.get((prompt[:prompt_len], prompt[prompt_len:]))
+                if raw is not None:
+                    values[prompt_len : prompt_len + len(raw)] = raw
+                    break
+        scored = [float("nan")] + [values[p] - DRIFT * version + REF_JITTER * (p % 2) for p in range(1, len(prompt))]
+        out = pb.SampleResponse()
+        seq = out.sequences.add()
+        seq.stop_reason = _STOP["length"]
+        seq.tokens = np.asarray([0], dtype=np.int32).tobytes()
+        seq.logprobs = np.asarray([0.0], dtype=np.float32).tobytes()
+        out.prompt_logprobs = np.asarray(scored, dtype=np.float32).tobytes()
+        request_id = f"score-{req.seq_id}-{session}-{len(self.score_calls)}"
+        data = out.SerializeToString()
+        future: "concurrent.futures.Future[bytes]" = concurrent.futures.Future()
+        future.set_result(data)
+        self._by_request[request_id] = future
+        return {"request_id": request_id, "sample_sequence_ids": [f"seq-{next(self._ids)}"]}
 
     async def _retrieve(self, request_id: str) -> httpx.Response:
         item = self._by_request.get(request_id)

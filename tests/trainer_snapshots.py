@@ -112,10 +112,11 @@ def tinker_snapshots(server: Any) -> Dict[str, Any]:
             actor, _ = asyncio.run(collect_records(math_collector(policy, problem), problem, group_index=0, layout=layout))
             out[f"datums_{layout}"] = [datum(to_datum(r)) for r in actor]
         client = fakes.FakeTrainingClient(policy, latency=0.0)
+        # shuffle=False: the list order the snapshot was taken with (train shuffles by default).
         reports = asyncio.run(
             train(client, model=server.model, problems=server.problems()[1:3], collector_for=math_collector, steps=1,
                   learning_rate=1e-5, profile="token_chunk", async_depth=0, problems_per_step=2,
-                  eval_every=1, eval_problems=server.problems()[3:5])
+                  eval_every=1, eval_problems=server.problems()[3:5], shuffle=False)
         )
         out["train_datums"] = [datum(d) for step in client.trained for d in step]
         keep = ("trees", "rollouts", "reward_mean", "success_rate", "abs_advantage_mean", "tokens_sampled", "tokens_trained",

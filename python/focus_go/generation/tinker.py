@@ -70,6 +70,10 @@ class TinkerPolicy(Policy[Any]):
         default_params: The sampling parameters of requests that bring none.
 
     Attributes:
+        prompt_tokens: The prompt tokens of the sample requests answered (billed prefill),
+            each request's prompt once whatever its ``num_samples``.
+        prompt_cache_hit_tokens: Of those, the ones the service served from its prefix
+            cache (``SampleResponse.prompt_cache_hit_tokens``).
         sequence_ids: Maps each sampled continuation, as ``(prompt token tuple, sampled
             token tuple)``, to the ``sequence_id`` Tinker gave it: the provenance Tinker's
             ``stable_reinforce`` loss asks for.
@@ -98,6 +102,8 @@ class TinkerPolicy(Policy[Any]):
         # sampled tokens): the provenance the Tinker integration attaches to datums.
         self.sequence_ids: Dict[tuple, str] = {}
         self.sample_requests = 0  # sample() calls sent
+        self.prompt_tokens = 0  # prompt tokens of the requests answered
+        self.prompt_cache_hit_tokens = 0  # of which the service served from its prefix cache
         self._group_size = 1
         self._group: Optional["_Group"] = None
         self._group_done = False
@@ -213,11 +219,21 @@ class TinkerPolicy(Policy[Any]):
         if callable(getattr(client, "sample", None)):
             pending = client.sample(prompt=prompt, num_samples=n, sampling_params=sp, **kwargs)
             if inspect.isawaitable(pending):
-                return await pending
-            if isinstance(pending, concurrent.futures.Future):
-                return await asyncio.wrap_future(pending)
-            raise ConfigError(f"sampling_client.sample returned a {type(pending).__name__}, expected an awaitable future")
-        return await client.sample_async(prompt=prompt, num_samples=n, sampling_params=sp, **kwargs)
+                response = await pending
+            elif isinstance(pending, concurrent.futures.Future):
+                response = await asyncio.wrap_future(pending)
+            else:
+                raise ConfigError(f"sampling_client.sample returned a {type(pending).__name__}, expected an awaitable future")
+        else:
+            response = await client.sample_async(prompt=prompt, num_samples=n, sampling_params=sp, **kwargs)
+        # Billed prefill: the prompt once per request, split by the prefix-cache hits.
+        length = getattr(prompt, "length", None)
+        if isinstance(length, int):
+            self.prompt_tokens += length
+        cached = getattr(response, "prompt_cache_hit_tokens", None)
+        if isinstance(cached, int):
+            self.prompt_cache_hit_tokens += cached
+        return response
 
     def _result(
         self, response: Any, prefix: Sequence[TokenId], max_tokens: int, params: SamplingParams, seq: Any = None

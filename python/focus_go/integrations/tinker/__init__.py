@@ -8,8 +8,9 @@ PPO step (``update_actor``: forward_backward and optim_step submitted back to ba
 clock cycle). With ``async_depth=1`` the next collection runs while the current update
 trains, so each batch is at most one update behind the learner; every batch is trained
 exactly once. Around that: per-step metrics (JSONL, wandb), held-out evaluation,
-checkpoints of the training state with the loop's cursor (``TrainCheckpoint``,
-``resume_from``), and datums tinker-cookbook's helpers read (``mask``, provenance).
+checkpoints of the training state with the loop's cursor (``TrainCheckpoint``; a rerun
+resumes from ``checkpoint_path``, or ``resume_from``), tinker-cookbook's KL penalty,
+substeps and checkpoint kinds, and datums its helpers read (``mask``, provenance).
 
 The ``tinker`` package (Python >= 3.11) is imported lazily, inside the functions that
 need it; importing this module does not require it.

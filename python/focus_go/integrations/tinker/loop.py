@@ -5,7 +5,11 @@ most; its per-step reports (``StepReport``) and metrics log.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import hashlib
 import json
+import math
+import random
 import os
 import time
 from dataclasses import dataclass, field
@@ -13,8 +17,19 @@ from types import MappingProxyType
 from typing import Any, Callable, Dict, List, Literal, Mapping, Optional, Sequence, Union
 
 from .. import CollectorFor, CriticSink, Problem, Workspace, _check_min_abs_advantage, _collect
-from ...errors import ConfigError
-from .checkpoint import TrainCheckpoint, _problem_ids, _save_state, load_checkpoint
+from ...errors import CollectionError, ConfigError
+from .checkpoint import (
+    TrainCheckpoint,
+    _check_client,
+    _client_identity,
+    _load_state,
+    _problem_ids,
+    _save_sampler,
+    _save_state,
+    _truncate_log,
+    _truncate_sink,
+    load_checkpoint,
+)
 from .datum import _add_sequence_ids, _types
 from .update import PPO_CLIP, _update
 
@@ -78,6 +93,8 @@ class _Collected:
     tokens_sampled: int = 0
     outcomes: List[float] = field(default_factory=list)
     seconds: float = 0.0
+    prefill_cached: int = 0
+    prefill_uncached: int = 0
 
 
 async def _gather_all(coros: Sequence[Any]) -> List[Any]:
@@ -132,6 +149,40 @@ def _warmup(collector: Any) -> int:
     return 1
 
 
+class _Order:
+    """Which problem each position of the run trains on: epoch ``e`` (positions ``e * n``
+    to ``e * n + n - 1``) is a permutation of the list, ``random.Random(f"{seed}:{e}")``'s
+    shuffle of ``range(n)``; the list order when ``seed`` is None."""
+
+    def __init__(self, n: int, seed: Optional[int]):
+        self._n, self._seed = n, seed
+        self._epoch, self._perm = -1, list(range(n))
+
+    def index(self, position: int) -> int:
+        epoch, offset = divmod(position, self._n)
+        if self._seed is None:
+            return offset
+        if epoch != self._epoch:
+            perm = list(range(self._n))
+            random.Random(f"{self._seed}:{epoch}").shuffle(perm)
+            self._epoch, self._perm = epoch, perm
+        return self._perm[offset]
+
+
+def _epoch_seed(seed: int, epoch: int) -> int:
+    """A search seed for ``epoch`` > 0 from the collector's own."""
+    digest = hashlib.sha256(f"{seed}:{epoch}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
+
+
+def _has_checkpoint(path: Union[str, "os.PathLike[str]"]) -> bool:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return any(line.strip() for line in f)
+    except FileNotFoundError:
+        return False
+
+
 def _mean(values: Sequence[float]) -> float:
     return float(sum(values) / len(values)) if values else 0.0
 
@@ -161,10 +212,20 @@ async def train(
     checkpoint_every: int = 0,
     checkpoint_path: Optional[Union[str, "os.PathLike[str]"]] = None,
     checkpoint_name: str = "focus",
+    ttl_seconds: Optional[int] = None,
+    rolling_save_every: int = 0,
+    rolling_ttl_seconds: int = 7200,
     resume_from: Optional[Union[str, "os.PathLike[str]", TrainCheckpoint]] = None,
     share_warmup_prompt: bool = True,
     layout: str = "spans",
     visitation_weights: bool = True,
+    temperature: float = 1.0,
+    num_substeps: int = 1,
+    kl_penalty_coef: float = 0.0,
+    kl_discount_factor: float = 0.0,
+    kl_reference_client: Any = None,
+    shuffle: bool = True,
+    seed: int = 0,
 ) -> List[StepReport]:
     """Run the one-step asynchronous Tinker loop and return one ``StepReport`` per update.
 
@@ -176,11 +237,15 @@ async def train(
     each collection (no lag, no overlap).
 
     Each update trains on ``problems_per_step`` trees, collected concurrently from the same
-    sampler. Problems are taken in order, cycling the list: batch b collects
-    ``problems[(b * k + i) % len(problems)]`` for i < k = ``problems_per_step``, with
-    ``group_index = b * k + i``. Each tree gets its own ``TinkerPolicy`` around the batch's
-    sampler (format ``PolicyFormat.resolve(model, profile=profile)``, loaded once) and a
-    fresh collector from ``collector_for(policy, problem)``. After each update, each
+    sampler. Tree i < k = ``problems_per_step`` of batch b is the problem at position
+    ``p = b * k + i`` of the run, with ``group_index = p``: epoch ``e = p // len(problems)``
+    goes through the whole list once, in an order shuffled from ``seed`` and ``e`` (in list
+    order with ``shuffle=False``). Each tree gets its own ``TinkerPolicy`` around the batch's
+    sampler (format ``PolicyFormat.resolve(model, profile=profile)``, loaded once; requests
+    that bring no sampling parameters sample at ``temperature``) and a fresh collector from
+    ``collector_for(policy, problem)``; from the second epoch on, its search's seed is
+    mixed with the epoch, so a problem seen again (even in the same batch, when
+    ``problems_per_step`` exceeds the list) is sampled with fresh seeds. After each update, each
     collection hands its critic records to ``critic_sink`` with ``behavior_step`` and
     ``learner_step`` added, and ``on_step`` receives the ``StepReport``.
 
@@ -193,10 +258,14 @@ async def train(
     of their environment rewards; success is an outcome > 0), ``abs_advantage_mean``,
     ``tokens_sampled``, ``tokens_trained``, ``policy_lag``, ``loss`` (Tinker's
     ``loss:sum``), ``kl_sample_train_v1`` and ``kl_sample_train_v2`` (sampler-versus-learner
-    KL over the trained tokens) and ``time_collect_s``, ``time_update_s`` and
-    ``time_step_s``. Evaluation adds ``eval/reward_mean``, ``eval/success_rate`` and
+    KL over the trained tokens), ``time_collect_s``, ``time_update_s`` and
+    ``time_step_s``, and the billed tokens by kind, as tinker-cookbook's ``TokenUsage``
+    counts them: ``tokens/sampled``, ``tokens/prefill_cached`` and
+    ``tokens/prefill_uncached`` (each sample request's prompt, split by the service's
+    prefix-cache hits) and ``tokens/trained`` (the datums' input tokens). Evaluation adds ``eval/reward_mean``, ``eval/success_rate`` and
     ``eval/problems``: one unbranched rollout per held-out problem (``Independent(1)``, no
-    critic), scored by outcome.
+    critic), scored by outcome, before the first update (a ``log_path`` row with step 0),
+    after every ``eval_every``-th update and after the last.
 
     If the loop stops early (the awaiting task is cancelled, or a collection, update, sink
     or ``on_step`` raises), an outstanding collection is cancelled and joined before the
@@ -222,11 +291,11 @@ async def train(
         ```
 
     Args:
-        training_client: A Tinker ``TrainingClient``; after a resume, one created from the
-            checkpoint's ``state_path`` (the SDK's
-            ``create_training_client_from_state_with_optimizer``).
+        training_client: A Tinker ``TrainingClient``. On resume ``train`` loads the
+            checkpoint's weights and optimizer into it (``load_state_with_optimizer``),
+            whatever it held, and refuses one of another base model or LoRA rank.
         model: The model directory or Hugging Face id, for the tokenizer and chat template.
-        problems: The training problems, taken in order and cycled.
+        problems: The training problems, one epoch after another (see above).
         collector_for: Builds the collector for each problem.
         steps: The number of updates, counted from the start of the run.
         learning_rate: Adam's learning rate.
@@ -239,28 +308,64 @@ async def train(
         workspace_for: Gives each problem its own ``Workspace``, as in
             ``collect_records``.
         min_abs_advantage: Drops actor records whose advantage is smaller in magnitude.
-        allow_partial: Keep a collection with failures.
+        allow_partial: Keep a collection with failures; a tree whose every rollout failed
+            is left out of its batch (its failures counted), and only a batch left with no
+            actor records stops the run.
         on_step: Called with each ``StepReport``.
         problems_per_step: Trees per update.
         log_path: Appends each step's stats as one JSON line, ``{"step": learner_step + 1,
             ...}``.
         wandb_project: Also logs the stats with ``wandb.log`` (wandb must be installed).
         eval_problems: Held-out problems for evaluation.
-        eval_every: Evaluate after every N-th update; 0 never.
+        eval_every: Evaluate the starting weights (logged as step 0, not reported), after
+            every N-th update, and after the last one; 0 never.
         checkpoint_every: Save the training state after every N-th update; 0 never.
-        checkpoint_path: The JSONL file each ``TrainCheckpoint`` line is appended to.
+        checkpoint_path: The JSONL file each ``TrainCheckpoint`` line is appended to; the
+            final state is saved too when the last update is not a multiple of
+            ``checkpoint_every``. When it already holds a checkpoint, ``train`` resumes
+            from its last one (a rerun of the same command continues the run), dropping
+            the ``log_path`` rows and ``JsonlDirectory`` critic files of the updates after
+            it, which it writes again.
         checkpoint_name: The prefix of the saved states' names
             (``f"{checkpoint_name}-{step:06d}"``).
-        resume_from: A checkpoint file or ``TrainCheckpoint`` to continue from: the first
-            batch collected is its ``next_batch``, learner steps go on from its
-            ``learner_step`` (its sampler holds the resumed weights, lag 0), and the
-            problem list and ``problems_per_step`` must be the ones checkpointed.
+        ttl_seconds: The periodic checkpoints' expiry (the cookbook's ``ttl_seconds``);
+            None never. The final checkpoint never expires.
+        rolling_save_every: Also save the training state (no sampler export) after every
+            N-th update between periodic ones, named ``...-rolling``; 0 never (the
+            cookbook's ``rolling_save_every``).
+        rolling_ttl_seconds: The rolling checkpoints' expiry.
+        resume_from: A checkpoint file or ``TrainCheckpoint`` to continue from instead of
+            ``checkpoint_path``'s last: the first batch collected is its ``next_batch``,
+            learner steps go on from its ``learner_step`` (its sampler holds the resumed
+            weights, lag 0), and the problem list and ``problems_per_step`` must be the
+            ones checkpointed.
         share_warmup_prompt: False sends the warmup rollouts' first requests one by one.
         layout: ``"spans"`` or ``"paths"`` (one datum per root-to-leaf path with per-token
             advantages: the same gradient from fewer tokens, since Tinker's losses sum over
             tokens).
         visitation_weights: Multiply each advantage by its edge's visitation factor
             (``ActorSample.visitation``); False trains on the unweighted advantage.
+        temperature: The sampling temperature of requests that bring no sampling
+            parameters (an agent without ``sampling``): 1.0, the policy's own
+            distribution, as tinker-cookbook samples; the library's ``SamplingParams``
+            default (0.7) stays for other uses.
+        num_substeps: Optimizer steps per update, as tinker-cookbook's: the batch's datums
+            in that many consecutive chunks, one forward_backward and optim_step each, all
+            submitted back to back.
+        kl_penalty_coef: The KL penalty against a reference model (tinker-cookbook's
+            ``kl_penalty_coef``; 0 none): each generated token's advantage gains
+            ``kl_penalty_coef * (mean d - d)``, d its sampled logprob minus the reference's,
+            the mean over the batch's generated tokens; the step logs ``kl_policy_base``
+            (mean d).
+        kl_discount_factor: With the penalty, turn each token's term into the discounted
+            sum of its own and the later tokens' terms (0: none).
+        kl_reference_client: The reference model's ``tinker.SamplingClient`` (which
+            scores each datum's sequence with ``compute_logprobs``), needed with a
+            penalty: for the base model, ``service_client.create_sampling_client(
+            base_model=...)``, in place of the cookbook's ``kl_reference_config``.
+        shuffle: Shuffle the problem order of each epoch (from ``seed``); False takes the
+            list in order every epoch.
+        seed: The run's seed for the shuffled order.
 
     Returns:
         One report per update.
@@ -292,22 +397,56 @@ async def train(
         raise ConfigError(f"train: checkpoint_every must be an integer >= 0, got {checkpoint_every!r}")
     if checkpoint_every and checkpoint_path is None:
         raise ConfigError("train: checkpoint_every is set but checkpoint_path is not")
+    if not isinstance(rolling_save_every, int) or isinstance(rolling_save_every, bool) or rolling_save_every < 0:
+        raise ConfigError(f"train: rolling_save_every must be an integer >= 0, got {rolling_save_every!r}")
+    if rolling_save_every and checkpoint_path is None:
+        raise ConfigError("train: rolling_save_every is set but checkpoint_path is not")
+    if not (isinstance(temperature, (int, float)) and not isinstance(temperature, bool) and math.isfinite(temperature) and temperature >= 0):
+        raise ConfigError(f"train: temperature must be a finite number >= 0, got {temperature!r}")
+    if not isinstance(num_substeps, int) or isinstance(num_substeps, bool) or num_substeps < 1:
+        raise ConfigError(f"train: num_substeps must be an integer >= 1, got {num_substeps!r}")
+    for name, value in (("kl_penalty_coef", kl_penalty_coef), ("kl_discount_factor", kl_discount_factor)):
+        if not (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0):
+            raise ConfigError(f"train: {name} must be a finite number >= 0, got {value!r}")
+    if kl_penalty_coef and kl_reference_client is None:
+        raise ConfigError("train: kl_penalty_coef is set but kl_reference_client is not")
+    if not isinstance(seed, int) or isinstance(seed, bool):
+        raise ConfigError(f"train: seed must be an integer, got {seed!r}")
+    order_name = f"shuffled, seed {seed}" if shuffle else "in order"
     first_batch, learner_step = 0, 0  # learner_step: updates applied so far
+    resume: Optional[TrainCheckpoint] = None
     if resume_from is not None:
         resume = resume_from if isinstance(resume_from, TrainCheckpoint) else load_checkpoint(resume_from)
+    elif checkpoint_path is not None and _has_checkpoint(checkpoint_path):
+        # A restart of the same command: go on from the run's last checkpoint.
+        resume = load_checkpoint(checkpoint_path)
+    if resume is not None:
         if resume.problems_per_step != problems_per_step:
             raise ConfigError(
                 f"train: resume_from was saved with problems_per_step={resume.problems_per_step}, got {problems_per_step}"
             )
         if resume.problems != len(problems) or resume.problem_ids != _problem_ids(problems):
             raise ConfigError("train: resume_from was saved with another problem list (ids or order differ)")
+        if resume.order is not None and resume.order != order_name:
+            raise ConfigError(f"train: resume_from was saved with the problem order {resume.order!r}, got {order_name!r} (shuffle, seed)")
+        _check_client(training_client, resume)
         first_batch, learner_step = resume.next_batch, resume.learner_step
     _check_min_abs_advantage(min_abs_advantage)  # validate the threshold before any work
     _types()  # fail before any collection when the SDK is missing
     if steps <= first_batch:
         return []
+    if resume is not None:
+        # Whatever the client held, train from the checkpoint's weights and optimizer; the
+        # rows and critic files of updates after it are written again, so drop them.
+        await _load_state(training_client, resume)
+        if log_path is not None:
+            _truncate_log(log_path, resume.learner_step)
+        if critic_sink is not None:
+            _truncate_sink(critic_sink, resume.learner_step)
+    base_model, lora_rank = _client_identity(training_client)
 
     from ...generation.tinker import TinkerPolicy
+    from ...generation.types import SamplingParams
 
     fmt = PolicyFormat.resolve(model, profile=profile)
     k = problems_per_step
@@ -315,29 +454,57 @@ async def train(
     # documents for stable_reinforce and tinker-cookbook sets (records_stability_info).
     stability = loss_fn == "stable_reinforce"
 
+    sampling = SamplingParams(temperature=float(temperature))
+    order = _Order(len(problems), seed if shuffle else None)
+
     async def collect_tree(index: int, sampler: Any) -> Any:
-        problem = problems[index % len(problems)]
-        policy = TinkerPolicy(sampler, model=model, format=fmt)
+        problem = problems[order.index(index)]
+        policy = TinkerPolicy(sampler, model=model, format=fmt, default_params=sampling)
         try:
             collector = collector_for(policy, problem)
+            epoch = index // len(problems)
+            if epoch:
+                # Fresh sampling seeds for a problem seen again.
+                collector.search = dataclasses.replace(collector.search, seed=_epoch_seed(collector.search.seed, epoch))
             warmup = _warmup(collector)
             if warmup > 1 and share_warmup_prompt:
                 policy.share_first_prompt(warmup)
             # Datums need no response text: no tokenizer, no decoding.
-            collected = await _collect(
-                collector, problem, group_index=index, workspace_for=workspace_for, allow_partial=allow_partial,
-                min_abs_advantage=min_abs_advantage, layout=layout, visitation_weights=visitation_weights,
-            )
+            try:
+                collected = await _collect(
+                    collector, problem, group_index=index, workspace_for=workspace_for, allow_partial=allow_partial,
+                    min_abs_advantage=min_abs_advantage, layout=layout, visitation_weights=visitation_weights,
+                )
+            except CollectionError as exc:
+                if not allow_partial:
+                    raise
+                # Every rollout of the tree failed: with allow_partial the batch trains on
+                # its other trees (as the cookbook drops a failed group); collect decides.
+                prefill = (policy.prompt_tokens, policy.prompt_cache_hit_tokens)
+                return [], [], exc, TreeOutcomes([], 0), prefill
             _add_sequence_ids(collected.actor, policy.sequence_ids)
         finally:
             policy.close()
-        return collected.actor, collected.critic, collected.failures, TreeOutcomes.of(collected)
+        prefill = (policy.prompt_tokens, policy.prompt_cache_hit_tokens)
+        return collected.actor, collected.critic, collected.failures, TreeOutcomes.of(collected), prefill
 
     async def collect(batch: int, sampler: Any, behavior_step: int) -> _Collected:
         start = time.monotonic()
         trees = await _gather_all([collect_tree(batch * k + i, sampler) for i in range(k)])
-        out = _Collected(batch, behavior_step, [], [], trees=len(trees))
-        for actor, critic, failures, tree in trees:
+        failed = [t[2] for t in trees if isinstance(t[2], CollectionError)]
+        if len(failed) == len(trees):
+            for exc in failed[1:]:
+                if getattr(exc, "state", None) is not None:
+                    exc.state.close()
+            raise failed[0]  # no tree to train on: the first failure stops the run
+        for exc in failed:
+            if getattr(exc, "state", None) is not None:
+                exc.state.close()
+        trees = [t if not isinstance(t[2], CollectionError) else (*t[:2], tuple(getattr(t[2], "failures", ()) or ()), *t[3:]) for t in trees]
+        out = _Collected(batch, behavior_step, [], [], trees=len(trees) - len(failed))
+        for actor, critic, failures, tree, (prompt_tokens, cached) in trees:
+            out.prefill_cached += cached
+            out.prefill_uncached += prompt_tokens - cached
             out.actor.extend(actor)
             out.critic.append(list(critic))
             out.failures += len(failures)
@@ -350,7 +517,7 @@ async def train(
         sampler = await _publish(training_client, stability)
 
         async def one(problem: Problem) -> float:
-            policy = TinkerPolicy(sampler, model=model, format=fmt)
+            policy = TinkerPolicy(sampler, model=model, format=fmt, default_params=sampling)
             try:
                 result = await evaluate_outcome(collector_for(policy, problem), problem, workspace_for=workspace_for)
             finally:
@@ -364,12 +531,32 @@ async def train(
             "eval/success_rate": _mean([1.0 if v > 0 else 0.0 for v in values]),
         }
 
+    saved_step = learner_step if resume is not None else -1
+
+    async def checkpoint(next_batch: int, kind: str) -> None:
+        nonlocal saved_step
+        assert checkpoint_path is not None
+        name = f"{checkpoint_name}-{learner_step:06d}" + ("-rolling" if kind == "rolling" else "")
+        ttl = {"periodic": ttl_seconds, "rolling": rolling_ttl_seconds, "final": None}[kind]
+        state_path = await _save_state(training_client, name, ttl)
+        sampler_path = None if kind == "rolling" else await _save_sampler(training_client, name, ttl)
+        record = TrainCheckpoint(
+            state_path, learner_step, next_batch, k, len(problems), fingerprint, base_model, lora_rank, order_name,
+            sampler_path, kind,
+        )
+        with open(checkpoint_path, "a", encoding="utf-8") as f:
+            f.write(record.to_json() + "\n")
+        saved_step = learner_step
+
     log = _MetricsLog(log_path, wandb_project)
     reports: List[StepReport] = []
     fingerprint = _problem_ids(problems)
     pending: Optional["asyncio.Future[_Collected]"] = None
     current: Optional["asyncio.Future[_Collected]"] = None
     try:
+        if eval_every and learner_step == 0:
+            # The starting weights, as the cookbook evaluates at step 0: logged as step 0.
+            log.write(0, await evaluate())
         if async_depth == 1:
             sampler, sampler_step = await _publish(training_client, stability), learner_step
             pending = asyncio.ensure_future(collect(first_batch, sampler, sampler_step))
@@ -382,7 +569,7 @@ async def train(
             current, pending = pending, None
             collected = await current
             if not collected.actor:
-                ids = [problems[(b * k + i) % len(problems)].id for i in range(k)]
+                ids = [problems[order.index(b * k + i)].id for i in range(k)]
                 which = f"problem {ids[0]!r}" if k == 1 else f"problems {ids!r}"
                 raise ConfigError(
                     f"train: batch {b} ({which}) has no actor records to train on"
@@ -399,6 +586,10 @@ async def train(
                     learning_rate=learning_rate,
                     loss_fn=loss_fn,
                     loss_fn_config=loss_fn_config,
+                    num_substeps=num_substeps,
+                    kl_reference_client=kl_reference_client,
+                    kl_penalty_coef=kl_penalty_coef,
+                    kl_discount_factor=kl_discount_factor,
                 )
             )
             try:
@@ -426,16 +617,21 @@ async def train(
             }
             if "loss:sum" in metrics:
                 stats["loss"] = float(metrics["loss:sum"])
+            # Billed tokens by kind, as tinker-cookbook's TokenUsage counts them.
+            stats["tokens/sampled"] = float(collected.tokens_sampled)
+            stats["tokens/prefill_cached"] = float(collected.prefill_cached)
+            stats["tokens/prefill_uncached"] = float(collected.prefill_uncached)
+            stats["tokens/trained"] = float(sum(len(r["tokens"]) - 1 for r in collected.actor if r.get("lane", "actor") == "actor"))
             stats.update(result.kl)
             learner_step += 1
-            if eval_every and learner_step % eval_every == 0:
-                stats.update(await evaluate())
-            if checkpoint_every and learner_step % checkpoint_every == 0:
-                assert checkpoint_path is not None
-                state_path = await _save_state(training_client, f"{checkpoint_name}-{learner_step:06d}")
-                record = TrainCheckpoint(state_path, learner_step, b + 1, k, len(problems), fingerprint)
-                with open(checkpoint_path, "a", encoding="utf-8") as f:
-                    f.write(record.to_json() + "\n")
+            if eval_every and (learner_step % eval_every == 0 or b + 1 == steps):
+                stats.update(await evaluate())  # on the cadence, and the final weights
+            if b + 1 == steps:
+                pass  # the final checkpoint follows the loop
+            elif checkpoint_every and learner_step % checkpoint_every == 0:
+                await checkpoint(b + 1, "periodic")
+            elif rolling_save_every and learner_step % rolling_save_every == 0:
+                await checkpoint(b + 1, "rolling")
             stats["time_step_s"] = time.monotonic() - step_start
             report = StepReport(
                 batch=b,
@@ -461,6 +657,8 @@ async def train(
             if async_depth == 1 and b + 2 < steps:
                 # The sampler for the collection the next iteration starts (batch b+2).
                 sampler, sampler_step = await _publish(training_client, stability), learner_step
+        if checkpoint_path is not None and saved_step != learner_step:
+            await checkpoint(steps, "final")  # kept indefinitely, whatever checkpoint_every is
         return reports
     finally:
         outstanding = [t for t in (current, pending) if t is not None and not t.done()]

@@ -11,7 +11,7 @@ import inspect
 import math
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, Dict, Mapping, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from ...errors import ConfigError
 from .datum import SEQUENCE_ID_KEY, _types, _without_mask, to_datum
@@ -45,23 +45,39 @@ async def _submitted(call: Any) -> Any:
     return await call if inspect.iscoroutine(call) else call
 
 
-async def _submit_update(training_client: Any, datums: Sequence[Any], loss_fn: str, config: Any, adam: Any) -> Any:
-    """Submit forward_backward and optim_step back to back, then await both, so they land
-    on the same clock cycle of the training service (the SDK orders a client's requests by
-    submission, so the optimizer step applies these gradients). Both results are awaited
-    even when one fails, so no request of this update is left running; the first error is
-    raised. Returns (forward-backward output, optimizer output)."""
-    backward = await _submitted(training_client.forward_backward(datums, loss_fn, config))
+async def _submit_update(training_client: Any, chunks: Sequence[Sequence[Any]], loss_fn: str, config: Any, adam: Any) -> Any:
+    """Submit forward_backward and optim_step for each chunk (substep), all back to back,
+    then await them all, so they land on the same clock cycle of the training service (the
+    SDK orders a client's requests by submission, so each optimizer step applies its own
+    chunk's gradients, computed with the previous substep's weights). Every result is
+    awaited even when one fails, so no request of this update is left running; the first
+    error is raised. Returns the forward-backward outputs and the optimizer outputs."""
+    futures: List[Any] = []
     try:
-        optim = await _submitted(training_client.optim_step(adam))
+        for chunk in chunks:
+            futures.append(await _submitted(training_client.forward_backward(list(chunk), loss_fn, config)))
+            futures.append(await _submitted(training_client.optim_step(adam)))
     except BaseException:
-        await asyncio.gather(_result(backward), return_exceptions=True)
+        await asyncio.gather(*(_result(f) for f in futures), return_exceptions=True)
         raise
-    results = await asyncio.gather(_result(backward), _result(optim), return_exceptions=True)
+    results = await asyncio.gather(*(_result(f) for f in futures), return_exceptions=True)
     for r in results:
         if isinstance(r, BaseException):
             raise r
-    return results[0], results[1]
+    return results[0::2], results[1::2]
+
+
+def _chunks(items: Sequence[Any], n: int) -> List[Sequence[Any]]:
+    """``items`` in ``min(n, len(items))`` consecutive chunks whose sizes differ by at most
+    one, the larger first (the cookbook's ``split_list``)."""
+    n = min(n, len(items))
+    size, extra = divmod(len(items), n)
+    out, start = [], 0
+    for i in range(n):
+        end = start + size + (1 if i < extra else 0)
+        out.append(items[start:end])
+        start = end
+    return out
 
 
 async def update_actor(
@@ -108,6 +124,10 @@ async def _update(
     learning_rate: float,
     loss_fn: str,
     loss_fn_config: Optional[Mapping[str, float]],
+    num_substeps: int = 1,
+    kl_reference_client: Any = None,
+    kl_penalty_coef: float = 0.0,
+    kl_discount_factor: float = 0.0,
 ) -> _Update:
     types = _types()
     datums = [to_datum(r) for r in records if r.get("lane", "actor") == "actor"]
@@ -124,14 +144,62 @@ async def _update(
         raise ConfigError(f"update_actor: learning_rate must be a finite number > 0, got {learning_rate!r}")
     config = None if loss_fn_config is None else {k: float(v) for k, v in loss_fn_config.items()}
     adam = types.AdamParams(learning_rate=float(learning_rate), beta1=0.9, beta2=0.95, eps=1e-8)
-    backward, optim = await _submit_update(training_client, [_without_mask(d) for d in datums], loss_fn, config, adam)
-    metrics = _metrics(backward)
-    metrics.update(_metrics(optim))
+    kl_base: Dict[str, float] = {}
+    if kl_penalty_coef:
+        datums, kl_base = await _kl_penalty(datums, kl_reference_client, kl_penalty_coef, kl_discount_factor)
+    chunks = _chunks([_without_mask(d) for d in datums], num_substeps)
+    backwards, optims = await _submit_update(training_client, chunks, loss_fn, config, adam)
+    metrics: Dict[str, Any] = {}
+    for out in backwards:  # ":sum" metrics add up over the substeps; others: the last
+        for key, value in _metrics(out).items():
+            metrics[key] = metrics[key] + value if key.endswith(":sum") and key in metrics else value
+    for out in optims:
+        metrics.update(_metrics(out))
     trained = sum(int(sum(d.loss_fn_inputs["mask"].tolist())) for d in datums)
-    return _Update(metrics, trained, _kl_sample_train(datums, backward))
+    outputs = [o for out in backwards for o in (list(getattr(out, "loss_fn_outputs", None) or ()))]
+    return _Update(metrics, trained, {**_kl_sample_train(datums, outputs), **kl_base})
 
 
-def _kl_sample_train(datums: Sequence[Any], backward: Any) -> Dict[str, float]:
+async def _kl_penalty(datums: List[Any], reference: Any, coef: float, discount: float) -> "tuple[List[Any], Dict[str, float]]":
+    """The datums with a KL penalty against the reference model added to their
+    advantages, as tinker-cookbook's ``incorporate_kl_penalty``: each generated token's
+    ``d = sampled logprob - reference logprob`` (the reference scores each datum's whole
+    sequence with ``compute_logprobs``), and its advantage gains ``coef * (mean d - d)``
+    (mean over the batch's generated tokens), as a discounted sum of the later tokens'
+    terms when ``discount`` > 0. Also ``kl_policy_base``, the mean of d."""
+    import dataclasses
+
+    import numpy as np
+
+    types = _types()
+    sequences = [
+        types.ModelInput.from_ints(d.model_input.to_ints() + [int(d.loss_fn_inputs["target_tokens"].tolist()[-1])]) for d in datums
+    ]
+    scored = await asyncio.gather(*(_result(reference.compute_logprobs(seq)) for seq in sequences))
+    diffs, masks = [], []
+    for datum, ref in zip(datums, scored):
+        ref_lp = np.asarray([0.0 if v is None else float(v) for v in list(ref)[1:]], dtype=np.float64)
+        mask = np.asarray(datum.loss_fn_inputs["mask"].tolist(), dtype=np.float64)
+        sampled = np.asarray(datum.loss_fn_inputs["logprobs"].tolist(), dtype=np.float64)
+        if ref_lp.shape != sampled.shape:
+            raise ConfigError(f"train: the KL reference scored {ref_lp.size + 1} positions of a {sampled.size + 1}-token sequence")
+        diffs.append((sampled - np.nan_to_num(ref_lp)) * mask)
+        masks.append(mask)
+    total = float(sum(m.sum() for m in masks))
+    mean = float(sum(d.sum() for d in diffs)) / total if total else 0.0
+    out = []
+    for datum, diff, mask in zip(datums, diffs, masks):
+        penalty = coef * mask * (mean - diff)
+        if discount > 0:
+            for t in range(len(penalty) - 2, -1, -1):
+                penalty[t] += discount * penalty[t + 1]
+        advantages = np.asarray(datum.loss_fn_inputs["advantages"].tolist(), dtype=np.float64) + penalty
+        inputs = dict(datum.loss_fn_inputs, advantages=types.TensorData.from_numpy(advantages.astype(np.float32)))
+        out.append(dataclasses.replace(datum, loss_fn_inputs=inputs))
+    return out, {"kl_policy_base": mean}
+
+
+def _kl_sample_train(datums: Sequence[Any], outputs: Sequence[Any]) -> Dict[str, float]:
     """Sampler-vs-learner KL estimates over the generated tokens, from the training log
     probabilities Tinker returns (``loss_fn_outputs[i]["logprobs"]``) and the behavior log
     probabilities the datums carry: ``kl_sample_train_v1`` = mean(sampled - trained),
@@ -139,7 +207,7 @@ def _kl_sample_train(datums: Sequence[Any], backward: Any) -> Dict[str, float]:
     Empty when the output has no training logprobs."""
     import numpy as np
 
-    outputs = list(getattr(backward, "loss_fn_outputs", None) or ())
+    outputs = list(outputs)
     if len(outputs) != len(datums):
         return {}
     diffs = []
