@@ -451,6 +451,27 @@ def test_metrics_jsonl_with_kl_from_training_logprobs(server, standin, problems,
     assert len(log.read_text().splitlines()) == 4
 
 
+def test_rollout_transcripts_beside_the_metrics_as_the_cookbook_writes_them(server, standin, problems, tmp_path):
+    log = tmp_path / "metrics.jsonl"
+    reports = run_train(standin, server, problems, steps=2, problems_per_step=2, log_path=log, num_groups_to_log=1,
+                        shuffle=False)
+    for batch, report in enumerate(reports):
+        folder = tmp_path / f"iteration_{batch:06d}"
+        assert sorted(p.name for p in folder.iterdir()) == ["rollouts.jsonl", "train_tree_0.html"]
+        assert (folder / "train_tree_0.html").read_text().lstrip().lower().startswith("<!doctype html")
+        rows = [json.loads(line) for line in (folder / "rollouts.jsonl").read_text().splitlines()]
+        assert len(rows) == report.stats["rollouts"] and {r["iteration"] for r in rows} == {batch}
+        assert [r["group_index"] for r in rows] == sorted(r["group_index"] for r in rows)
+        assert {r["group_index"] for r in rows} == {2 * batch, 2 * batch + 1}
+        assert {r["problem_id"] for r in rows} == {problems[2 * batch].id, problems[2 * batch + 1].id}
+        assert sum(r["return"] for r in rows) / len(rows) == pytest.approx(report.stats["reward_mean"])
+    quiet = tmp_path / "quiet"
+    quiet.mkdir()
+    run_train(StandinTinker(standin.sim_policy), server, problems, steps=1, log_path=quiet / "m.jsonl",
+              num_groups_to_log=0, rollout_json_export=False)
+    assert sorted(p.name for p in quiet.iterdir()) == ["m.jsonl"]
+
+
 def test_wandb_asked_but_missing_is_a_clear_error(server, standin, problems):
     try:
         import wandb  # noqa: F401
@@ -498,6 +519,7 @@ def test_train_rejects_bad_new_arguments(server, standin, problems):
         ({"eval_every": -1}, "eval_every"),
         ({"eval_every": 2}, "eval_problems is empty"),
         ({"eval_problems": ["text"]}, "expected a Problem"),
+        ({"num_groups_to_log": -1}, "num_groups_to_log"),
     ]:
         with pytest.raises(ValueError, match=message):
             run_train(standin, server, problems, steps=1, **kwargs)

@@ -31,6 +31,7 @@ from .checkpoint import (
     load_checkpoint,
 )
 from .datum import _add_sequence_ids, _types
+from .transcripts import _Transcripts
 from .update import PPO_CLIP, _update
 
 
@@ -226,6 +227,8 @@ async def train(
     kl_reference_client: Any = None,
     shuffle: bool = True,
     seed: int = 0,
+    num_groups_to_log: int = 4,
+    rollout_json_export: bool = True,
 ) -> List[StepReport]:
     """Run the one-step asynchronous Tinker loop and return one ``StepReport`` per update.
 
@@ -366,6 +369,15 @@ async def train(
         shuffle: Shuffle the problem order of each epoch (from ``seed``); False takes the
             list in order every epoch.
         seed: The run's seed for the shuffled order.
+        num_groups_to_log: With ``log_path``, write the HTML page of each batch's first N
+            trees (refined values and each segment's text, as ``focus-go view`` shows a
+            tree) to ``iteration_NNNNNN/train_tree_<i>.html`` beside it, as the cookbook's
+            ``num_groups_to_log``; 0 never.
+        rollout_json_export: With ``log_path``, write one JSON line per finished rollout of
+            each batch (``iteration``, ``group_index``, ``problem_id``, ``node_id``,
+            ``return``, ``done``, ``segments``, ``tree_tokens_sampled``) to
+            ``iteration_NNNNNN/rollouts.jsonl`` beside it, as the cookbook's
+            ``rollout_json_export``.
 
     Returns:
         One report per update.
@@ -381,6 +393,7 @@ async def train(
         raise ConfigError(f"train: problems_per_step must be an integer >= 1, got {problems_per_step!r}")
     if not isinstance(eval_every, int) or isinstance(eval_every, bool) or eval_every < 0:
         raise ConfigError(f"train: eval_every must be an integer >= 0, got {eval_every!r}")
+    transcripts = _Transcripts(log_path, num_groups_to_log, rollout_json_export)
     problems = list(problems)
     if not problems:
         raise ConfigError("train: problems is empty")
@@ -474,6 +487,7 @@ async def train(
                 collected = await _collect(
                     collector, problem, group_index=index, workspace_for=workspace_for, allow_partial=allow_partial,
                     min_abs_advantage=min_abs_advantage, layout=layout, visitation_weights=visitation_weights,
+                    on_state=transcripts.on_state(*divmod(index, k)),
                 )
             except CollectionError as exc:
                 if not allow_partial:
@@ -483,6 +497,8 @@ async def train(
                 prefill = (policy.prompt_tokens, policy.prompt_cache_hit_tokens)
                 return [], [], exc, TreeOutcomes([], 0), prefill
             _add_sequence_ids(collected.actor, policy.sequence_ids)
+            transcripts.add(*divmod(index, k), problem_id=problem.id, group_index=index, rollouts=collected.rollouts,
+                            tokens_sampled=collected.sampled_tokens)
         finally:
             policy.close()
         prefill = (policy.prompt_tokens, policy.prompt_cache_hit_tokens)
@@ -491,6 +507,7 @@ async def train(
     async def collect(batch: int, sampler: Any, behavior_step: int) -> _Collected:
         start = time.monotonic()
         trees = await _gather_all([collect_tree(batch * k + i, sampler) for i in range(k)])
+        transcripts.flush(batch)
         failed = [t[2] for t in trees if isinstance(t[2], CollectionError)]
         if len(failed) == len(trees):
             for exc in failed[1:]:
