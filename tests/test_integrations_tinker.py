@@ -308,6 +308,31 @@ def test_async_depth_1_overlaps_collection_with_update(server, sim_policy, model
         assert collect_next < fb_done
 
 
+def test_async_depth_2_keeps_two_collections_ahead(server, training_client, model, problems):
+    log = []
+    reports = asyncio.run(
+        train(training_client, model=model, problems=problems, collector_for=make_collector_for(log), steps=5,
+              learning_rate=1e-5, async_depth=2, shuffle=False, profile="token_chunk")
+    )
+    # The first two batches from the starting weights; then batch b+2 from the sampler
+    # published after update b-1: every batch at most two updates behind.
+    assert [(r.batch, r.behavior_step, r.learner_step, r.policy_lag) for r in reports] == [
+        (0, 0, 0, 0),
+        (1, 0, 1, 1),
+        (2, 0, 2, 2),
+        (3, 1, 3, 2),
+        (4, 2, 4, 2),
+    ]
+    # The sampler each collection used is the report's behavior step.
+    assert sorted((pid, v) for _, pid, v in log) == sorted((problems[r.batch % len(problems)].id, r.behavior_step) for r in reports)
+    # Every batch trained exactly once, in order.
+    assert len(training_client.trained) == 5
+    for k, datums in enumerate(training_client.trained):
+        prefix = prompt_tokens(server, problems[k % len(problems)])
+        assert all(d.model_input.to_ints()[: len(prefix)] == prefix for d in datums)
+    assert [s.version for s in training_client.samplers] == [0, 1, 2]
+
+
 def test_async_depth_0_fresh_sampler_before_each_collection(training_client, model, problems):
     log = []
     reports = asyncio.run(
@@ -437,7 +462,8 @@ def test_train_rejects_bad_arguments(training_client, model, problems):
     cf = make_collector_for([])
     for kwargs, message in [
         ({"steps": -1}, "steps"),
-        ({"async_depth": 2}, "async_depth"),
+        ({"async_depth": -1}, "async_depth"),
+        ({"async_depth": True}, "async_depth"),
         ({"problems": []}, "problems is empty"),
         ({"problems": ["text"]}, "expected a Problem"),
         ({"min_abs_advantage": -1.0}, "min_abs_advantage"),

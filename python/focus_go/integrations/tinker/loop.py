@@ -5,6 +5,7 @@ most; its per-step reports (``StepReport``) and metrics log.
 from __future__ import annotations
 
 import asyncio
+import collections
 import dataclasses
 import hashlib
 import json
@@ -14,7 +15,7 @@ import os
 import time
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Callable, Dict, List, Literal, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
 
 from .. import CollectorFor, CriticSink, Problem, Workspace, _check_min_abs_advantage, _collect
 from ...errors import CollectionError, ConfigError
@@ -197,7 +198,7 @@ async def train(
     steps: int,
     learning_rate: float,
     critic_sink: Optional[CriticSink] = None,
-    async_depth: Literal[0, 1] = 1,
+    async_depth: int = 1,
     profile: Optional[str] = None,
     loss_fn: str = "ppo",
     loss_fn_config: Mapping[str, float] = PPO_CLIP,
@@ -236,8 +237,11 @@ async def train(
     sampler, overlapping the next collection with the current update. With
     ``async_depth=1`` (the default) the collection of batch b+1 starts, from the newest
     published sampler, before update b: each batch is at most one update behind the learner
-    and every batch trains exactly once. ``async_depth=0`` publishes a fresh sampler before
-    each collection (no lag, no overlap).
+    and every batch trains exactly once. ``async_depth=d`` keeps d collections ahead of the
+    learner: the first d batches start at once from the starting weights, and batch b+d
+    starts, from the newest sampler, before update b, so each batch is at most d updates
+    behind (tinker-cookbook's ``max_steps_off_policy`` bound). ``async_depth=0`` publishes a
+    fresh sampler before each collection (no lag, no overlap).
 
     Each update trains on ``problems_per_step`` trees, collected concurrently from the same
     sampler. Tree i < k = ``problems_per_step`` of batch b is the problem at position
@@ -303,7 +307,8 @@ async def train(
         steps: The number of updates, counted from the start of the run.
         learning_rate: Adam's learning rate.
         critic_sink: Receives each tree's critic records; None drops them.
-        async_depth: 1 overlaps each collection with the previous update; 0 does not.
+        async_depth: How many collections run ahead of the learner (the most updates a
+            batch trains behind the weights it was sampled with); 0 none.
         profile: The parser profile of the samplers' format (see
             ``PolicyFormat.resolve``).
         loss_fn: Tinker's loss function.
@@ -387,8 +392,8 @@ async def train(
 
     if not isinstance(steps, int) or steps < 0:
         raise ConfigError(f"train: steps must be an integer >= 0, got {steps!r}")
-    if async_depth not in (0, 1):
-        raise ConfigError(f"train: async_depth must be 0 or 1, got {async_depth!r}")
+    if not isinstance(async_depth, int) or isinstance(async_depth, bool) or async_depth < 0:
+        raise ConfigError(f"train: async_depth must be an integer >= 0, got {async_depth!r}")
     if not isinstance(problems_per_step, int) or isinstance(problems_per_step, bool) or problems_per_step < 1:
         raise ConfigError(f"train: problems_per_step must be an integer >= 1, got {problems_per_step!r}")
     if not isinstance(eval_every, int) or isinstance(eval_every, bool) or eval_every < 0:
@@ -568,23 +573,23 @@ async def train(
     log = _MetricsLog(log_path, wandb_project)
     reports: List[StepReport] = []
     fingerprint = _problem_ids(problems)
-    pending: Optional["asyncio.Future[_Collected]"] = None
-    current: Optional["asyncio.Future[_Collected]"] = None
+    # The collections started and not yet trained on, oldest first (batch b at the front).
+    ahead: "collections.deque[asyncio.Future[_Collected]]" = collections.deque()
     try:
         if eval_every and learner_step == 0:
             # The starting weights, as the cookbook evaluates at step 0: logged as step 0.
             log.write(0, await evaluate())
-        if async_depth == 1:
+        if async_depth:
             sampler, sampler_step = await _publish(training_client, stability), learner_step
-            pending = asyncio.ensure_future(collect(first_batch, sampler, sampler_step))
+            for a in range(first_batch, min(first_batch + async_depth, steps)):
+                ahead.append(asyncio.ensure_future(collect(a, sampler, sampler_step)))
         for b in range(first_batch, steps):
             step_start = time.monotonic()
             if async_depth == 0:
                 sampler, sampler_step = await _publish(training_client, stability), learner_step
-                pending = asyncio.ensure_future(collect(b, sampler, sampler_step))
-            assert pending is not None
-            current, pending = pending, None
-            collected = await current
+                ahead.append(asyncio.ensure_future(collect(b, sampler, sampler_step)))
+            collected = await ahead[0]
+            ahead.popleft()
             if not collected.actor:
                 ids = [problems[order.index(b * k + i)].id for i in range(k)]
                 which = f"problem {ids[0]!r}" if k == 1 else f"problems {ids!r}"
@@ -592,9 +597,9 @@ async def train(
                     f"train: batch {b} ({which}) has no actor records to train on"
                     + ("" if min_abs_advantage is None else f" with min_abs_advantage={min_abs_advantage}")
                 )
-            if async_depth == 1 and b + 1 < steps:
+            if async_depth and b + async_depth < steps:
                 # The next collection overlaps this update, from the newest sampler.
-                pending = asyncio.ensure_future(collect(b + 1, sampler, sampler_step))
+                ahead.append(asyncio.ensure_future(collect(b + async_depth, sampler, sampler_step)))
             update_start = time.monotonic()
             update = asyncio.ensure_future(
                 _update(
@@ -671,14 +676,14 @@ async def train(
                     )
             if on_step is not None:
                 on_step(report)
-            if async_depth == 1 and b + 2 < steps:
-                # The sampler for the collection the next iteration starts (batch b+2).
+            if async_depth and b + async_depth + 1 < steps:
+                # The sampler for the collection the next iteration starts (batch b+depth+1).
                 sampler, sampler_step = await _publish(training_client, stability), learner_step
         if checkpoint_path is not None and saved_step != learner_step:
             await checkpoint(steps, "final")  # kept indefinitely, whatever checkpoint_every is
         return reports
     finally:
-        outstanding = [t for t in (current, pending) if t is not None and not t.done()]
+        outstanding = [t for t in ahead if not t.done()]
         for t in outstanding:
             t.cancel()
         if outstanding:
