@@ -1121,6 +1121,69 @@ def mode_dynamic_sampling_n2(res: Result) -> None:
     _dynamic_sampling(res, 2)
 
 
+def _reward_model(res: Result, flags: List[str], calls: Callable[[], int], expect_successes: Optional[str]) -> None:
+    """A Slime reward flag scores each finished rollout of the trees: Slime's rollout runs
+    (its own list-branch call of the RM, with the tree's samples, does not fail), the RM
+    is called once per rollout that finished done, and the trees' outcomes are its
+    rewards (``expect_successes``: "all" or "none"), so its rewards reached the search
+    and the advantages; then the train side."""
+    argv = base_argv(batch=2)
+    for i in range(0, len(flags), 2):
+        argv = set_flag(argv, flags[i], flags[i + 1])
+    args = parse(argv)
+    cluster = Cluster(args)
+    manager = rollout_manager(args)
+    data = collect(manager, 0, res)
+    check_samples(args, cluster, data, res, focus=True, sources=args.rollout_batch_size)
+    trees: Dict[Any, Any] = {}
+    for s in data:
+        trees[s.rollout_id] = s.metadata["focus"]
+    done = sum(f["finished_rollouts"] - f["truncated_rollouts"] for f in trees.values())
+    res.numbers["done_rollouts"] = done
+    res.numbers["rm_calls"] = calls()
+    res.numbers["tree_outcomes"] = [(f["finished_rollouts"], f["successes"]) for f in trees.values()]
+    res.expect(calls() == done, f"the reward model was called {calls()} times for {done} rollouts that finished done")
+    if expect_successes == "all":
+        res.expect(all(f["successes"] == f["finished_rollouts"] - f["truncated_rollouts"] for f in trees.values()),
+                   "a done rollout did not get the RM's reward 1")
+    elif expect_successes == "none":
+        res.expect(all(f["successes"] == 0 for f in trees.values()), "a rollout succeeded although the RM gave 0")
+    train(manager, data, res)
+
+
+def mode_custom_rm(res: Result) -> None:
+    """--custom-rm-path slime_check_hooks.rm (Slime's single-sample signature, reward 1)."""
+    import slime_check_hooks
+
+    _reward_model(res, ["--custom-rm-path", "slime_check_hooks.rm"], lambda: len(slime_check_hooks.CALLS["rm"]), "all")
+    calls = slime_check_hooks.CALLS["rm"]
+    res.expect(all(r and label is not None for _p, r, label in calls), "the RM got a sample without response or label")
+
+
+def mode_custom_rm_batched(res: Result) -> None:
+    """--custom-rm-path slime_check_hooks.batched_rm (Slime's batched signature, reward 0)."""
+    import slime_check_hooks
+
+    _reward_model(res, ["--custom-rm-path", "slime_check_hooks.batched_rm"],
+                  lambda: sum(slime_check_hooks.CALLS["batched_rm"]), "none")
+
+
+def mode_rm_type(res: Result) -> None:
+    """--rm-type math: Slime's own rule RM (async_rm's math grader, counted) scores each
+    rollout that finished done."""
+    from slime.rollout import rm_hub
+
+    graded: List[int] = []
+    real = rm_hub.grade_answer_verl
+
+    def counting(*a: Any, **k: Any) -> Any:
+        graded.append(1)
+        return real(*a, **k)
+
+    rm_hub.grade_answer_verl = counting
+    _reward_model(res, ["--rm-type", "math"], lambda: len(graded), None)
+
+
 MODES: Dict[str, Callable[[Result], None]] = {
     "slime-default": mode_slime_default,
     "default": mode_default,
@@ -1140,6 +1203,9 @@ MODES: Dict[str, Callable[[Result], None]] = {
     "dynamic-sampling-stock": mode_dynamic_sampling_stock,
     "dynamic-sampling-n1": mode_dynamic_sampling_n1,
     "dynamic-sampling-n2": mode_dynamic_sampling_n2,
+    "custom-rm": mode_custom_rm,
+    "custom-rm-batched": mode_custom_rm_batched,
+    "rm-type": mode_rm_type,
 }
 
 
