@@ -1184,6 +1184,42 @@ def mode_rm_type(res: Result) -> None:
     _reward_model(res, ["--rm-type", "math"], lambda: len(graded), None)
 
 
+def mode_kl_coef(res: Result) -> None:
+    """--kl-coef 0.1 with --use-rollout-logprobs: Slime's compute_advantages_and_returns
+    computes each token's KL to the reference policy (reference log-probs here the
+    rollout's, shifted per token) and focus's advantages hook must apply it as Slime's
+    REINFORCE++-baseline applies the reward KL: advantage = reward - kl_coef * kl."""
+    import torch
+
+    from slime.backends.megatron_utils.loss import compute_advantages_and_returns
+
+    ref = WORK / "ref-checkpoint"  # Slime checks that --ref-load exists when kl_coef is set
+    ref.mkdir(parents=True, exist_ok=True)
+    argv = set_flag(set_flag(base_argv(batch=2), "--kl-coef", "0.1"), "--use-rollout-logprobs")
+    argv = set_flag(argv, "--ref-load", str(ref))
+    args = parse(argv)
+    cluster = Cluster(args)  # held to the end: its simulated server closes when the Cluster is collected
+    manager = rollout_manager(args)
+    data = collect(manager, 0, res)
+    init_parallel_state()
+    init_ray()
+    rd = rollout_data_of(manager, data)
+    gen = torch.Generator().manual_seed(7)
+    rd["ref_log_probs"] = [lp + 0.2 * torch.randn(lp.shape, generator=gen) for lp in rd["rollout_log_probs"]]
+    rewards = [float(r) for r in rd["rewards"]]
+    compute_advantages_and_returns(args, rd)
+    worst, kl_max = 0.0, 0.0
+    for adv, kl, reward in zip(rd["advantages"], rd["kl"], rewards):
+        expected = reward - 0.1 * kl
+        worst = max(worst, float((adv - expected).abs().max()))
+        kl_max = max(kl_max, float(kl.abs().max()))
+    res.numbers["kl_abs_max"] = round(kl_max, 6)
+    res.numbers["advantage_vs_reward_minus_kl_max_abs_diff"] = worst
+    res.expect(kl_max > 0, "Slime computed no KL (the check measured nothing)")
+    res.expect(worst < 1e-6, f"advantages differ from reward - kl_coef * kl by up to {worst}")
+    res.numbers["generate_requests"] = cluster.generate_requests()
+
+
 MODES: Dict[str, Callable[[Result], None]] = {
     "slime-default": mode_slime_default,
     "default": mode_default,
@@ -1206,6 +1242,7 @@ MODES: Dict[str, Callable[[Result], None]] = {
     "custom-rm": mode_custom_rm,
     "custom-rm-batched": mode_custom_rm_batched,
     "rm-type": mode_rm_type,
+    "kl-coef": mode_kl_coef,
 }
 
 
