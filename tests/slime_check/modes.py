@@ -1220,6 +1220,42 @@ def mode_kl_coef(res: Result) -> None:
     res.numbers["generate_requests"] = cluster.generate_requests()
 
 
+def mode_metrics(res: Result) -> None:
+    """Slime's rollout metrics on trees, with --rollout-max-response-len 64 so that some
+    rollouts are cut: Slime's own compute_metrics_from_samples gives
+    rollout/prefix_cache_hit_rate as the trees' prefix reuse (reused prefix tokens over
+    those plus the generated ones, from the trees' stats), and log_rollout adds
+    rollout/focus/truncated_ratio and rollout/focus/response_len/* per finished rollout,
+    each path within the cap."""
+    from slime.observability.rollout_metrics import compute_metrics_from_samples
+
+    argv = set_flag(base_argv(batch=2), "--rollout-max-response-len", "64")
+    os.environ["FOCUS_SEGMENT_TOKENS"] = "32"
+    args = parse(argv)
+    cluster = Cluster(args)
+    manager = rollout_manager(args)
+    data = collect(manager, 0, res)
+    res.numbers["generate_requests"] = cluster.generate_requests()
+    slime_metrics = compute_metrics_from_samples(args, data)
+    ours = res.numbers["rollout0_metrics"]
+    hit = slime_metrics["prefix_cache_hit_rate"]
+    res.numbers["slime_prefix_cache_hit_rate"] = round(hit, 6)
+    res.numbers["slime_truncated_ratio_per_segment"] = slime_metrics["truncated_ratio"]
+    res.numbers["focus_metrics"] = {k: v for k, v in ours.items() if k.startswith("rollout/focus/")}
+    res.expect(hit > 0, "Slime's prefix_cache_hit_rate is 0: the trees' prefix reuse did not reach it")
+    res.expect(hit < 1, f"Slime's prefix_cache_hit_rate is {hit}")
+    ratio = ours.get("rollout/focus/truncated_ratio")
+    res.expect(ratio is not None and 0 < ratio <= 1, f"rollout/focus/truncated_ratio is {ratio} with paths capped at 64 tokens")
+    longest = ours.get("rollout/focus/response_len/max")
+    res.expect(longest is not None and 0 < longest <= 64, f"rollout/focus/response_len/max is {longest}, the cap is 64")
+    # Each tree's generated tokens are its trained tokens (spans layout: each segment's
+    # tokens trained once), so the reuse Slime sees can be checked from the samples.
+    trained = sum(sum(s.loss_mask) for s in data)
+    cached = sum(s.prefix_cache_info.cached_tokens for s in data)
+    total = sum(s.prefix_cache_info.total_prompt_tokens for s in data)
+    res.expect(total - cached == trained, f"prefix_cache_info counts {total - cached} generated tokens, the samples train {trained}")
+
+
 MODES: Dict[str, Callable[[Result], None]] = {
     "slime-default": mode_slime_default,
     "default": mode_default,
@@ -1243,6 +1279,7 @@ MODES: Dict[str, Callable[[Result], None]] = {
     "custom-rm-batched": mode_custom_rm_batched,
     "rm-type": mode_rm_type,
     "kl-coef": mode_kl_coef,
+    "metrics": mode_metrics,
 }
 
 
