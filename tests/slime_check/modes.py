@@ -447,7 +447,7 @@ def read_rows() -> List[Dict[str, Any]]:
 
 
 def check_samples(args: Any, cluster: Cluster, samples: List[Any], res: Result, *, focus: bool, sources: int,
-                  prefix: str = "") -> None:
+                  prefix: str = "", prompt_ids: bool = True) -> None:
     """Shape, status, rollout-id, prompt-token and log-prob checks of a flat list of
     training samples against what Slime's default path produces (``prefix`` names the
     rollout in the numbers and messages of any but the first)."""
@@ -483,10 +483,11 @@ def check_samples(args: Any, cluster: Cluster, samples: List[Any], res: Result, 
         res.expect(all(s.rollout_id == s.index for s in samples), "a focus segment's rollout_id is not its source sample's index")
 
     # Prompt tokens: every sample's context starts with the prompt ids Slime's default
-    # path renders for its row (the data source walks the rows in order: no shuffle).
-    expected = slime_prompt_ids(args)
+    # path renders for its row (the data source walks the rows in order: no shuffle);
+    # not for an agent with a prompt of its own (tools in the template).
+    expected = slime_prompt_ids(args) if prompt_ids else []
     mismatched = 0
-    for s in samples:
+    for s in samples if prompt_ids else ():
         ids = expected[s.group_index % len(expected)]
         if list(s.tokens[: len(ids)]) != ids:
             mismatched += 1
@@ -570,7 +571,8 @@ def mode_slime_default(res: Result) -> None:
     train(manager, data, res)
 
 
-def _focus_rollout(res: Result, argv: List[str], *, rollouts: int = 1, check_buffer: bool = False) -> None:
+def _focus_rollout(res: Result, argv: List[str], *, rollouts: int = 1, check_buffer: bool = False,
+                   prompt_ids: bool = True) -> List[Any]:
     args = parse(argv)
     cluster = Cluster(args)
     manager = rollout_manager(args)
@@ -580,7 +582,8 @@ def _focus_rollout(res: Result, argv: List[str], *, rollouts: int = 1, check_buf
         data = collect(manager, rollout_id, res)
         res.numbers[f"rollout{rollout_id}_generate_requests"] = cluster.generate_requests() - before
         check_samples(args, cluster, data, res, focus=True, sources=args.rollout_batch_size * args.n_samples_per_prompt,
-                      prefix="" if rollout_id == 0 else f"rollout{rollout_id}: ")
+                      prefix="" if rollout_id == 0 else f"rollout{rollout_id}: ", prompt_ids=prompt_ids)
+        last = data
         if rollout_id == 0:
             train(manager, data, res)
         if check_buffer:
@@ -592,6 +595,7 @@ def _focus_rollout(res: Result, argv: List[str], *, rollouts: int = 1, check_buf
             )
             res.expect(shapes_ok, "a group put back into the data buffer is not a list of n_samples_per_prompt Samples")
     res.numbers["sim_peak_running"] = cluster.sim.stats()["peak_running"]
+    return last
 
 
 def watch_abort(cluster: Cluster, res: Result) -> None:
@@ -1256,6 +1260,18 @@ def mode_metrics(res: Result) -> None:
     res.expect(total - cached == trained, f"prefix_cache_info counts {total - cached} generated tokens, the samples train {trained}")
 
 
+def mode_tool_env(res: Result) -> None:
+    """docs/slime.md's multi-turn guide: --custom-generate-function-path naming
+    make_generate over examples/calculator_env.py's ToolEnv (whole turns, the format
+    inferred from --hf-checkpoint) through Slime's rollout and train side: the checks, and
+    the trees have tool turns (a sample whose response holds conditioning tokens)."""
+    argv = set_flag(base_argv(batch=2), "--custom-generate-function-path", "slime_check_hooks.tool_generate")
+    data = _focus_rollout(res, argv, prompt_ids=False)
+    tool_turns = sum(1 for s in data if 0 in s.loss_mask[: max(0, len(s.loss_mask) - 1)] and 1 in s.loss_mask)
+    res.numbers["samples_with_tool_results"] = tool_turns
+    res.expect(tool_turns > 0, "no sample holds a tool result (conditioning tokens inside a trained response)")
+
+
 MODES: Dict[str, Callable[[Result], None]] = {
     "slime-default": mode_slime_default,
     "default": mode_default,
@@ -1280,6 +1296,7 @@ MODES: Dict[str, Callable[[Result], None]] = {
     "rm-type": mode_rm_type,
     "kl-coef": mode_kl_coef,
     "metrics": mode_metrics,
+    "tool-env": mode_tool_env,
 }
 
 
