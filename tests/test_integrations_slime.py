@@ -320,6 +320,18 @@ def test_advantages_refuses_normalization_and_shapes_by_lengths():
         advantages(make_args(), {"rewards": [0.5, 1.0], "kl": [[0.0]]})
 
 
+def test_advantages_apply_the_reward_kl():
+    """--kl-coef as Slime's REINFORCE++-baseline applies it: advantage - kl_coef * kl per token."""
+    from focus.integrations.slime import advantages
+
+    data = {"rewards": [0.5, [1.0, 0.0]], "kl": [[0.2, -0.4], [1.0, 2.0]]}
+    advantages(make_args(kl_coef=0.5), data)
+    assert data["advantages"] == [[0.4, 0.7], [0.5, -1.0]]
+    data = {"rewards": [0.5], "kl": [[0.2, -0.4]]}
+    advantages(make_args(kl_coef=0.0), data)
+    assert data["advantages"] == [[0.5, 0.5]]
+
+
 def test_sum_policy_tokens_plain_lists():
     from focus.integrations.slime import sum_policy_tokens
 
@@ -515,3 +527,22 @@ def test_generate_visitation_weights(server, args):
     ratios = {n: weighted[n] / plain[n] for n in plain if abs(plain[n]) > 1e-12}
     assert ratios and all(r > 0 for r in ratios.values())
     assert any(abs(r - 1.0) > 1e-9 for r in ratios.values()), "a Selective tree has factors other than 1"
+
+
+def test_log_rollout_reports_the_trees_truncation_and_path_lengths():
+    from types import SimpleNamespace
+
+    from focus.integrations.slime import log_rollout
+
+    def sample(problem, finished, truncated, lengths):
+        focus = {"problem_id": problem, "finished_rollouts": finished, "successes": 0, "truncated_rollouts": truncated,
+                 "rollout_tokens": lengths, "outcomes_differ": False}
+        return SimpleNamespace(metadata={"focus": focus}, loss_mask=[1, 1], remove_sample=False)
+
+    samples = [sample("a", 2, 1, [10, 20]), sample("a", 2, 1, [10, 20]), sample("b", 2, 2, [30, 40])]
+    metrics: dict = {}
+    assert log_rollout(0, make_args(), samples, metrics, 1.0) is False
+    assert metrics["rollout/focus/truncated_ratio"] == 0.75
+    assert metrics["rollout/focus/response_len/mean"] == 25.0
+    assert metrics["rollout/focus/response_len/median"] == 25.0
+    assert (metrics["rollout/focus/response_len/max"], metrics["rollout/focus/response_len/min"]) == (40.0, 10.0)

@@ -447,7 +447,7 @@ def read_rows() -> List[Dict[str, Any]]:
 
 
 def check_samples(args: Any, cluster: Cluster, samples: List[Any], res: Result, *, focus: bool, sources: int,
-                  prefix: str = "") -> None:
+                  prefix: str = "", prompt_ids: bool = True) -> None:
     """Shape, status, rollout-id, prompt-token and log-prob checks of a flat list of
     training samples against what Slime's default path produces (``prefix`` names the
     rollout in the numbers and messages of any but the first)."""
@@ -483,10 +483,11 @@ def check_samples(args: Any, cluster: Cluster, samples: List[Any], res: Result, 
         res.expect(all(s.rollout_id == s.index for s in samples), "a focus segment's rollout_id is not its source sample's index")
 
     # Prompt tokens: every sample's context starts with the prompt ids Slime's default
-    # path renders for its row (the data source walks the rows in order: no shuffle).
-    expected = slime_prompt_ids(args)
+    # path renders for its row (the data source walks the rows in order: no shuffle);
+    # not for an agent with a prompt of its own (tools in the template).
+    expected = slime_prompt_ids(args) if prompt_ids else []
     mismatched = 0
-    for s in samples:
+    for s in samples if prompt_ids else ():
         ids = expected[s.group_index % len(expected)]
         if list(s.tokens[: len(ids)]) != ids:
             mismatched += 1
@@ -570,7 +571,8 @@ def mode_slime_default(res: Result) -> None:
     train(manager, data, res)
 
 
-def _focus_rollout(res: Result, argv: List[str], *, rollouts: int = 1, check_buffer: bool = False) -> None:
+def _focus_rollout(res: Result, argv: List[str], *, rollouts: int = 1, check_buffer: bool = False,
+                   prompt_ids: bool = True) -> List[Any]:
     args = parse(argv)
     cluster = Cluster(args)
     manager = rollout_manager(args)
@@ -580,7 +582,8 @@ def _focus_rollout(res: Result, argv: List[str], *, rollouts: int = 1, check_buf
         data = collect(manager, rollout_id, res)
         res.numbers[f"rollout{rollout_id}_generate_requests"] = cluster.generate_requests() - before
         check_samples(args, cluster, data, res, focus=True, sources=args.rollout_batch_size * args.n_samples_per_prompt,
-                      prefix="" if rollout_id == 0 else f"rollout{rollout_id}: ")
+                      prefix="" if rollout_id == 0 else f"rollout{rollout_id}: ", prompt_ids=prompt_ids)
+        last = data
         if rollout_id == 0:
             train(manager, data, res)
         if check_buffer:
@@ -592,6 +595,7 @@ def _focus_rollout(res: Result, argv: List[str], *, rollouts: int = 1, check_buf
             )
             res.expect(shapes_ok, "a group put back into the data buffer is not a list of n_samples_per_prompt Samples")
     res.numbers["sim_peak_running"] = cluster.sim.stats()["peak_running"]
+    return last
 
 
 def watch_abort(cluster: Cluster, res: Result) -> None:
@@ -1037,90 +1041,6 @@ def mode_paths_gradient(res: Result) -> None:
     sim.close()
 
 
-# ---------------------------------------------------------------- flags a Slime user sets
-
-
-def mode_sample_filter(res: Result) -> None:
-    """--rollout-sample-filter-path slime_check_hooks.remove_first_group: Slime calls the
-    filter with the rollout's groups and it marks the first group's element (one tree)
-    remove_sample; every sample of that tree must reach Slime's conversion marked, so its
-    loss masks are zero there, and no other tree's."""
-    import slime_check_hooks
-
-    argv = set_flag(base_argv(batch=2), "--rollout-sample-filter-path", "slime_check_hooks.remove_first_group")
-    args = parse(argv)
-    cluster = Cluster(args)
-    manager = rollout_manager(args)
-    data = collect(manager, 0, res)
-    check_samples(args, cluster, data, res, focus=True, sources=args.rollout_batch_size)
-    res.expect(len(slime_check_hooks.CALLS["filter"]) == 1, "Slime did not call the sample filter once")
-    first = min(s.rollout_id for s in data)
-    marked = {s.rollout_id for s in data if s.remove_sample}
-    res.numbers["removed_samples"] = sum(1 for s in data if s.remove_sample)
-    res.numbers["tree_samples"] = sum(1 for s in data if s.rollout_id == first)
-    res.expect(marked == {first}, f"samples marked remove_sample belong to rollouts {sorted(marked)}, expected only the first tree's ({first})")
-    rd = rollout_data_of(manager, data)
-    zeroed = [int(m.sum()) == 0 for m in rd["loss_masks"]]
-    removed = [s.rollout_id == first for s in data]
-    res.numbers["zero_loss_mask_samples"] = sum(zeroed)
-    res.expect(zeroed == removed, "Slime's conversion did not zero exactly the removed tree's loss masks")
-
-
-def mode_dynamic_sampling_stock(res: Result) -> None:
-    """--dynamic-sampling-filter-path naming Slime's stock check_reward_nonzero_std: it
-    reads one reward per tree (its success rate), so with one tree per prompt it drops
-    every group and the rollout never finishes. The hook must refuse it at its first call,
-    naming focus.integrations.slime.tree_has_signal, before any request is sent."""
-    argv = set_flag(base_argv(batch=2), "--dynamic-sampling-filter-path",
-                    "slime.rollout.filter_hub.dynamic_sampling_filters.check_reward_nonzero_std")
-    args = parse(argv)
-    cluster = Cluster(args)
-    manager = rollout_manager(args)
-    try:
-        manager._get_rollout_data(rollout_id=0)
-    except ValueError as exc:
-        res.numbers["refused_with"] = type(exc).__name__
-        res.expect("focus.integrations.slime.tree_has_signal" in str(exc), f"the refusal does not name tree_has_signal: {exc}")
-    else:
-        res.expect(False, "the rollout ran with the stock zero-std filter on trees")
-    res.numbers["generate_requests"] = cluster.generate_requests()
-    res.expect(cluster.generate_requests() == 0, "requests were sent before the refusal")
-
-
-def _dynamic_sampling(res: Result, n: int) -> None:
-    """--dynamic-sampling-filter-path focus.integrations.slime.tree_has_signal with n trees
-    per prompt: Slime's rollout fills its batch (it finishes), every kept prompt has a
-    tree whose finished rollouts did not all end alike, and the drops are Slime's
-    rollout/dynamic_filter metric."""
-    argv = set_flag(base_argv(batch=2, n=n), "--dynamic-sampling-filter-path", "focus.integrations.slime.tree_has_signal")
-    args = parse(argv)
-    cluster = Cluster(args)
-    manager = rollout_manager(args)
-    data = collect(manager, 0, res)
-    check_samples(args, cluster, data, res, focus=True, sources=args.rollout_batch_size * n)
-    groups: Dict[Any, bool] = {}
-    for s in data:
-        differ = bool(s.metadata["focus"]["outcomes_differ"])
-        groups[s.group_index] = groups.get(s.group_index, False) or differ
-    res.numbers["kept_prompts"] = len(groups)
-    res.numbers["kept_prompts_with_signal"] = sum(groups.values())
-    res.expect(len(groups) == args.rollout_batch_size, f"{len(groups)} prompts kept, expected {args.rollout_batch_size}")
-    res.expect(all(groups.values()), "a kept prompt has no tree whose rollouts ended differently")
-    drops = sum(v for k, v in res.numbers["rollout0_metrics"].items() if k.startswith("rollout/dynamic_filter/"))
-    res.numbers["dropped_prompts"] = drops
-    train(manager, data, res)
-
-
-def mode_dynamic_sampling_n1(res: Result) -> None:
-    """tree_has_signal with one tree per prompt (launch.sh's setting)."""
-    _dynamic_sampling(res, 1)
-
-
-def mode_dynamic_sampling_n2(res: Result) -> None:
-    """tree_has_signal with two trees per prompt."""
-    _dynamic_sampling(res, 2)
-
-
 MODES: Dict[str, Callable[[Result], None]] = {
     "slime-default": mode_slime_default,
     "default": mode_default,
@@ -1136,11 +1056,13 @@ MODES: Dict[str, Callable[[Result], None]] = {
     "eval-without-hook": mode_eval_without_hook,
     "eval-sampling-params": mode_eval_sampling_params,
     "paths-gradient": mode_paths_gradient,
-    "sample-filter": mode_sample_filter,
-    "dynamic-sampling-stock": mode_dynamic_sampling_stock,
-    "dynamic-sampling-n1": mode_dynamic_sampling_n1,
-    "dynamic-sampling-n2": mode_dynamic_sampling_n2,
 }
+# The modes of the flags a Slime user sets (flag_modes.py), checked after the rollout modes.
+if __name__ == "__main__":
+    sys.modules.setdefault("modes", sys.modules["__main__"])  # flag_modes imports this module, not a copy
+from flag_modes import FLAG_MODES  # noqa: E402 - it imports this module's harness
+
+MODES.update(FLAG_MODES)
 
 
 def main() -> int:

@@ -31,3 +31,27 @@ async def batched_rm(args: Any, samples: List[Any]) -> List[float]:
     every finished rollout."""
     CALLS["batched_rm"].append(len(samples))
     return [0.0 for _ in samples]
+
+
+def _tool_collector_for(policy: Any, problem: Any) -> Any:
+    """docs/slime.md's "From a Slime multi-turn generate function to a focus Env" example:
+    examples/calculator_env.py's ToolEnv with the whole-turn context."""
+    import os
+    import sys
+
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples"))
+    from calculator_env import make_env
+
+    from focus import Agent, Collector, Critic, Selective
+
+    agent = Agent(policy=policy, env=make_env(problem), context=None, max_segments=8)
+    return Collector(agent, critic=Critic.constant(0.5), search=Selective(budget=8, warmup=4))
+
+
+def _tool_generate() -> Any:
+    from focus.integrations.slime import make_generate
+
+    return make_generate(_tool_collector_for)
+
+
+tool_generate = _tool_generate()

@@ -14,6 +14,7 @@ from .. import CollectorFor, CriticSink, Problem, Workspace, _check_layout, _che
 from ...collector import Collector, _native_tokenizer
 from ...errors import CollectionError, ConfigError, ConfigTypeError, InternalError
 from .abort import _aborted, _slime_aborted, _unless_aborted
+from .rewards import _with_reward_model
 from .samples import (
     TreeSamples,
     _aborted_tree,
@@ -178,7 +179,12 @@ class _Generate(_SlimeHook):
             return _aborted_tree(sample)
         policy = self.policy(args)
         # An abort finish (Slime's /abort_request) ends the whole tree in Go at once.
-        collector = _call_collector(self.collector(policy, problem, args), settings, stop_on_abort=True)
+        collector = _call_collector(
+            self.collector(policy, problem, args),
+            settings,
+            stop_on_abort=True,
+            wrap_env=_reward_model_env(args, sample, self.tokenizer(policy), settings),
+        )
         group = getattr(sample, "group_index", None)
         stats: Dict[str, Any] = {}
         try:
@@ -244,12 +250,13 @@ async def _evaluate_sample(hook: _SlimeHook, args: Any, sample: Any, sampling_pa
     problem = _problem_from(args, sample)
     policy = hook.policy(args)
     base = hook.collector(policy, problem, args)
+    wrap_env = _reward_model_env(args, sample, hook.tokenizer(policy), settings)
     try:
         state = await unbranched_rollout(
             base,
             problem,
             workspace_for=hook.workspace_for,
-            build=lambda b, **parts: _call_collector(b, settings, **parts),
+            build=lambda b, **parts: _call_collector(b, settings, wrap_env=wrap_env, **parts),
         )
     except CollectionError as exc:
         if _aborted(getattr(exc, "failures", ()) or ()):
@@ -275,6 +282,13 @@ async def _evaluate_sample(hook: _SlimeHook, args: Any, sample: Any, sampling_pa
         response=record["response_text"],
         focus={"problem_id": problem.id, "outcome": record["return"], "segments": rollout.segments},
     )
+
+
+def _reward_model_env(args: Any, sample: Any, tokenizer: Any, settings: "_CallSettings") -> Any:
+    """The env wrapper that scores each finished rollout with Slime's --custom-rm-path or
+    --rm-type (None when neither is set); token turns decoded as the samples' text is."""
+    skip = settings.skip_special_tokens
+    return _with_reward_model(args, sample, lambda ids: tokenizer.decode(list(ids), skip_special_tokens=skip))
 
 
 class _Evaluate(_SlimeHook):
@@ -336,12 +350,19 @@ def make_generate(
     requeued). Slime's abort stops a tree at once: the hook cancels the collection and its
     requests in flight, and nothing is sent after it.
 
+    With ``--custom-rm-path`` or ``--rm-type``, Slime's reward model scores each rollout
+    of the tree that the environment ends, in place of the environment's reward on that
+    step (see ``docs/slime.md``, "Reward models"). A
+    ``--rollout-sample-filter-path`` filter's settings on a tree reach all its samples.
+
     Refused Slime settings (``ValueError`` at the first call): ``--apply-chat-template``
     (FOCUS renders the chat itself), ``--rollout-top-p`` other than 1.0 (Slime would require
     top-p replay data), ``--log-passrate`` with ``--n-samples-per-prompt`` > 1 (use
     ``log_rollout``), ``--group-rm`` (FOCUS samples carry their rewards),
     ``--rollout-sample-hook-path`` with partial or fully-async rollout (Slime's sample hooks
-    rebuild the list without the tree's status and index), and sampling_params a tree cannot
+    rebuild the list without the tree's status and index), Slime's stock
+    ``check_reward_nonzero_std`` dynamic sampling filters (use ``tree_has_signal``), a
+    ``--custom-rm-path`` that does not load, and sampling_params a tree cannot
     honour (``min_new_tokens`` > 0, ``no_stop_trim`` false,
     ``spaces_between_special_tokens`` true, ``custom_params``, unknown keys).
 

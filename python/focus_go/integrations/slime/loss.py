@@ -73,7 +73,12 @@ def advantages(args: Any, rollout_data: Dict[str, Any]) -> None:
     advantages instead of a broadcast; they need context parallel size 1, like
     ``sum_policy_tokens``. Its ``rollout_data["rewards"]`` entry is then replaced by the
     mean advantage of its trained tokens, so Slime's train-side logging sees one float per
-    sample."""
+    sample.
+
+    ``--kl-coef`` (Slime's reward KL) is applied as Slime's REINFORCE++-baseline applies it:
+    each token's advantage less ``kl_coef`` times its KL to the reference policy
+    (``rollout_data["kl"]``, which Slime computes from the reference log-probs when
+    ``kl_coef`` is not 0). ``--use-kl-loss`` is Slime's own loss term and is unaffected."""
     if getattr(args, "normalize_advantages", False):
         raise ConfigError(
             "--normalize-advantages whitens advantages after this hook and would change FOCUS's "
@@ -113,9 +118,21 @@ def advantages(args: Any, rollout_data: Dict[str, Any]) -> None:
             n = like if isinstance(like, int) else len(like)
             advs.append([value] * n)
             rets.append([0.0] * n)
+    kl_coef = float(getattr(args, "kl_coef", 0.0) or 0.0)
+    if kl_coef and rollout_data.get("kl") is not None:
+        # Slime's reward KL (--kl-coef) as its REINFORCE++-baseline applies it: each token's
+        # advantage less kl_coef times that token's KL to the reference policy.
+        advs = [_minus_kl(a, k, kl_coef) for a, k in zip(advs, rollout_data["kl"])]
     rollout_data["advantages"] = advs
     rollout_data["returns"] = rets
     rollout_data["rewards"] = rewards
+
+
+def _minus_kl(adv: Any, kl: Any, kl_coef: float) -> Any:
+    if _is_tensor(adv):
+        return adv - kl_coef * kl.to(dtype=adv.dtype)
+    values = kl.tolist() if _is_tensor(kl) else list(kl)
+    return [a - kl_coef * float(k) for a, k in zip(adv, values)]
 
 
 def _per_token_advantages(i: int, per_token: Any, like: Any, mask: Any) -> Tuple[Any, Any, float]:

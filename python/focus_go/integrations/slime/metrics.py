@@ -55,6 +55,43 @@ def _trained_tokens_per_tree(samples: Sequence[Any]) -> List[int]:
     return list(trees.values())
 
 
+def _tree_focus(samples: Sequence[Any]) -> List[Dict[str, Any]]:
+    """Each tree's ``metadata["focus"]`` once (its samples carry the same tree counts)."""
+    trees: Dict[Any, Dict[str, Any]] = {}
+    for s in samples:
+        focus = (getattr(s, "metadata", None) or {}).get("focus") or {}
+        if "finished_rollouts" in focus:
+            trees.setdefault(focus.get("problem_id"), focus)
+    return list(trees.values())
+
+
+def _statistics(values: Sequence[float]) -> Dict[str, float]:
+    """Slime's compute_statistics: mean, median, max, min."""
+    ordered = sorted(float(v) for v in values)
+    n = len(ordered)
+    median = ordered[n // 2] if n % 2 else (ordered[n // 2 - 1] + ordered[n // 2]) / 2
+    return {"mean": sum(ordered) / n, "median": median, "max": ordered[-1], "min": ordered[0]}
+
+
+def _tree_metrics(samples: Sequence[Any]) -> Dict[str, float]:
+    """The trees' own rollout metrics where Slime's per-sample ones count segments:
+    ``rollout/focus/truncated_ratio`` (finished rollouts cut at the length limit over all
+    finished rollouts; Slime's ``rollout/truncated_ratio`` counts samples, which are
+    segments and always COMPLETED) and ``rollout/focus/response_len/{mean,median,max,min}``
+    (the generated tokens of each finished rollout's root-to-leaf path; Slime's
+    ``rollout/response_len/*`` are per segment), from the counts Go recorded in each
+    tree's stats."""
+    trees = _tree_focus(samples)
+    finished = sum(int(f["finished_rollouts"]) for f in trees)
+    out: Dict[str, float] = {}
+    if finished:
+        out["rollout/focus/truncated_ratio"] = sum(int(f.get("truncated_rollouts", 0)) for f in trees) / finished
+    lengths = [n for f in trees for n in (f.get("rollout_tokens") or ())]
+    if lengths:
+        out |= {f"rollout/focus/response_len/{k}": v for k, v in _statistics(lengths).items()}
+    return out
+
+
 def _slime_log(args: Any, rollout_id: int, metrics: Dict[str, Any], step_key: str) -> None:
     """Log ``metrics`` through Slime's own logger at the rollout's step (inside Slime only)."""
     from slime.observability import logging_utils  # type: ignore[import-not-found]
@@ -75,7 +112,11 @@ def log_rollout(rollout_id: int, args: Any, samples: List[Any], rollout_extra_me
     prompts x n_samples_per_prompt); the tree counts travel in each sample's
     ``metadata["focus"]`` (``finished_rollouts``, ``successes``). It also reports
     ``rollout/focus/trained_tokens_per_tree``, the mean loss-mask tokens per tree (Slime's
-    per-rollout denominator; see ``normalized_policy_tokens``). The metrics go into
+    per-rollout denominator; see ``normalized_policy_tokens``), and the trees' truncation
+    and per-rollout response lengths (``rollout/focus/truncated_ratio``,
+    ``rollout/focus/response_len/*``). Slime's own ``rollout/prefix_cache_hit_rate`` is
+    the trees' prefix reuse (each tree's first sample carries it as
+    ``prefix_cache_info``). The metrics go into
     ``rollout_extra_metrics``, which Slime logs with its default rollout metrics (or, if
     Slime passed none, through Slime's logger), and the hook returns False so that
     default logging still runs. Name it with
@@ -84,6 +125,7 @@ def log_rollout(rollout_id: int, args: Any, samples: List[Any], rollout_extra_me
     trained = _trained_tokens_per_tree(samples)
     if trained:
         metrics["rollout/focus/trained_tokens_per_tree"] = sum(trained) / len(trained)
+    metrics |= _tree_metrics(samples)
     if metrics:
         if isinstance(rollout_extra_metrics, dict):
             rollout_extra_metrics.update(metrics)

@@ -361,4 +361,18 @@ def _with_tree_outcomes(samples: List[Any], stats: Mapping[str, Any]) -> List[An
         focus["outcomes_differ"] = bool(stats.get("outcomes_differ", False))
         focus["truncated_rollouts"] = int(stats.get("truncated_rollouts", 0))
         focus["rollout_tokens"] = list(stats.get("rollout_tokens") or ())
+    _with_prefix_reuse(samples, stats)
     return samples
+
+
+def _with_prefix_reuse(samples: List[Any], stats: Mapping[str, Any]) -> None:
+    """The tree's prefix reuse as Slime's prefix-cache counts, on its first sample (Slime
+    sums them over the rollout's samples into ``rollout/prefix_cache_hit_rate``): the
+    prefix tokens branches started from (``prefix_tokens_reused``) as cached tokens, out
+    of those plus the tokens generated (``generated_tokens``)."""
+    info = getattr(samples[0], "prefix_cache_info", None) if samples else None
+    if info is None or not hasattr(info, "cached_tokens"):
+        return
+    reused = int(stats.get("prefix_tokens_reused", 0))
+    info.cached_tokens = reused
+    info.total_prompt_tokens = reused + int(stats.get("generated_tokens", 0))

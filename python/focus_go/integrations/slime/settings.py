@@ -185,6 +185,7 @@ def _call_collector(
     critic: Any = _KEEP,
     workspace: Any = _KEEP,
     stop_on_abort: Optional[bool] = None,
+    wrap_env: Any = None,
 ) -> Collector:
     """``base`` (from collector_for) with one Slime call's settings applied: the agent's
     sampling, where the agent sets none, is the call's (an agent's own sampling wins, as
@@ -192,8 +193,12 @@ def _call_collector(
     root-to-leaf path generates at most ``max_new_tokens``; the search seed is the call's
     ``sampling_seed`` when Slime sends one. ``search`` / ``critic`` / ``workspace``
     replace the base's (the evaluation rollout), ``stop_on_abort`` its option of that name
-    (the generate hook's); its other options (timeouts, retries) are the base's."""
+    (the generate hook's); its other options (timeouts, retries) are the base's.
+    ``wrap_env``, when given, replaces the agent's env with ``wrap_env(env)`` (Slime's
+    reward model, ``rewards._with_reward_model``)."""
     agent = copy.copy(base.agent)
+    if wrap_env is not None:
+        agent.env = wrap_env(agent.env)
     if agent.sampling is None:
         agent.sampling = settings.sampling
     else:
