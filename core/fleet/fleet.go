@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"math"
+	"path"
+	"strings"
 	"sync"
 	"time"
 
@@ -53,9 +55,19 @@ type Replica struct {
 	Check Check
 }
 
-// Check is a replica's startup check: what the server said about itself and the requests
-// it batches at once (0 when it does not say).
-type Check func(ctx context.Context) (info any, capacity int, err error)
+// Check is a replica's startup check: what the server said about itself.
+type Check func(ctx context.Context) (Checked, error)
+
+// Checked is what one replica's startup check learned.
+type Checked struct {
+	// Info is what the server said about itself (the backend's server info).
+	Info any
+	// Capacity is the requests it batches at once; 0 when it does not say.
+	Capacity int
+	// Model and Tokenizer are the model and tokenizer it serves; "" when it does not say.
+	// Every replica of a fleet must serve the same ones (StartupCheck).
+	Model, Tokenizer string
+}
 
 // ClientSlots is the per-client request cap to give each replica's HTTP client when the
 // caller set no limit of its own: high enough that the fleet, not the transport, decides
@@ -83,6 +95,8 @@ type replica struct {
 	downUntil time.Time
 	served    int64
 	failed    int64
+	model     string // what its startup check said it serves ("" before, or when it does not say)
+	tokenizer string
 }
 
 type waiter struct {
@@ -201,23 +215,63 @@ func (f *Fleet) SetCapacity(i, n int) {
 // StartupCheck runs every replica's Check in order and returns what each server said. A
 // capacity a server reports replaces the replica's configured one (the caller's figure is
 // for servers that do not say). The first replica that fails ends the check with its error.
+// Every replica must serve the model (and tokenizer) of the first that names one: a replica
+// of another model is a status.InvalidArgument error naming both, since its samples would
+// mix two models in one data set.
 func (f *Fleet) StartupCheck(ctx context.Context) ([]any, error) {
 	infos := make([]any, len(f.reps))
+	first := -1 // the first replica that named its model
 	for i, r := range f.reps {
 		if r.Check == nil {
 			continue
 		}
-		info, capacity, err := r.Check(ctx)
+		c, err := r.Check(ctx)
 		if err != nil {
 			if len(f.reps) > 1 {
 				return nil, status.Wrap(status.CodeOf(err), err, "fleet: replica %d of %d (%s)", i+1, len(f.reps), r.Name)
 			}
 			return nil, err
 		}
-		infos[i] = info
-		f.SetCapacity(i, capacity)
+		infos[i] = c.Info
+		f.mu.Lock()
+		f.reps[i].model, f.reps[i].tokenizer = c.Model, c.Tokenizer
+		f.mu.Unlock()
+		if c.Model != "" && first < 0 {
+			first = i
+		} else if first >= 0 {
+			if err := f.sameModel(first, i); err != nil {
+				return nil, err
+			}
+		}
+		f.SetCapacity(i, c.Capacity)
 	}
 	return infos, nil
+}
+
+// sameModel refuses replica i when it serves another model or tokenizer than replica ref.
+// Names are compared by their last path element, so that a local copy of a model
+// (/models/Qwen3-4B) and its hub name (Qwen/Qwen3-4B) agree.
+func (f *Fleet) sameModel(ref, i int) error {
+	a, b := f.reps[ref], f.reps[i]
+	what, x, y := "model", a.model, b.model
+	if sameName(x, y) {
+		what, x, y = "tokenizer", a.tokenizer, b.tokenizer
+		if sameName(x, y) {
+			return nil
+		}
+	}
+	return status.Errorf(status.InvalidArgument,
+		"fleet: replica %d of %d (%s) serves %s %q, but replica %d (%s) serves %q: every replica must serve the same %s "+
+			"(its samples would mix two models in one data set)", i+1, len(f.reps), b.Name, what, y, ref+1, a.Name, x, what)
+}
+
+// sameName reports whether two model (or tokenizer) names name the same one: equal last
+// path elements, or one of them not given.
+func sameName(x, y string) bool {
+	if x == "" || y == "" {
+		return true
+	}
+	return path.Base(strings.TrimRight(x, "/\\")) == path.Base(strings.TrimRight(y, "/\\"))
 }
 
 // Capacity is the requests in flight the fleet allows at once: Config.Limit when set, else
@@ -555,6 +609,7 @@ func (t *Ticket) Release() {
 // ReplicaLoad is one replica's part of Load.
 type ReplicaLoad struct {
 	Name     string `json:"name"`
+	Model    string `json:"model"` // the model its startup check named ("" before it, or when the server does not say)
 	Capacity int    `json:"capacity"`
 	InFlight int    `json:"in_flight"`
 	Queued   int    `json:"queued"`
@@ -586,7 +641,7 @@ func (f *Fleet) Load() Load {
 	for _, r := range f.reps {
 		l.InFlight += r.inFlight
 		l.Queued += len(r.queue)
-		l.Replicas = append(l.Replicas, ReplicaLoad{Name: r.Name, Capacity: r.slots, InFlight: r.inFlight,
+		l.Replicas = append(l.Replicas, ReplicaLoad{Name: r.Name, Model: r.model, Capacity: r.slots, InFlight: r.inFlight,
 			Queued: len(r.queue), Served: r.served, Failed: r.failed, Down: now.Before(r.downUntil)})
 	}
 	return l

@@ -37,7 +37,7 @@ def completed_indices(out: Path, problems: Sequence[LoadedProblem]) -> List[int]
 
 
 RESUMABLE_FLAGS = ("--concurrency", "--capacity", "--max-in-flight", "--routing", "--limit", "--timeout", "--wait-for-server", "--sglang/--vllm URL", "--critic-url URL",
-                   "--api-key", "--sim-latency", "--retry-failed", "--progress-interval")
+                   "--api-key", "--sim-latency", "--retry-failed", "--progress-interval", "--allow-degraded")
 """What a resumed run may change: flags that do not alter the data (every other setting is
 recorded in run.json and must match)."""
 
@@ -94,8 +94,14 @@ def check_same_run(out: Path, settings: Mapping[str, Any], digests: Sequence[str
     return list(digests) + [d for d in old_digests[len(digests):] if isinstance(d, str)]
 
 
+TREE_FAILURES = ("rollout", "inexact")
+"""The failures.jsonl kinds that belong to a collected tree (a failed rollout, an inexact
+edge); "problem" is a problem without a tree."""
+
+
 def degraded_lines(out: Path) -> Set[int]:
-    """The problem lines with failed rollouts listed in failures.jsonl (degraded trees)."""
+    """The problem lines with failed rollouts or inexact edges listed in failures.jsonl
+    (degraded trees)."""
     lines: Set[int] = set()
     path = out / "failures.jsonl"
     if not path.exists():
@@ -105,7 +111,7 @@ def degraded_lines(out: Path) -> Set[int]:
             record = json.loads(raw)
         except json.JSONDecodeError:
             continue
-        if isinstance(record, dict) and record.get("kind") == "rollout" and isinstance(record.get("line"), int):
+        if isinstance(record, dict) and record.get("kind") in TREE_FAILURES and isinstance(record.get("line"), int):
             lines.add(record["line"])
     return lines
 
@@ -132,7 +138,7 @@ def trim_for_resume(out: Path, problems: Sequence[LoadedProblem], done: Sequence
     done_lines = {p.line for p in problems if p.index in done_set}
     for name in ("actor.jsonl", "critic.jsonl"):
         _keep_lines(out / name, lambda r: r.get("group_index") in done_set)
-    _keep_lines(out / "failures.jsonl", lambda r: r.get("kind") == "rollout" and r.get("line") in done_lines)
+    _keep_lines(out / "failures.jsonl", lambda r: r.get("kind") in TREE_FAILURES and r.get("line") in done_lines)
     failures = out / "failures.jsonl"
     if failures.exists() and failures.stat().st_size == 0:
         failures.unlink()

@@ -1,0 +1,122 @@
+"""`focus-go collect` against a fleet with a broken replica loses nothing silently (issue 38):
+responses without logprobs, replicas of another model, replicas that answer but are broken,
+a server that never answers, absurd sizes. The misbehaving servers are loopback proxies in
+front of simulated servers (tests/cli_faults.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Dict, List
+
+import pytest
+
+from cli_faults import FaultyProxy
+from focus_go.__main__ import main
+from focus_go.cli.run import EXIT_DEGRADED
+
+SMALL = ["--budget", "4", "--warmup", "2", "--segment-tokens", "48", "--progress-interval", "0"]
+
+
+def lines(path: Path) -> List[Dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+@pytest.fixture(scope="module")
+def problems_file(server, tmp_path_factory):
+    path = tmp_path_factory.mktemp("problems") / "problems.jsonl"
+    path.write_text("".join(json.dumps({"id": p.id, "prompt": p.prompt, "label": p.label}) + "\n"
+                            for p in server.problems()[:2]))
+    return path
+
+
+def collect(problems: Path, out: Path, urls: List[str], model: str, *extra: str) -> int:
+    args = ["collect", str(problems), "--out", str(out), "--model", model, *SMALL, *extra]
+    for url in urls:
+        args += ["--sglang", url]
+    return main(args)
+
+
+# ---- 1. responses without logprobs: counted, named, and a non-zero exit status
+
+
+def test_responses_without_logprobs_are_a_degraded_run(tmp_path, server, problems_file, capsys):
+    out = tmp_path / "out"
+    with FaultyProxy(server.url, mode="null_logprobs") as proxy:
+        assert collect(problems_file, out, [proxy.url], server.model) == EXIT_DEGRADED
+    captured = capsys.readouterr()
+    run = json.loads((out / "run.json").read_text())
+    summary = run["summary"]
+    assert summary["completed"] == 2 and summary["actor_records"] == 0
+    assert summary["inexact_edges"] > 0 and summary["degraded_trees"] == 2
+    inexact = [f for f in lines(out / "failures.jsonl") if f["kind"] == "inexact"]
+    assert len(inexact) == summary["inexact_edges"]
+    assert all(f["error"].startswith("inexact edge: ") and "logprob" in f["error"] for f in inexact)
+    assert {f["problem_id"] for f in inexact} == {"0", "1"} or len({f["line"] for f in inexact}) == 2
+    assert "inexact" in captured.out and "--allow-degraded" in captured.err
+
+
+def test_allow_degraded_accepts_a_degraded_run(tmp_path, server, problems_file, capsys):
+    out = tmp_path / "out"
+    with FaultyProxy(server.url, mode="null_logprobs") as proxy:
+        assert collect(problems_file, out, [proxy.url], server.model, "--allow-degraded", "--limit", "1") == 0
+    assert json.loads((out / "run.json").read_text())["summary"]["inexact_edges"] > 0
+
+
+def test_failed_rollouts_make_a_degraded_run(tmp_path, server, problems_file):
+    out = tmp_path / "out"
+    server.set_faults([{"kind": "http_error", "status": 400, "count": 1}])
+    try:
+        assert collect(problems_file, out, [server.url], server.model, "--limit", "1") == EXIT_DEGRADED
+    finally:
+        server.set_faults([])
+    summary = json.loads((out / "run.json").read_text())["summary"]
+    assert summary["failed_rollouts"] == 1 and summary["degraded_trees"] == 1
+
+
+def test_a_failed_problem_counts_every_rollout_and_keeps_every_error(tmp_path, server, problems_file):
+    out = tmp_path / "out"
+    with FaultyProxy(server.url, mode="empty") as proxy:
+        assert collect(problems_file, out, [proxy.url], server.model, "--limit", "1") == 1
+    summary = json.loads((out / "run.json").read_text())["summary"]
+    failures = lines(out / "failures.jsonl")
+    rollouts = [f for f in failures if f["kind"] == "rollout"]
+    assert [f["kind"] for f in failures].count("problem") == 1
+    assert summary["failed_problems"] == 1 and summary["rollouts"] >= 2
+    assert summary["failed_rollouts"] == len(rollouts) == summary["rollouts"]
+    assert all("no tokens" in f["error"] for f in rollouts)
+
+
+# ---- 2. every replica serves the same model
+
+
+def test_a_replica_of_another_model_is_refused_naming_both(tmp_path, server, problems_file, capsys):
+    out = tmp_path / "out"
+    with FaultyProxy(server.url, model="/models/Other-Model-7B") as other:
+        assert collect(problems_file, out, [server.url, other.url], server.model) == 1
+        assert other.generates == 0
+    err = capsys.readouterr().err
+    assert f"replica 2 of 2 ({other.url}) serves model \"/models/Other-Model-7B\"" in err
+    assert f"replica 1 ({server.url}) serves \"{server.model}\"" in err
+
+
+def test_run_json_records_every_replicas_model(tmp_path, server, problems_file):
+    out = tmp_path / "out"
+    with FaultyProxy(server.url) as same:
+        assert collect(problems_file, out, [server.url, same.url], server.model, "--limit", "1") == 0
+    run = json.loads((out / "run.json").read_text())
+    assert [r["model"] for r in run["fleet"]["replicas"]] == [server.model, server.model]
+
+
+# ---- 4. a server that accepts and never answers costs one timed-out round per tree
+
+
+def test_a_silent_server_stops_the_tree_after_one_timed_out_round(tmp_path, server, problems_file):
+    out = tmp_path / "out"
+    with FaultyProxy(server.url, mode="hang") as proxy:
+        code = collect(problems_file, out, [proxy.url], server.model, "--limit", "1", "--timeout", "0.5",
+                       "--budget", "8", "--warmup", "2", "--per-pass", "2")
+        assert proxy.generates == 2, "only the warmup's requests were sent"
+    assert code == 1
+    summary = json.loads((out / "run.json").read_text())["summary"]
+    assert summary["rollouts"] == 2 and summary["failed_rollouts"] == 2
