@@ -120,3 +120,54 @@ def test_a_silent_server_stops_the_tree_after_one_timed_out_round(tmp_path, serv
     assert code == 1
     summary = json.loads((out / "run.json").read_text())["summary"]
     assert summary["rollouts"] == 2 and summary["failed_rollouts"] == 2
+
+
+# ---- 5. sizes larger than a machine holds are refused before anything is allocated
+
+HUGE = [2**31, 2**40, 2**62]
+
+
+@pytest.mark.parametrize("n", HUGE)
+@pytest.mark.parametrize("build, field", [
+    (lambda n: __import__("focus_go").Selective(budget=n, warmup=n), "budget"),
+    (lambda n: __import__("focus_go").Selective(budget=8, warmup=4, per_pass=n), "per_pass"),
+    (lambda n: __import__("focus_go").Selective(budget=8, warmup=4, max_children=n), "max_children"),
+    (lambda n: __import__("focus_go").Independent(n), "n"),
+    (lambda n: __import__("focus_go").Segments(n), "tokens"),
+])
+def test_huge_sizes_are_config_errors(build, field, n):
+    from focus_go.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="must be <=") as info:
+        build(n)
+    assert info.value.field == field
+
+
+@pytest.mark.parametrize("key", ["max_concurrency", "capacity"])
+def test_a_huge_in_flight_cap_is_refused(server, key):
+    from focus_go.backends import SGLangPolicy
+    from focus_go.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="too large"):
+        SGLangPolicy(model=server.model, base_url=server.url, profile="token_chunk", **{key: 2**40}).close()
+
+
+@pytest.mark.parametrize("flags", [
+    ["--budget", str(2**40), "--warmup", str(2**40)],
+    ["--search", "independent", "--budget", str(2**40)],
+    ["--segment-tokens", str(2**40)],
+    ["--max-total-tokens", str(2**40)],
+    ["--max-segments", str(2**40)],
+    ["--max-in-flight", str(2**40)],
+    ["--capacity", str(2**40)],
+])
+def test_huge_sizes_on_the_command_line_exit_cleanly(tmp_path, problems_file, flags):
+    import subprocess
+    import sys
+
+    out = tmp_path / "out"
+    proc = subprocess.run([sys.executable, "-m", "focus_go", "collect", str(problems_file), "--out", str(out),
+                           "--limit", "1", "--progress-interval", "0", *flags], capture_output=True, text=True, timeout=120)
+    assert proc.returncode in (1, 2), proc.stderr[-2000:]
+    assert "fatal error" not in proc.stderr and "goroutine" not in proc.stderr
+    assert "must be <=" in proc.stderr or "too large" in proc.stderr, proc.stderr[-2000:]

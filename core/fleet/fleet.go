@@ -69,6 +69,9 @@ type Checked struct {
 	Model, Tokenizer string
 }
 
+// MaxSlots bounds a replica's capacity and a fleet's limit (requests in flight).
+const MaxSlots = 1 << 20
+
 // ClientSlots is the per-client request cap to give each replica's HTTP client when the
 // caller set no limit of its own: high enough that the fleet, not the transport, decides
 // how many requests are in flight.
@@ -137,6 +140,9 @@ func New(cfg Config) (*Fleet, error) {
 	default:
 		return nil, status.Errorf(status.InvalidArgument, "fleet: routing %q: want %q or %q", cfg.Routing, Affinity, RoundRobin)
 	}
+	if cfg.Limit > MaxSlots {
+		return nil, status.Errorf(status.InvalidArgument, "fleet: limit %d is too large: at most %d requests in flight", cfg.Limit, MaxSlots)
+	}
 	if cfg.Limit < 0 || cfg.Cooldown < 0 {
 		return nil, status.Errorf(status.InvalidArgument, "fleet: limit %d and cooldown %v must not be negative", cfg.Limit, cfg.Cooldown)
 	}
@@ -148,6 +154,9 @@ func New(cfg Config) (*Fleet, error) {
 	for i, r := range cfg.Replicas {
 		if r.Policy == nil {
 			return nil, status.Errorf(status.InvalidArgument, "fleet: replica %d (%s) has no policy", i, r.Name)
+		}
+		if r.Capacity > MaxSlots {
+			return nil, status.Errorf(status.InvalidArgument, "fleet: replica %s capacity %d is too large: at most %d requests at once", r.Name, r.Capacity, MaxSlots)
 		}
 		if r.Capacity < 0 {
 			return nil, status.Errorf(status.InvalidArgument, "fleet: replica %s capacity %d is negative", r.Name, r.Capacity)
@@ -202,6 +211,7 @@ func (f *Fleet) SetCapacity(i, n int) {
 	if n <= 0 || i < 0 || i >= len(f.reps) {
 		return
 	}
+	n = min(n, MaxSlots)
 	f.mu.Lock()
 	f.reps[i].Capacity = n
 	f.apportion()
