@@ -171,3 +171,22 @@ def test_huge_sizes_on_the_command_line_exit_cleanly(tmp_path, problems_file, fl
     assert proc.returncode in (1, 2), proc.stderr[-2000:]
     assert "fatal error" not in proc.stderr and "goroutine" not in proc.stderr
     assert "must be <=" in proc.stderr or "too large" in proc.stderr, proc.stderr[-2000:]
+
+
+# ---- 3. a replica that answers but is broken is taken out; its trees move
+
+
+@pytest.mark.parametrize("mode", ["hang", "garbage", "empty", "null_logprobs"])
+def test_a_broken_replica_is_taken_out_and_nothing_is_lost(tmp_path, server, problems_file, mode):
+    out = tmp_path / "out"
+    with FaultyProxy(server.url, mode=mode) as broken:
+        code = collect(problems_file, out, [broken.url, server.url], server.model, "--timeout", "1", "--warmup", "4")
+    assert code == 0
+    run = json.loads((out / "run.json").read_text())
+    summary, fleet = run["summary"], run["fleet"]
+    assert summary["completed"] == 2 and summary["failed_rollouts"] == 0 and summary["inexact_edges"] == 0
+    assert summary["actor_records"] > 0 and not (out / "failures.jsonl").exists()
+    bad, good = fleet["replicas"]
+    assert bad["down"] and bad["downs"] >= 1 and bad["failed"] >= 1 and bad["served"] == 0
+    assert not good["down"] and good["served"] > 0
+    assert fleet["moved"] >= 1

@@ -5,7 +5,9 @@
 // served its prefix while that replica's load allows (prefix affinity: it queues there
 // unless a whole batch is already waiting while another replica is under half full),
 // spreading new trees over the least-loaded replicas and failing a request over to another
-// replica when its own stops answering.
+// replica when its own cannot serve it. A replica's health comes from what it answers
+// (health.go): broken answers take it down for a growing cooldown, and a probe brings it
+// back. StartupCheck refuses replicas that serve different models.
 //
 // A Fleet is safe for concurrent use by any number of collections. Each replica has as
 // many slots as its server batches (its reported capacity, or its share of a caller's

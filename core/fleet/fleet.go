@@ -85,17 +85,20 @@ type Config struct {
 	Limit int
 	// Routing is Affinity (the zero value) or RoundRobin.
 	Routing Routing
-	// Cooldown is how long a replica that failed with a connection error or a 5xx is
-	// skipped; 0: DefaultCooldown.
+	// Cooldown is how long a replica that went down (see health.go) is first skipped;
+	// 0: DefaultCooldown.
 	Cooldown time.Duration
+	// UnhealthyAfter is how many broken answers in a row take a replica down; 0:
+	// DefaultUnhealthyAfter.
+	UnhealthyAfter int
 }
 
 type replica struct {
 	Replica
-	slots     int       // the requests it may have in flight: Capacity, or its share of Limit
-	inFlight  int       // requests holding one of its slots
-	queue     []*waiter // requests waiting for one, oldest first
-	downUntil time.Time
+	slots    int       // the requests it may have in flight: Capacity, or its share of Limit
+	inFlight int       // requests holding one of its slots
+	queue    []*waiter // requests waiting for one, oldest first
+	health
 	served    int64
 	failed    int64
 	model     string // what its startup check said it serves ("" before, or when it does not say)
@@ -112,6 +115,7 @@ type waiter struct {
 type Fleet struct {
 	routing  Routing
 	cooldown time.Duration
+	after    int // Config.UnhealthyAfter
 
 	mu        sync.Mutex
 	limit     int
@@ -143,13 +147,16 @@ func New(cfg Config) (*Fleet, error) {
 	if cfg.Limit > MaxSlots {
 		return nil, status.Errorf(status.InvalidArgument, "fleet: limit %d is too large: at most %d requests in flight", cfg.Limit, MaxSlots)
 	}
-	if cfg.Limit < 0 || cfg.Cooldown < 0 {
+	if cfg.Limit < 0 || cfg.Cooldown < 0 || cfg.UnhealthyAfter < 0 {
 		return nil, status.Errorf(status.InvalidArgument, "fleet: limit %d and cooldown %v must not be negative", cfg.Limit, cfg.Cooldown)
 	}
 	if cfg.Cooldown == 0 {
 		cfg.Cooldown = DefaultCooldown
 	}
-	f := &Fleet{routing: cfg.Routing, cooldown: cfg.Cooldown, limit: cfg.Limit,
+	if cfg.UnhealthyAfter == 0 {
+		cfg.UnhealthyAfter = DefaultUnhealthyAfter
+	}
+	f := &Fleet{routing: cfg.Routing, cooldown: cfg.Cooldown, after: cfg.UnhealthyAfter, limit: cfg.Limit,
 		byTree: map[uint64]*Ticket{}, affinity: map[uint64]int{}, changed: make(chan struct{})}
 	for i, r := range cfg.Replicas {
 		if r.Policy == nil {
@@ -409,27 +416,30 @@ func (f *Fleet) consume(tree uint64) {
 	}
 }
 
-// Generate sends req to a replica (see Routing) once it has a free slot. A replica that
-// cannot be reached or answers 5xx (after its own retries) is skipped for the cooldown and
-// the request goes to another replica; the tree then stays there.
+// Generate sends req to a replica (see Routing) once it has a free slot. A request that
+// the replica could not serve (it cannot be reached, answers 5xx after its own retries,
+// passes its deadline, answers something unreadable, an empty completion or one without
+// logprobs: see health.go) goes to another replica, and the tree then stays there; the
+// replica's health counts the answer. The last replica's answer is returned when every
+// one was tried.
 func (f *Fleet) Generate(ctx context.Context, req generate.Request) (*generate.Result, error) {
 	var tried uint64 // replicas already tried (bit i); past 64 replicas retries may repeat one
-	var lastErr error
+	var res *generate.Result
+	var err error
 	for attempt := 0; attempt < len(f.reps); attempt++ {
-		i, err := f.take(ctx, req.Tree, tried, attempt == 0)
-		if err != nil {
+		var i int
+		if i, err = f.take(ctx, req.Tree, tried, attempt == 0); err != nil {
 			return nil, err
 		}
-		res, err := f.reps[i].Policy.Generate(ctx, req)
-		down := err != nil && ctx.Err() == nil && unreachable(err)
-		f.finish(i, req.Tree, err, down)
-		if err == nil || !down || len(f.reps) == 1 {
+		res, err = f.reps[i].Policy.Generate(ctx, req)
+		v := judge(ctx, res, err)
+		f.finish(i, err, v)
+		if v != broken && v != gone {
 			return res, err
 		}
 		tried |= 1 << (uint(i) % 64)
-		lastErr = err
 	}
-	return nil, lastErr
+	return res, err
 }
 
 // unreachable reports whether err says the server is not there (no response, a 5xx) rather
@@ -452,7 +462,7 @@ func (f *Fleet) choose(tree uint64, tried uint64) int {
 	n := len(f.reps)
 	usable := func(i int) bool {
 		r := f.reps[i]
-		return r.slots > 0 && tried&(1<<(uint(i)%64)) == 0 && !now.Before(r.downUntil)
+		return r.slots > 0 && tried&(1<<(uint(i)%64)) == 0 && r.up(now, r.inFlight)
 	}
 	if n == 1 {
 		return 0
@@ -516,24 +526,20 @@ func (f *Fleet) choose(tree uint64, tried uint64) int {
 	return best
 }
 
-// finish ends one request on replica i; a replica that was unreachable goes down for the
-// cooldown and loses its trees.
-func (f *Fleet) finish(i int, tree uint64, err error, down bool) {
+// finish ends one request on replica i, counting its answer's verdict into the replica's
+// health. A replica that goes down keeps its trees' affinity until each tree's next
+// request, which choose moves to a replica that is up (counted in Load.Moved).
+func (f *Fleet) finish(i int, err error, v verdict) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	r := f.reps[i]
 	r.inFlight--
-	if err != nil {
+	if err != nil || v == broken {
 		r.failed++
 	} else {
 		r.served++
 	}
-	if down {
-		r.downUntil = time.Now().Add(f.cooldown)
-		if tree != 0 && f.affinity[tree] == i {
-			delete(f.affinity, tree)
-		}
-	}
+	r.record(v, f.cooldown, f.after)
 	f.grant(r)
 	f.signal()
 }
@@ -625,7 +631,10 @@ type ReplicaLoad struct {
 	Queued   int    `json:"queued"`
 	Served   int64  `json:"served"`
 	Failed   int64  `json:"failed"`
-	Down     bool   `json:"down"`
+	// Down: the replica is down, or back on probation and not yet answered well.
+	Down bool `json:"down"`
+	// Downs counts the times it went down (see health.go).
+	Downs int64 `json:"downs"`
 }
 
 // Load is a snapshot of the fleet's scheduling state.
@@ -652,7 +661,7 @@ func (f *Fleet) Load() Load {
 		l.InFlight += r.inFlight
 		l.Queued += len(r.queue)
 		l.Replicas = append(l.Replicas, ReplicaLoad{Name: r.Name, Model: r.model, Capacity: r.slots, InFlight: r.inFlight,
-			Queued: len(r.queue), Served: r.served, Failed: r.failed, Down: now.Before(r.downUntil)})
+			Queued: len(r.queue), Served: r.served, Failed: r.failed, Down: r.isDown(now), Downs: r.downs})
 	}
 	return l
 }

@@ -2,11 +2,15 @@ package fleet
 
 import (
 	"context"
+	"math"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/focus-go/focus-go/core/generate"
 	"github.com/focus-go/focus-go/core/status"
 )
 
@@ -63,4 +67,106 @@ func TestStartupCheckComparesModelNamesByTheirLastElement(t *testing.T) {
 	require.NoError(t, err)
 	_, err = f.StartupCheck(context.Background())
 	require.NoError(t, err)
+}
+
+// answering is a fake replica that answers every request with answer.
+type answering struct {
+	answer func() (*generate.Result, error)
+	calls  atomic.Int64
+}
+
+func (a *answering) Generate(ctx context.Context, req generate.Request) (*generate.Result, error) {
+	a.calls.Add(1)
+	return a.answer()
+}
+
+func good() (*generate.Result, error) {
+	return &generate.Result{Tokens: []uint32{1, 2}, Logprobs: []float64{-0.5, -1}, StopReason: generate.StopReasonStop}, nil
+}
+
+func TestABrokenReplicaIsTakenOutAndItsTreesMove(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		answer func() (*generate.Result, error)
+	}{
+		{"timeout", func() (*generate.Result, error) {
+			return nil, status.Wrap(status.Timeout, context.DeadlineExceeded, "sglang: request deadline")
+		}},
+		{"unreadable", func() (*generate.Result, error) {
+			return nil, status.Errorf(status.Backend, "sglang: malformed JSON")
+		}},
+		{"empty", func() (*generate.Result, error) {
+			return &generate.Result{Tokens: []uint32{}, Logprobs: []float64{}, StopReason: generate.StopReasonLength}, nil
+		}},
+		{"no logprobs", func() (*generate.Result, error) {
+			return &generate.Result{Tokens: []uint32{1, 2}, Logprobs: []float64{math.NaN(), math.NaN()}, StopReason: generate.StopReasonStop}, nil
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bad, ok := &answering{answer: tc.answer}, &answering{answer: good}
+			f, err := New(Config{Replicas: []Replica{{Name: "bad", Policy: bad}, {Name: "ok", Policy: ok}}, Cooldown: time.Hour})
+			require.NoError(t, err)
+			for tree := uint64(1); tree <= 8; tree++ {
+				for k := 0; k < 3; k++ {
+					res, err := f.Generate(context.Background(), generate.Request{Tree: tree})
+					require.NoError(t, err, "every request is served by the healthy replica")
+					assert.Equal(t, []float64{-0.5, -1}, res.Logprobs)
+				}
+			}
+			l := f.Load()
+			assert.True(t, l.Replicas[0].Down)
+			assert.Equal(t, int64(1), l.Replicas[0].Downs)
+			assert.Equal(t, int64(DefaultUnhealthyAfter), bad.calls.Load(), "no request after it went down")
+			assert.False(t, l.Replicas[1].Down)
+			assert.Positive(t, l.Moved, "the trees that started on it moved")
+		})
+	}
+}
+
+func TestAReplicaComesBackAfterAGoodProbe(t *testing.T) {
+	var broken atomic.Bool
+	broken.Store(true)
+	flaky := &answering{answer: func() (*generate.Result, error) {
+		if broken.Load() {
+			return nil, status.Errorf(status.Backend, "sglang: malformed JSON")
+		}
+		return good()
+	}}
+	f, err := New(Config{Replicas: []Replica{{Name: "flaky", Policy: flaky}, {Name: "ok", Policy: &answering{answer: good}}},
+		Cooldown: 20 * time.Millisecond, UnhealthyAfter: 1})
+	require.NoError(t, err)
+	_, err = f.Generate(context.Background(), generate.Request{Tree: 1})
+	require.NoError(t, err)
+	assert.True(t, f.Load().Replicas[0].Down)
+	// The probe after the cooldown fails: down again, for twice as long.
+	time.Sleep(25 * time.Millisecond)
+	_, err = f.Generate(context.Background(), generate.Request{Tree: 2})
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), f.Load().Replicas[0].Downs)
+	time.Sleep(25 * time.Millisecond)
+	calls := flaky.calls.Load()
+	_, _ = f.Generate(context.Background(), generate.Request{Tree: 3})
+	assert.Equal(t, calls, flaky.calls.Load(), "still in its doubled cooldown")
+	// Healthy again: the next probe brings it back.
+	broken.Store(false)
+	time.Sleep(30 * time.Millisecond)
+	for tree := uint64(4); tree < 8 && f.Load().Replicas[0].Down; tree++ {
+		_, err = f.Generate(context.Background(), generate.Request{Tree: tree})
+		require.NoError(t, err)
+	}
+	assert.False(t, f.Load().Replicas[0].Down)
+}
+
+func TestARequestErrorSaysNothingAboutTheReplica(t *testing.T) {
+	wrong := &answering{answer: func() (*generate.Result, error) {
+		return nil, status.Errorf(status.InvalidArgument, "sglang: HTTP 400: context length exceeded")
+	}}
+	f, err := New(Config{Replicas: []Replica{{Name: "a", Policy: wrong}, {Name: "b", Policy: wrong}}})
+	require.NoError(t, err)
+	for k := 0; k < 5; k++ {
+		_, err := f.Generate(context.Background(), generate.Request{Tree: 1})
+		assert.Equal(t, status.InvalidArgument, status.CodeOf(err))
+	}
+	assert.False(t, f.Load().Replicas[0].Down)
+	assert.Equal(t, int64(5), wrong.calls.Load(), "not sent to the other replica")
 }
