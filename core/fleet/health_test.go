@@ -133,28 +133,44 @@ func TestAReplicaComesBackAfterAGoodProbe(t *testing.T) {
 		return good()
 	}}
 	f, err := New(Config{Replicas: []Replica{{Name: "flaky", Policy: flaky}, {Name: "ok", Policy: &answering{answer: good}}},
-		Cooldown: 20 * time.Millisecond, UnhealthyAfter: 1})
+		Cooldown: time.Hour, UnhealthyAfter: 1})
 	require.NoError(t, err)
+	cooldownLeft := func() time.Duration {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return time.Until(f.reps[0].downUntil)
+	}
+	endCooldown := func() {
+		f.mu.Lock()
+		f.reps[0].downUntil = time.Time{}
+		f.mu.Unlock()
+	}
 	_, err = f.Generate(context.Background(), generate.Request{Tree: 1})
 	require.NoError(t, err)
 	assert.True(t, f.Load().Replicas[0].Down)
+	assert.InDelta(t, time.Hour.Seconds(), cooldownLeft().Seconds(), 60)
+	// While it is down it gets nothing.
+	_, _ = f.Generate(context.Background(), generate.Request{Tree: 2})
+	assert.Equal(t, int64(1), flaky.calls.Load())
 	// The probe after the cooldown fails: down again, for twice as long.
-	time.Sleep(25 * time.Millisecond)
-	_, err = f.Generate(context.Background(), generate.Request{Tree: 2})
-	require.NoError(t, err)
+	endCooldown()
+	for tree := uint64(3); flaky.calls.Load() < 2 && tree < 10; tree++ {
+		_, err = f.Generate(context.Background(), generate.Request{Tree: tree})
+		require.NoError(t, err)
+	}
 	assert.Equal(t, int64(2), f.Load().Replicas[0].Downs)
-	time.Sleep(25 * time.Millisecond)
-	calls := flaky.calls.Load()
-	_, _ = f.Generate(context.Background(), generate.Request{Tree: 3})
-	assert.Equal(t, calls, flaky.calls.Load(), "still in its doubled cooldown")
-	// Healthy again: the next probe brings it back.
+	assert.InDelta(t, 2*time.Hour.Seconds(), cooldownLeft().Seconds(), 60)
+	// Healthy again: the next probe brings it back, and its cooldown starts over.
 	broken.Store(false)
-	time.Sleep(30 * time.Millisecond)
-	for tree := uint64(4); tree < 8 && f.Load().Replicas[0].Down; tree++ {
+	endCooldown()
+	for tree := uint64(10); f.Load().Replicas[0].Down && tree < 20; tree++ {
 		_, err = f.Generate(context.Background(), generate.Request{Tree: tree})
 		require.NoError(t, err)
 	}
 	assert.False(t, f.Load().Replicas[0].Down)
+	f.mu.Lock()
+	assert.Equal(t, 1, f.reps[0].backoff)
+	f.mu.Unlock()
 }
 
 func TestARequestErrorSaysNothingAboutTheReplica(t *testing.T) {
