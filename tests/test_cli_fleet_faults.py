@@ -190,3 +190,20 @@ def test_a_broken_replica_is_taken_out_and_nothing_is_lost(tmp_path, server, pro
     assert bad["down"] and bad["downs"] >= 1 and bad["failed"] >= 1 and bad["served"] == 0
     assert not good["down"] and good["served"] > 0
     assert fleet["moved"] >= 1
+
+
+# ---- 6. --max-in-flight below the number of replicas is shared, not pinned to one
+
+
+def test_max_in_flight_below_the_replicas_uses_and_fails_over_every_replica(tmp_path, server, problems_file):
+    out = tmp_path / "out"
+    with FaultyProxy(server.url) as second:
+        assert collect(problems_file, out, [server.url, second.url], server.model, "--max-in-flight", "1") == 0
+        assert second.generates > 0, "the second replica served too"
+    fleet = json.loads((out / "run.json").read_text())["fleet"]
+    assert fleet["capacity"] == 1 and fleet["peak_in_flight"] == 1
+    with FaultyProxy(server.url, mode="garbage") as broken:
+        out = tmp_path / "out2"
+        assert collect(problems_file, out, [server.url, broken.url], server.model, "--max-in-flight", "1") == 0
+    summary = json.loads((out / "run.json").read_text())["summary"]
+    assert summary["completed"] == 2 and summary["failed_rollouts"] == 0

@@ -95,7 +95,7 @@ type Config struct {
 
 type replica struct {
 	Replica
-	slots    int       // the requests it may have in flight: Capacity, or its share of Limit
+	slots    int       // the requests it may have in flight: its Capacity (a Limit caps them all together)
 	inFlight int       // requests holding one of its slots
 	queue    []*waiter // requests waiting for one, oldest first
 	health
@@ -108,6 +108,7 @@ type replica struct {
 type waiter struct {
 	ready   chan struct{}
 	granted bool
+	seq     uint64 // arrival order over the whole fleet
 }
 
 // Fleet is a Policy over one or more replicas that schedules by requests in flight (see
@@ -126,6 +127,7 @@ type Fleet struct {
 	byTree    map[uint64]*Ticket
 	affinity  map[uint64]int // tree -> the replica that holds its prefix
 	next      int            // round-robin cursor and tie breaker
+	seq       uint64         // waiters numbered in arrival order
 	changed   chan struct{}  // closed (and replaced) when demand falls or capacity changes
 	peak      int
 	admitted  int64
@@ -177,36 +179,12 @@ func New(cfg Config) (*Fleet, error) {
 	return f, nil
 }
 
-// apportion sets each replica's slots: its capacity, or with a Limit its share of the
-// limit in proportion to the capacities (largest remainders, so the shares sum to it).
+// apportion sets each replica's slots: its capacity. A Limit is not split between the
+// replicas: it caps the requests in flight over all of them together (see grant), so that
+// every replica that is up can serve and take over another's trees, however small it is.
 func (f *Fleet) apportion() {
-	if f.limit == 0 {
-		for _, r := range f.reps {
-			r.slots = r.Capacity
-		}
-		return
-	}
-	total := 0
 	for _, r := range f.reps {
-		total += r.Capacity
-	}
-	given := 0
-	rest := make([]float64, len(f.reps))
-	for i, r := range f.reps {
-		share := float64(f.limit) * float64(r.Capacity) / float64(total)
-		r.slots = int(share)
-		rest[i] = share - float64(r.slots)
-		given += r.slots
-	}
-	for ; given < f.limit; given++ {
-		best := 0
-		for i := range rest {
-			if rest[i] > rest[best] {
-				best = i
-			}
-		}
-		f.reps[best].slots++
-		rest[best] = -1
+		r.slots = r.Capacity
 	}
 }
 
@@ -222,9 +200,7 @@ func (f *Fleet) SetCapacity(i, n int) {
 	f.mu.Lock()
 	f.reps[i].Capacity = n
 	f.apportion()
-	for _, r := range f.reps {
-		f.grant(r)
-	}
+	f.grant()
 	f.signal()
 	f.mu.Unlock()
 }
@@ -304,6 +280,21 @@ func (f *Fleet) capacity() int {
 	for _, r := range f.reps {
 		n += r.slots
 	}
+	if f.limit > 0 {
+		return min(n, f.limit)
+	}
+	return n
+}
+
+// free reports whether the Limit leaves room for one more request in flight.
+func (f *Fleet) free() bool { return f.limit == 0 || f.inFlight() < f.limit }
+
+// queued is the requests waiting for a slot on any replica.
+func (f *Fleet) queued() int {
+	n := 0
+	for _, r := range f.reps {
+		n += len(r.queue)
+	}
 	return n
 }
 
@@ -330,14 +321,24 @@ func (f *Fleet) signal() {
 	f.changed = make(chan struct{})
 }
 
-// grant hands r's free slots to its oldest waiting requests.
-func (f *Fleet) grant(r *replica) {
-	for len(r.queue) > 0 && r.inFlight < r.slots {
-		w := r.queue[0]
-		r.queue[0] = nil
-		r.queue = r.queue[1:]
+// grant hands free slots to waiting requests, oldest first over every replica whose own
+// slots allow one, while the Limit leaves room.
+func (f *Fleet) grant() {
+	for f.free() {
+		var best *replica
+		for _, r := range f.reps {
+			if len(r.queue) > 0 && r.inFlight < r.slots && (best == nil || r.queue[0].seq < best.queue[0].seq) {
+				best = r
+			}
+		}
+		if best == nil {
+			break
+		}
+		w := best.queue[0]
+		best.queue[0] = nil
+		best.queue = best.queue[1:]
 		w.granted = true
-		r.inFlight++
+		best.inFlight++
 		close(w.ready)
 	}
 	f.peak = max(f.peak, f.inFlight())
@@ -362,14 +363,17 @@ func (f *Fleet) take(ctx context.Context, tree uint64, tried uint64, first bool)
 	}
 	i := f.choose(tree, tried)
 	r := f.reps[i]
-	if len(r.queue) == 0 && r.inFlight < r.slots {
+	// With a Limit, a request waiting on another replica goes first (FIFO over the fleet).
+	if len(r.queue) == 0 && r.inFlight < r.slots && f.free() && (f.limit == 0 || f.queued() == 0) {
 		r.inFlight++
 		f.peak = max(f.peak, f.inFlight())
 		f.mu.Unlock()
 		return i, nil
 	}
-	w := &waiter{ready: make(chan struct{})}
+	f.seq++
+	w := &waiter{ready: make(chan struct{}), seq: f.seq}
 	r.queue = append(r.queue, w)
+	f.grant()
 	f.mu.Unlock()
 	select {
 	case <-w.ready:
@@ -388,7 +392,7 @@ func (f *Fleet) take(ctx context.Context, tree uint64, tried uint64, first bool)
 			}
 		}
 	}
-	f.grant(r)
+	f.grant()
 	f.signal()
 	return i, ctxError(ctx, "waiting for a free request slot")
 }
@@ -540,7 +544,7 @@ func (f *Fleet) finish(i int, err error, v verdict) {
 		r.served++
 	}
 	r.record(v, f.cooldown, f.after)
-	f.grant(r)
+	f.grant()
 	f.signal()
 }
 

@@ -186,3 +186,50 @@ func TestARequestErrorSaysNothingAboutTheReplica(t *testing.T) {
 	assert.False(t, f.Load().Replicas[0].Down)
 	assert.Equal(t, int64(5), wrong.calls.Load(), "not sent to the other replica")
 }
+
+// A limit below the number of replicas is shared, not split: every replica serves, the
+// limit holds over them together, and a replica that goes down leaves its trees to another.
+func TestALimitBelowTheReplicasIsShared(t *testing.T) {
+	bad := &answering{answer: func() (*generate.Result, error) { return nil, status.Errorf(status.Backend, "sglang: malformed JSON") }}
+	a, b := &answering{answer: good}, &answering{answer: good}
+	f, err := New(Config{Replicas: []Replica{{Name: "a", Policy: a}, {Name: "b", Policy: b}}, Limit: 1})
+	require.NoError(t, err)
+	assert.Equal(t, 1, f.Capacity())
+	for tree := uint64(1); tree <= 4; tree++ {
+		_, err := f.Generate(context.Background(), generate.Request{Tree: tree})
+		require.NoError(t, err)
+	}
+	assert.Positive(t, a.calls.Load())
+	assert.Positive(t, b.calls.Load(), "the second replica serves too")
+
+	f, err = New(Config{Replicas: []Replica{{Name: "bad", Policy: bad}, {Name: "ok", Policy: a}}, Limit: 1, Cooldown: time.Hour})
+	require.NoError(t, err)
+	for tree := uint64(1); tree <= 6; tree++ {
+		_, err := f.Generate(context.Background(), generate.Request{Tree: tree})
+		require.NoError(t, err, "failed over to the healthy replica")
+	}
+	assert.True(t, f.Load().Replicas[0].Down)
+}
+
+func TestASharedLimitHoldsOverTheReplicas(t *testing.T) {
+	g1, g2 := newGated(), newGated()
+	f, err := New(Config{Replicas: []Replica{{Name: "a", Policy: g1}, {Name: "b", Policy: g2}}, Limit: 3})
+	require.NoError(t, err)
+	done := make(chan struct{})
+	for tree := uint64(1); tree <= 8; tree++ {
+		go func() {
+			_, _ = f.Generate(context.Background(), generate.Request{Tree: tree})
+			done <- struct{}{}
+		}()
+	}
+	waitFor(t, "the limit's requests in flight and the rest queued", func() bool {
+		l := f.Load()
+		return l.InFlight == 3 && l.Queued == 5
+	})
+	close(g1.release)
+	close(g2.release)
+	for k := 0; k < 8; k++ {
+		<-done
+	}
+	assert.Equal(t, 3, f.Load().PeakInFlight)
+}
