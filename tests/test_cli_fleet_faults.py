@@ -5,6 +5,7 @@ front of simulated servers (tests/cli_faults.py)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any, Dict, List
@@ -207,3 +208,36 @@ def test_max_in_flight_below_the_replicas_uses_and_fails_over_every_replica(tmp_
         assert collect(problems_file, out, [server.url, broken.url], server.model, "--max-in-flight", "1") == 0
     summary = json.loads((out / "run.json").read_text())["summary"]
     assert summary["completed"] == 2 and summary["failed_rollouts"] == 0
+
+
+# ---- 7. the smaller ones
+
+
+def test_admit_waiting_when_the_policy_closes_raises():
+    from focus_go.backends import SGLangPolicy
+    from focus_go.errors import InvalidHandleError
+    from focus_go.sim import SimServer
+
+    with SimServer(seed=0, latency={"max_concurrent": 2}) as s:
+        policy = SGLangPolicy(model=s.model, base_url=s.url, profile="token_chunk")
+        policy.startup_check()
+
+        async def run():
+            first = await policy.admit(2)
+            waiting = asyncio.ensure_future(policy.admit(1))
+            await asyncio.sleep(0.05)
+            assert not waiting.done()
+            policy.close()
+            with pytest.raises(InvalidHandleError, match="closed"):
+                await asyncio.wait_for(waiting, 10)
+            first.close()
+
+        asyncio.run(run())
+
+
+def test_a_nan_label_is_refused(tmp_path, server, capsys):
+    problems = tmp_path / "p.jsonl"
+    problems.write_text('{"id": "a", "prompt": "1+1?", "label": NaN}\n')
+    assert main(["collect", str(problems), "--out", str(tmp_path / "out"), *SMALL]) == 2
+    assert "p.jsonl:1" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()

@@ -123,6 +123,9 @@ func open(cfg Config, url string) (fleet.Replica, client, error) {
 // Close closes the policy's clients. It always returns nil (the handle table's
 // io.Closer).
 func (p *Policy) Close() error {
+	if p.Fleet != nil {
+		p.Fleet.Close() // an Admit waiting now returns
+	}
 	for _, c := range p.clients {
 		c.Close()
 	}

@@ -132,6 +132,7 @@ type Fleet struct {
 	peak      int
 	admitted  int64
 	moved     int64 // trees that left the replica holding their prefix
+	closed    bool  // Close was called: no more admissions
 }
 
 // New validates cfg and builds a Fleet. It contacts no server.
@@ -571,7 +572,7 @@ func (f *Fleet) Admit(ctx context.Context, width int) (*Ticket, error) {
 	for {
 		// An ended context is never admitted, even when room and its end arrive together:
 		// its reservation would have no tree to turn into requests or release it.
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || f.closed {
 			for i, a := range f.admitting {
 				if a == t {
 					f.admitting = append(f.admitting[:i], f.admitting[i+1:]...)
@@ -580,6 +581,9 @@ func (f *Fleet) Admit(ctx context.Context, width int) (*Ticket, error) {
 			}
 			f.signal()
 			f.mu.Unlock()
+			if ctx.Err() == nil {
+				return nil, status.Errorf(status.InvalidHandle, "fleet: this policy is closed; no tree is admitted")
+			}
 			return nil, ctxError(ctx, "waiting to admit a tree")
 		}
 		if f.admitting[0] == t && f.demand() < f.capacity() {
@@ -599,6 +603,15 @@ func (f *Fleet) Admit(ctx context.Context, width int) (*Ticket, error) {
 		}
 		f.mu.Lock()
 	}
+}
+
+// Close ends admissions: an Admit waiting now, or called later, returns a
+// status.InvalidHandle error. Requests already admitted go on.
+func (f *Fleet) Close() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.closed = true
+	f.signal()
 }
 
 // Release gives back what the ticket still reserves and forgets its tree; call it when the

@@ -233,3 +233,26 @@ func TestASharedLimitHoldsOverTheReplicas(t *testing.T) {
 	}
 	assert.Equal(t, 3, f.Load().PeakInFlight)
 }
+
+func TestCloseEndsAdmissions(t *testing.T) {
+	f, err := New(Config{Replicas: []Replica{{Name: "a", Policy: newGated(), Capacity: 1}}})
+	require.NoError(t, err)
+	_, err = f.Admit(context.Background(), 1)
+	require.NoError(t, err)
+	waiting := make(chan error)
+	go func() {
+		_, err := f.Admit(context.Background(), 1) // no room: waits
+		waiting <- err
+	}()
+	waitFor(t, "the second admission waits", func() bool {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return len(f.admitting) == 1
+	})
+	f.Close()
+	err = <-waiting
+	assert.Equal(t, status.InvalidHandle, status.CodeOf(err))
+	assert.Contains(t, err.Error(), "closed")
+	_, err = f.Admit(context.Background(), 1)
+	assert.Equal(t, status.InvalidHandle, status.CodeOf(err), "and after")
+}
