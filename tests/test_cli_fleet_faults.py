@@ -241,3 +241,38 @@ def test_a_nan_label_is_refused(tmp_path, server, capsys):
     assert main(["collect", str(problems), "--out", str(tmp_path / "out"), *SMALL]) == 2
     assert "p.jsonl:1" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+def test_resume_takes_the_same_model_directory_spelled_another_way(tmp_path, server, problems_file, monkeypatch):
+    import os
+
+    out = tmp_path / "out"
+    assert collect(problems_file, out, [server.url], server.model, "--limit", "1") == 0
+    monkeypatch.chdir(Path(server.model).parent)
+    relative = os.path.join(".", Path(server.model).name)
+    assert collect(problems_file, out, [server.url], relative, "--resume") == 0
+
+
+def test_retry_failed_names_itself_and_finds_degraded_trees_without_failures_jsonl(tmp_path, server, problems_file, capsys):
+    out = tmp_path / "out"
+    server.set_faults([{"kind": "http_error", "status": 400, "count": 1}])
+    try:
+        assert collect(problems_file, out, [server.url], server.model, "--concurrency", "1") == EXIT_DEGRADED
+    finally:
+        server.set_faults([])
+    (out / "failures.jsonl").unlink()
+    capsys.readouterr()
+    assert collect(problems_file, out, [server.url], server.model, "--retry-failed", "--temperature", "0.5") == 2
+    assert "--retry-failed: the earlier run" in capsys.readouterr().err
+    assert collect(problems_file, out, [server.url], server.model, "--retry-failed") == 0
+    assert "(1 degraded trees collected again)" in capsys.readouterr().err
+
+
+def test_resume_of_a_finished_run_keeps_its_totals(tmp_path, server, problems_file):
+    out = tmp_path / "out"
+    assert collect(problems_file, out, [server.url], server.model) == 0
+    first = json.loads((out / "run.json").read_text())["summary"]
+    assert collect(problems_file, out, [server.url], server.model, "--resume") == 0
+    run = json.loads((out / "run.json").read_text())
+    assert run["summary"]["resumed"] == 2 and run["summary"]["completed"] == 0
+    assert run["earlier_runs"] == [first]

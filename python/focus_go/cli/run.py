@@ -32,7 +32,8 @@ from .backends import Backend, check_backend_args, check_critic, load_env_factor
 from .outdir import OutLock, Output, check_out_dir, clear_out_dir, write_atomic
 from .problems import LoadedProblem, read_problems
 from .progress import Progress, Totals
-from .resume import check_same_run, completed_indices, degraded_lines, problem_digest, trim_for_resume
+from .resume import (check_same_run, completed_indices, degraded_lines, degraded_trees, problem_digest, read_run_json,
+                     trim_for_resume)
 from .settings import Settings, describe_critic, settings
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_DEGRADED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
@@ -432,15 +433,21 @@ def _run_locked(args: argparse.Namespace, problems: List[LoadedProblem], run: Se
     recorded = recorded_settings(args, run)
     try:
         existing = check_out_dir(out, args.overwrite, resume)
-        done = completed_indices(out, problems) if resume else []
+        flag = "--retry-failed" if retry_failed else "--resume"
+        done = completed_indices(out, problems, flag) if resume else []
         digests = [problem_digest(p.problem) for p in problems]
         if resume and existing and not args.overwrite:
-            digests = check_same_run(out, recorded, digests, problems, done)
+            digests = check_same_run(out, recorded, digests, problems, done, flag)
     except ConfigError as exc:
         print(f"focus-go collect: {exc}", file=stderr)
         return EXIT_USAGE
     failed_lines = degraded_lines(out) if resume else set()
     degraded = {p.index for p in problems if p.index in set(done) and p.line in failed_lines}
+    if retry_failed:  # the trees themselves say so too, with or without failures.jsonl
+        degraded |= degraded_trees(out, problems, done)
+    # The summaries of the earlier runs in this directory are kept in run.json beside this one's.
+    earlier = read_run_json(out) if resume and existing else {}
+    earlier_runs = [*(earlier.get("earlier_runs") or []), *([earlier["summary"]] if earlier.get("summary") else [])]
     retry = degraded if retry_failed else set()
     try:
         backend = open_backend(args, profile)
@@ -485,6 +492,8 @@ def _run_locked(args: argparse.Namespace, problems: List[LoadedProblem], run: Se
             "settings": recorded,
             "problems": digests,
         }
+        if earlier_runs:
+            head["earlier_runs"] = earlier_runs
         # Recorded before the first tree, so that --resume can check any run that left one.
         write_atomic(out / "run.json", json.dumps({**head, "summary": None}, indent=2) + "\n")
         output = Output(out)
