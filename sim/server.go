@@ -6,6 +6,7 @@ import (
 	"math/rand"
 	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -25,6 +26,7 @@ type Server struct {
 	tmpl    *jinja.Template
 	dir     string
 	ownDir  bool
+	root    string // the temporary folder holding an own model directory (removed by Close)
 	name    string
 	vllmVer [3]int
 	url     string
@@ -123,13 +125,20 @@ func Start(cfg Config) (*Server, error) {
 			return nil, err
 		}
 	default:
-		dir, err := os.MkdirTemp("", "focus-sim-model-")
+		// <tmp>/focus-sim-NNN/focus-sim-model: every simulator's model directory has the
+		// same name, as replicas of one model do (a fleet compares its replicas' model names).
+		root, err := os.MkdirTemp("", "focus-sim-")
 		if err != nil {
 			return nil, status.Wrap(status.Internal, err, "sim: creating a temporary model directory")
 		}
-		s.dir, s.ownDir = dir, true
+		dir := filepath.Join(root, "focus-sim-model")
+		s.dir, s.ownDir, s.root = dir, true, root
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			os.RemoveAll(root)
+			return nil, status.Wrap(status.Internal, err, "sim: creating a temporary model directory")
+		}
 		if err := writeModelDir(dir); err != nil {
-			os.RemoveAll(dir)
+			os.RemoveAll(root)
 			return nil, err
 		}
 	}
@@ -138,7 +147,7 @@ func Start(cfg Config) (*Server, error) {
 			s.tk.Close()
 		}
 		if s.ownDir {
-			os.RemoveAll(s.dir)
+			os.RemoveAll(s.root)
 		}
 		return nil, err
 	}
@@ -236,7 +245,7 @@ func (s *Server) Close() error {
 			err = cerr
 		}
 		if s.ownDir {
-			if rerr := os.RemoveAll(s.dir); err == nil {
+			if rerr := os.RemoveAll(s.root); err == nil {
 				err = rerr
 			}
 		}

@@ -1,6 +1,7 @@
 """A loopback HTTP server for the command-line tests that stands in front of a simulated
 server and misbehaves on request: it forwards every call, and in a chosen mode answers
-``/generate`` with empty completions, never answers it, or answers 503 on ``/health``."""
+``/generate`` with empty completions, without logprobs (null), with garbage, never answers
+it, or answers 503 on ``/health``; it can also claim another model in its model info."""
 
 from __future__ import annotations
 
@@ -14,12 +15,16 @@ from typing import Any, Optional
 
 class FaultyProxy:
     """``mode``: "pass" (forward), "empty" (every /generate answered with 0 tokens and
-    finish_reason length), "hang" (/generate never answered), "starting" (/health answers
-    503 for the first ``starting_for`` calls). ``url`` is the proxy's base URL."""
+    finish_reason length), "null_logprobs" (every generated token's logprob null),
+    "garbage" (200 with a body that is not JSON), "hang" (/generate never answered),
+    "starting" (/health answers 503 for the first ``starting_for`` calls). ``model``, when
+    set, replaces the model path (and tokenizer path) the model info names. ``generates``
+    counts the /generate calls. ``url`` is the proxy's base URL."""
 
-    def __init__(self, upstream: str, mode: str = "pass", starting_for: int = 0) -> None:
-        self.upstream, self.mode, self.starting_for = upstream.rstrip("/"), mode, starting_for
+    def __init__(self, upstream: str, mode: str = "pass", starting_for: int = 0, model: Optional[str] = None) -> None:
+        self.upstream, self.mode, self.starting_for, self.model = upstream.rstrip("/"), mode, starting_for, model
         self.health_calls = 0
+        self.generates = 0
         self.release = threading.Event()
         proxy = self
 
@@ -46,6 +51,14 @@ class FaultyProxy:
                     code, data = exc.code, exc.read()
                 if proxy.mode == "empty" and self.path == "/generate" and code == 200:
                     data = json.dumps(_emptied(json.loads(data))).encode()
+                if proxy.mode == "null_logprobs" and self.path == "/generate" and code == 200:
+                    data = json.dumps(_without_logprobs(json.loads(data))).encode()
+                if proxy.mode == "garbage" and self.path == "/generate":
+                    code, data = 200, b"<html>upstream error</html>"
+                if proxy.model is not None and self.path in ("/get_model_info", "/model_info") and code == 200:
+                    info = json.loads(data)
+                    info.update(model_path=proxy.model, tokenizer_path=proxy.model)
+                    data = json.dumps(info).encode()
                 self._send(code, data)
 
             def do_GET(self) -> None:
@@ -58,6 +71,8 @@ class FaultyProxy:
 
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                if self.path == "/generate":
+                    proxy.generates += 1
                 if proxy.mode == "hang" and self.path == "/generate":
                     proxy.release.wait(120)
                     return
@@ -89,3 +104,13 @@ def _emptied(response: Any) -> Any:
     meta = dict(response.get("meta_info", {}))
     meta.update(completion_tokens=0, output_token_logprobs=[], finish_reason={"type": "length", "length": 0})
     return {**response, "text": "", "output_ids": [], "meta_info": meta}
+
+
+def _without_logprobs(response: Any) -> Any:
+    """An SGLang /generate response whose generated tokens have a null logprob each (what
+    SGLang writes for -inf or NaN): the ids stay, the logprobs are gone."""
+    if isinstance(response, list):
+        return [_without_logprobs(r) for r in response]
+    meta = dict(response.get("meta_info", {}))
+    meta["output_token_logprobs"] = [[None, *entry[1:]] for entry in meta.get("output_token_logprobs") or []]
+    return {**response, "meta_info": meta}

@@ -225,7 +225,7 @@ def test_retry_failed_replaces_degraded_trees(tmp_path, server, problems_file, c
             "--concurrency", "1"]
     server.set_faults([{"kind": "missing_logprobs", "count": 1}])
     try:
-        assert main(args) == 0
+        assert main(args) == 3, "a degraded run"
     finally:
         server.set_faults([])
     captured = capsys.readouterr()
@@ -235,7 +235,7 @@ def test_retry_failed_replaces_degraded_trees(tmp_path, server, problems_file, c
     failed_lines = {f["line"] for f in lines(out / "failures.jsonl") if f["kind"] == "rollout"}
     assert len(failed_lines) == degraded
     # A plain --resume keeps them and says so.
-    assert main([*args, "--resume"]) == 0
+    assert main([*args, "--resume"]) == 0, "nothing failed in this run"
     assert f"{degraded} earlier (--retry-failed collects them again)" in capsys.readouterr().out
     # --retry-failed collects them again, replacing their records.
     assert main([*args, "--retry-failed"]) == 0
@@ -258,7 +258,7 @@ def test_empty_completions_are_failures_not_success(tmp_path, server, problems_f
     assert code == 1
     run = json.loads((out / "run.json").read_text())
     assert run["summary"]["completed"] == 0 and run["summary"]["failed_problems"] == 1
-    [failure] = lines(out / "failures.jsonl")
+    [failure] = [f for f in lines(out / "failures.jsonl") if f["kind"] == "problem"]
     assert "no tokens and finish reason \"length\"" in failure["error"]
     assert (out / "actor.jsonl").read_text() == "" and (out / "critic.jsonl").read_text() == ""
 
@@ -286,8 +286,8 @@ def test_a_server_that_never_answers_fails_the_rollouts_after_the_timeout(tmp_pa
             capture_output=True, text=True, timeout=120,
         )
     assert proc.returncode == 1, proc.stderr
-    [failure] = lines(out / "failures.jsonl")
-    assert failure["kind"] == "problem" and "every rollout failed" in failure["error"]
+    [failure] = [f for f in lines(out / "failures.jsonl") if f["kind"] == "problem"]
+    assert "every rollout failed" in failure["error"]
     assert "deadline" in failure["error"] or "timeout" in failure["error"].lower()
 
 

@@ -48,7 +48,9 @@ def test_capacity_comes_from_the_servers_else_the_flag():
         with sglang([a.url, b.url], a.model, max_concurrency=5) as capped:
             capped.startup_check()
             assert capped.max_concurrency == 5
-            assert sum(r["capacity"] for r in capped.load()["replicas"]) == 5
+            # The cap is shared by the replicas, not split: each keeps its own capacity.
+            assert capped.load()["capacity"] == 5
+            assert [r["capacity"] for r in capped.load()["replicas"]] == [8, 8]
     with SimServer(seed=0) as quiet:  # reports no max_running_requests
         with sglang(quiet.url, quiet.model, capacity=12) as p:
             p.startup_check()

@@ -96,9 +96,9 @@ func open(cfg Config, url string) (fleet.Replica, client, error) {
 			return r, nil, err
 		}
 		r.Policy = c
-		r.Check = func(ctx context.Context) (any, int, error) {
+		r.Check = func(ctx context.Context) (fleet.Checked, error) {
 			info, err := c.StartupCheck(ctx)
-			return info, info.MaxRunningRequests, err
+			return fleet.Checked{Info: info, Capacity: info.MaxRunningRequests, Model: info.ModelPath, Tokenizer: info.TokenizerPath}, err
 		}
 		return r, c, nil
 	default: // vllm.Name
@@ -108,9 +108,13 @@ func open(cfg Config, url string) (fleet.Replica, client, error) {
 			return r, nil, err
 		}
 		r.Policy = c
-		r.Check = func(ctx context.Context) (any, int, error) {
+		r.Check = func(ctx context.Context) (fleet.Checked, error) {
 			info, err := c.StartupCheck(ctx)
-			return info, 0, err // vLLM does not report max_num_seqs
+			model := info.Root // the model behind the served name
+			if model == "" {
+				model = info.ServedModel
+			}
+			return fleet.Checked{Info: info, Model: model}, err // vLLM does not report max_num_seqs
 		}
 		return r, c, nil
 	}
@@ -119,6 +123,9 @@ func open(cfg Config, url string) (fleet.Replica, client, error) {
 // Close closes the policy's clients. It always returns nil (the handle table's
 // io.Closer).
 func (p *Policy) Close() error {
+	if p.Fleet != nil {
+		p.Fleet.Close() // an Admit waiting now returns
+	}
 	for _, c := range p.clients {
 		c.Close()
 	}

@@ -25,7 +25,9 @@ var JSON = jsoniter.Config{EscapeHTML: false, SortMapKeys: true, ValidateJsonRaw
 
 // Defaults for the zero values of Config and RetryPolicy.
 const (
-	DefaultMaxConcurrency   = 64
+	DefaultMaxConcurrency = 64
+	// MaxConcurrencyLimit bounds MaxConcurrency (its slots are allocated up front).
+	MaxConcurrencyLimit     = 1 << 20
 	DefaultConnectTimeout   = 10 * time.Second
 	DefaultMaxRetries       = 3
 	DefaultBaseDelay        = 200 * time.Millisecond
@@ -159,6 +161,10 @@ func New(cfg Config) (*Client, error) {
 	if u.RawQuery != "" || u.Fragment != "" {
 		return nil, status.Errorf(status.InvalidArgument,
 			"%s: base URL %q must not have a query or fragment", name, u.Redacted())
+	}
+	if cfg.MaxConcurrency > MaxConcurrencyLimit {
+		return nil, status.Errorf(status.InvalidArgument,
+			"%s: max concurrency %d is too large: at most %d requests in flight", name, cfg.MaxConcurrency, MaxConcurrencyLimit)
 	}
 	if cfg.MaxConcurrency < 0 {
 		return nil, status.Errorf(status.InvalidArgument,

@@ -38,8 +38,9 @@ type engine struct {
 	snaps    []*snapshot // by node id; nil where none is kept
 	scored   []bool      // by node id: the critic was asked (once) for it
 	failures []Failure
-	spent    int // budget units launched
-	rollouts int // budget units whose outcome is in the tree
+	spent    int  // budget units launched
+	silent   bool // a round's every rollout timed out waiting for the policy: no more rounds
+	rollouts int  // budget units whose outcome is in the tree
 
 	prog *Progress // the live counters; its tokens are Stats.GeneratedTokens
 	// stop cancels the collection's context when a generation was aborted and
@@ -206,7 +207,7 @@ func (e *engine) run(ctx context.Context, env Env) error {
 		seed := search.WarmupSeed(cfg.Search.Seed, cfg.ProblemID, i)
 		warmup[i] = &launch{start: 0, pass: 0, seed: seed, base: seed}
 	}
-	if err := e.round(ctx, warmup); err != nil {
+	if err := e.round(ctx, warmup); err != nil || e.silent {
 		return err
 	}
 	if cfg.Search.Independent {
@@ -230,7 +231,7 @@ func (e *engine) run(ctx context.Context, env Env) error {
 			seed := search.BranchSeed(cfg.Search.Seed, cfg.ProblemID, round, j)
 			launches[j] = &launch{start: p.Node, pass: round, seed: seed, base: seed}
 		}
-		if err := e.round(ctx, launches); err != nil {
+		if err := e.round(ctx, launches); err != nil || e.silent {
 			return err
 		}
 	}
@@ -285,6 +286,13 @@ func (e *engine) round(ctx context.Context, launches []*launch) error {
 			}
 		}
 
+		// A round whose every rollout timed out waiting for the policy (a server that
+		// accepts and never answers) ends the tree: each further round would cost
+		// another full timeout for nothing. Its budget stays unspent.
+		silent := true
+		for i := range outcomes {
+			silent = silent && (outcomes[i].timedOut || outcomes[i].cancelled)
+		}
 		var retries []*launch
 		for i, l := range launches {
 			o := &outcomes[i]
@@ -302,6 +310,10 @@ func (e *engine) round(ctx context.Context, launches []*launch) error {
 		}
 		if ctx.Err() != nil {
 			return e.cancelled(ctx)
+		}
+		if silent {
+			e.silent = true
+			return nil
 		}
 		launches = retries
 	}

@@ -51,6 +51,9 @@ func (l AgentLimits) check() *status.FieldError {
 	if l.MaxSegments < 1 {
 		return limitError("max_segments", fmt.Sprintf("is %d, must be >= 1", l.MaxSegments))
 	}
+	if l.MaxSegments > search.MaxTokens {
+		return limitError("max_segments", fmt.Sprintf("is %d, must be <= %d", l.MaxSegments, search.MaxTokens))
+	}
 	return nil
 }
 

@@ -72,6 +72,7 @@ type outcome struct {
 	snaps     []*snapshot // aligned with nodes; nil where no snapshot was kept
 	failure   string      // "" = completed
 	aborted   bool        // the failure is a generation the server aborted
+	timedOut  bool        // the failure is a policy call past its deadline (a server that did not answer)
 	cancelled bool
 	panicked  string // a recovered panic (a bug in a collaborator or the engine)
 }
@@ -146,6 +147,7 @@ func (e *engine) rollout(ctx context.Context, l *launch) (out outcome) {
 	}
 	out.failure, out.cancelled = e.failed(ctx, se.what, se.err)
 	out.aborted = errors.Is(se.err, action.ErrAborted)
+	out.timedOut = se.what == "policy" && status.CodeOf(se.err) == status.Timeout
 	return out
 }
 

@@ -5,11 +5,14 @@
 // served its prefix while that replica's load allows (prefix affinity: it queues there
 // unless a whole batch is already waiting while another replica is under half full),
 // spreading new trees over the least-loaded replicas and failing a request over to another
-// replica when its own stops answering.
+// replica when its own cannot serve it. A replica's health comes from what it answers
+// (health.go): broken answers take it down for a growing cooldown, and a probe brings it
+// back. StartupCheck refuses replicas that serve different models.
 //
 // A Fleet is safe for concurrent use by any number of collections. Each replica has as
-// many slots as its server batches (its reported capacity, or its share of a caller's
-// limit); requests wait for one of their replica's slots in FIFO order, so no tree starves; a request whose context ends while it waits
+// many slots as its server batches (its reported capacity); a caller's limit caps the
+// requests in flight over all replicas together, not split between them. Requests wait
+// for a slot in FIFO order over the fleet, so no tree starves; a request whose context ends while it waits
 // leaves the queue at once, and every slot is returned when its request ends, however it
 // ends. Admission tickets reserve the first burst of a tree (its warmup) until that tree's
 // requests arrive, so a burst of admissions never overshoots the capacity by more than one

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"math"
+	"path"
+	"strings"
 	"sync"
 	"time"
 
@@ -53,9 +55,22 @@ type Replica struct {
 	Check Check
 }
 
-// Check is a replica's startup check: what the server said about itself and the requests
-// it batches at once (0 when it does not say).
-type Check func(ctx context.Context) (info any, capacity int, err error)
+// Check is a replica's startup check: what the server said about itself.
+type Check func(ctx context.Context) (Checked, error)
+
+// Checked is what one replica's startup check learned.
+type Checked struct {
+	// Info is what the server said about itself (the backend's server info).
+	Info any
+	// Capacity is the requests it batches at once; 0 when it does not say.
+	Capacity int
+	// Model and Tokenizer are the model and tokenizer it serves; "" when it does not say.
+	// Every replica of a fleet must serve the same ones (StartupCheck).
+	Model, Tokenizer string
+}
+
+// MaxSlots bounds a replica's capacity and a fleet's limit (requests in flight).
+const MaxSlots = 1 << 20
 
 // ClientSlots is the per-client request cap to give each replica's HTTP client when the
 // caller set no limit of its own: high enough that the fleet, not the transport, decides
@@ -70,24 +85,30 @@ type Config struct {
 	Limit int
 	// Routing is Affinity (the zero value) or RoundRobin.
 	Routing Routing
-	// Cooldown is how long a replica that failed with a connection error or a 5xx is
-	// skipped; 0: DefaultCooldown.
+	// Cooldown is how long a replica that went down (see health.go) is first skipped;
+	// 0: DefaultCooldown.
 	Cooldown time.Duration
+	// UnhealthyAfter is how many broken answers in a row take a replica down; 0:
+	// DefaultUnhealthyAfter.
+	UnhealthyAfter int
 }
 
 type replica struct {
 	Replica
-	slots     int       // the requests it may have in flight: Capacity, or its share of Limit
-	inFlight  int       // requests holding one of its slots
-	queue     []*waiter // requests waiting for one, oldest first
-	downUntil time.Time
+	slots    int       // the requests it may have in flight: its Capacity (a Limit caps them all together)
+	inFlight int       // requests holding one of its slots
+	queue    []*waiter // requests waiting for one, oldest first
+	health
 	served    int64
 	failed    int64
+	model     string // what its startup check said it serves ("" before, or when it does not say)
+	tokenizer string
 }
 
 type waiter struct {
 	ready   chan struct{}
 	granted bool
+	seq     uint64 // arrival order over the whole fleet
 }
 
 // Fleet is a Policy over one or more replicas that schedules by requests in flight (see
@@ -95,6 +116,7 @@ type waiter struct {
 type Fleet struct {
 	routing  Routing
 	cooldown time.Duration
+	after    int // Config.UnhealthyAfter
 
 	mu        sync.Mutex
 	limit     int
@@ -105,10 +127,12 @@ type Fleet struct {
 	byTree    map[uint64]*Ticket
 	affinity  map[uint64]int // tree -> the replica that holds its prefix
 	next      int            // round-robin cursor and tie breaker
+	seq       uint64         // waiters numbered in arrival order
 	changed   chan struct{}  // closed (and replaced) when demand falls or capacity changes
 	peak      int
 	admitted  int64
 	moved     int64 // trees that left the replica holding their prefix
+	closed    bool  // Close was called: no more admissions
 }
 
 // New validates cfg and builds a Fleet. It contacts no server.
@@ -123,17 +147,26 @@ func New(cfg Config) (*Fleet, error) {
 	default:
 		return nil, status.Errorf(status.InvalidArgument, "fleet: routing %q: want %q or %q", cfg.Routing, Affinity, RoundRobin)
 	}
-	if cfg.Limit < 0 || cfg.Cooldown < 0 {
+	if cfg.Limit > MaxSlots {
+		return nil, status.Errorf(status.InvalidArgument, "fleet: limit %d is too large: at most %d requests in flight", cfg.Limit, MaxSlots)
+	}
+	if cfg.Limit < 0 || cfg.Cooldown < 0 || cfg.UnhealthyAfter < 0 {
 		return nil, status.Errorf(status.InvalidArgument, "fleet: limit %d and cooldown %v must not be negative", cfg.Limit, cfg.Cooldown)
 	}
 	if cfg.Cooldown == 0 {
 		cfg.Cooldown = DefaultCooldown
 	}
-	f := &Fleet{routing: cfg.Routing, cooldown: cfg.Cooldown, limit: cfg.Limit,
+	if cfg.UnhealthyAfter == 0 {
+		cfg.UnhealthyAfter = DefaultUnhealthyAfter
+	}
+	f := &Fleet{routing: cfg.Routing, cooldown: cfg.Cooldown, after: cfg.UnhealthyAfter, limit: cfg.Limit,
 		byTree: map[uint64]*Ticket{}, affinity: map[uint64]int{}, changed: make(chan struct{})}
 	for i, r := range cfg.Replicas {
 		if r.Policy == nil {
 			return nil, status.Errorf(status.InvalidArgument, "fleet: replica %d (%s) has no policy", i, r.Name)
+		}
+		if r.Capacity > MaxSlots {
+			return nil, status.Errorf(status.InvalidArgument, "fleet: replica %s capacity %d is too large: at most %d requests at once", r.Name, r.Capacity, MaxSlots)
 		}
 		if r.Capacity < 0 {
 			return nil, status.Errorf(status.InvalidArgument, "fleet: replica %s capacity %d is negative", r.Name, r.Capacity)
@@ -147,36 +180,12 @@ func New(cfg Config) (*Fleet, error) {
 	return f, nil
 }
 
-// apportion sets each replica's slots: its capacity, or with a Limit its share of the
-// limit in proportion to the capacities (largest remainders, so the shares sum to it).
+// apportion sets each replica's slots: its capacity. A Limit is not split between the
+// replicas: it caps the requests in flight over all of them together (see grant), so that
+// every replica that is up can serve and take over another's trees, however small it is.
 func (f *Fleet) apportion() {
-	if f.limit == 0 {
-		for _, r := range f.reps {
-			r.slots = r.Capacity
-		}
-		return
-	}
-	total := 0
 	for _, r := range f.reps {
-		total += r.Capacity
-	}
-	given := 0
-	rest := make([]float64, len(f.reps))
-	for i, r := range f.reps {
-		share := float64(f.limit) * float64(r.Capacity) / float64(total)
-		r.slots = int(share)
-		rest[i] = share - float64(r.slots)
-		given += r.slots
-	}
-	for ; given < f.limit; given++ {
-		best := 0
-		for i := range rest {
-			if rest[i] > rest[best] {
-				best = i
-			}
-		}
-		f.reps[best].slots++
-		rest[best] = -1
+		r.slots = r.Capacity
 	}
 }
 
@@ -188,12 +197,11 @@ func (f *Fleet) SetCapacity(i, n int) {
 	if n <= 0 || i < 0 || i >= len(f.reps) {
 		return
 	}
+	n = min(n, MaxSlots)
 	f.mu.Lock()
 	f.reps[i].Capacity = n
 	f.apportion()
-	for _, r := range f.reps {
-		f.grant(r)
-	}
+	f.grant()
 	f.signal()
 	f.mu.Unlock()
 }
@@ -201,23 +209,63 @@ func (f *Fleet) SetCapacity(i, n int) {
 // StartupCheck runs every replica's Check in order and returns what each server said. A
 // capacity a server reports replaces the replica's configured one (the caller's figure is
 // for servers that do not say). The first replica that fails ends the check with its error.
+// Every replica must serve the model (and tokenizer) of the first that names one: a replica
+// of another model is a status.InvalidArgument error naming both, since its samples would
+// mix two models in one data set.
 func (f *Fleet) StartupCheck(ctx context.Context) ([]any, error) {
 	infos := make([]any, len(f.reps))
+	first := -1 // the first replica that named its model
 	for i, r := range f.reps {
 		if r.Check == nil {
 			continue
 		}
-		info, capacity, err := r.Check(ctx)
+		c, err := r.Check(ctx)
 		if err != nil {
 			if len(f.reps) > 1 {
 				return nil, status.Wrap(status.CodeOf(err), err, "fleet: replica %d of %d (%s)", i+1, len(f.reps), r.Name)
 			}
 			return nil, err
 		}
-		infos[i] = info
-		f.SetCapacity(i, capacity)
+		infos[i] = c.Info
+		f.mu.Lock()
+		f.reps[i].model, f.reps[i].tokenizer = c.Model, c.Tokenizer
+		f.mu.Unlock()
+		if c.Model != "" && first < 0 {
+			first = i
+		} else if first >= 0 {
+			if err := f.sameModel(first, i); err != nil {
+				return nil, err
+			}
+		}
+		f.SetCapacity(i, c.Capacity)
 	}
 	return infos, nil
+}
+
+// sameModel refuses replica i when it serves another model or tokenizer than replica ref.
+// Names are compared by their last path element, so that a local copy of a model
+// (/models/Qwen3-4B) and its hub name (Qwen/Qwen3-4B) agree.
+func (f *Fleet) sameModel(ref, i int) error {
+	a, b := f.reps[ref], f.reps[i]
+	what, x, y := "model", a.model, b.model
+	if sameName(x, y) {
+		what, x, y = "tokenizer", a.tokenizer, b.tokenizer
+		if sameName(x, y) {
+			return nil
+		}
+	}
+	return status.Errorf(status.InvalidArgument,
+		"fleet: replica %d of %d (%s) serves %s %q, but replica %d (%s) serves %q: every replica must serve the same %s "+
+			"(its samples would mix two models in one data set)", i+1, len(f.reps), b.Name, what, y, ref+1, a.Name, x, what)
+}
+
+// sameName reports whether two model (or tokenizer) names name the same one: equal last
+// path elements, or one of them not given.
+func sameName(x, y string) bool {
+	if x == "" || y == "" {
+		return true
+	}
+	return path.Base(strings.TrimRight(x, "/\\")) == path.Base(strings.TrimRight(y, "/\\"))
 }
 
 // Capacity is the requests in flight the fleet allows at once: Config.Limit when set, else
@@ -232,6 +280,21 @@ func (f *Fleet) capacity() int {
 	n := 0
 	for _, r := range f.reps {
 		n += r.slots
+	}
+	if f.limit > 0 {
+		return min(n, f.limit)
+	}
+	return n
+}
+
+// free reports whether the Limit leaves room for one more request in flight.
+func (f *Fleet) free() bool { return f.limit == 0 || f.inFlight() < f.limit }
+
+// queued is the requests waiting for a slot on any replica.
+func (f *Fleet) queued() int {
+	n := 0
+	for _, r := range f.reps {
+		n += len(r.queue)
 	}
 	return n
 }
@@ -259,14 +322,24 @@ func (f *Fleet) signal() {
 	f.changed = make(chan struct{})
 }
 
-// grant hands r's free slots to its oldest waiting requests.
-func (f *Fleet) grant(r *replica) {
-	for len(r.queue) > 0 && r.inFlight < r.slots {
-		w := r.queue[0]
-		r.queue[0] = nil
-		r.queue = r.queue[1:]
+// grant hands free slots to waiting requests, oldest first over every replica whose own
+// slots allow one, while the Limit leaves room.
+func (f *Fleet) grant() {
+	for f.free() {
+		var best *replica
+		for _, r := range f.reps {
+			if len(r.queue) > 0 && r.inFlight < r.slots && (best == nil || r.queue[0].seq < best.queue[0].seq) {
+				best = r
+			}
+		}
+		if best == nil {
+			break
+		}
+		w := best.queue[0]
+		best.queue[0] = nil
+		best.queue = best.queue[1:]
 		w.granted = true
-		r.inFlight++
+		best.inFlight++
 		close(w.ready)
 	}
 	f.peak = max(f.peak, f.inFlight())
@@ -291,14 +364,17 @@ func (f *Fleet) take(ctx context.Context, tree uint64, tried uint64, first bool)
 	}
 	i := f.choose(tree, tried)
 	r := f.reps[i]
-	if len(r.queue) == 0 && r.inFlight < r.slots {
+	// With a Limit, a request waiting on another replica goes first (FIFO over the fleet).
+	if len(r.queue) == 0 && r.inFlight < r.slots && f.free() && (f.limit == 0 || f.queued() == 0) {
 		r.inFlight++
 		f.peak = max(f.peak, f.inFlight())
 		f.mu.Unlock()
 		return i, nil
 	}
-	w := &waiter{ready: make(chan struct{})}
+	f.seq++
+	w := &waiter{ready: make(chan struct{}), seq: f.seq}
 	r.queue = append(r.queue, w)
+	f.grant()
 	f.mu.Unlock()
 	select {
 	case <-w.ready:
@@ -317,7 +393,7 @@ func (f *Fleet) take(ctx context.Context, tree uint64, tried uint64, first bool)
 			}
 		}
 	}
-	f.grant(r)
+	f.grant()
 	f.signal()
 	return i, ctxError(ctx, "waiting for a free request slot")
 }
@@ -345,27 +421,30 @@ func (f *Fleet) consume(tree uint64) {
 	}
 }
 
-// Generate sends req to a replica (see Routing) once it has a free slot. A replica that
-// cannot be reached or answers 5xx (after its own retries) is skipped for the cooldown and
-// the request goes to another replica; the tree then stays there.
+// Generate sends req to a replica (see Routing) once it has a free slot. A request that
+// the replica could not serve (it cannot be reached, answers 5xx after its own retries,
+// passes its deadline, answers something unreadable, an empty completion or one without
+// logprobs: see health.go) goes to another replica, and the tree then stays there; the
+// replica's health counts the answer. The last replica's answer is returned when every
+// one was tried.
 func (f *Fleet) Generate(ctx context.Context, req generate.Request) (*generate.Result, error) {
 	var tried uint64 // replicas already tried (bit i); past 64 replicas retries may repeat one
-	var lastErr error
+	var res *generate.Result
+	var err error
 	for attempt := 0; attempt < len(f.reps); attempt++ {
-		i, err := f.take(ctx, req.Tree, tried, attempt == 0)
-		if err != nil {
+		var i int
+		if i, err = f.take(ctx, req.Tree, tried, attempt == 0); err != nil {
 			return nil, err
 		}
-		res, err := f.reps[i].Policy.Generate(ctx, req)
-		down := err != nil && ctx.Err() == nil && unreachable(err)
-		f.finish(i, req.Tree, err, down)
-		if err == nil || !down || len(f.reps) == 1 {
+		res, err = f.reps[i].Policy.Generate(ctx, req)
+		v := judge(ctx, res, err)
+		f.finish(i, err, v)
+		if v != broken && v != gone {
 			return res, err
 		}
 		tried |= 1 << (uint(i) % 64)
-		lastErr = err
 	}
-	return nil, lastErr
+	return res, err
 }
 
 // unreachable reports whether err says the server is not there (no response, a 5xx) rather
@@ -388,7 +467,7 @@ func (f *Fleet) choose(tree uint64, tried uint64) int {
 	n := len(f.reps)
 	usable := func(i int) bool {
 		r := f.reps[i]
-		return r.slots > 0 && tried&(1<<(uint(i)%64)) == 0 && !now.Before(r.downUntil)
+		return r.slots > 0 && tried&(1<<(uint(i)%64)) == 0 && r.up(now, r.inFlight)
 	}
 	if n == 1 {
 		return 0
@@ -452,25 +531,21 @@ func (f *Fleet) choose(tree uint64, tried uint64) int {
 	return best
 }
 
-// finish ends one request on replica i; a replica that was unreachable goes down for the
-// cooldown and loses its trees.
-func (f *Fleet) finish(i int, tree uint64, err error, down bool) {
+// finish ends one request on replica i, counting its answer's verdict into the replica's
+// health. A replica that goes down keeps its trees' affinity until each tree's next
+// request, which choose moves to a replica that is up (counted in Load.Moved).
+func (f *Fleet) finish(i int, err error, v verdict) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	r := f.reps[i]
 	r.inFlight--
-	if err != nil {
+	if err != nil || v == broken {
 		r.failed++
 	} else {
 		r.served++
 	}
-	if down {
-		r.downUntil = time.Now().Add(f.cooldown)
-		if tree != 0 && f.affinity[tree] == i {
-			delete(f.affinity, tree)
-		}
-	}
-	f.grant(r)
+	r.record(v, f.cooldown, f.after)
+	f.grant()
 	f.signal()
 }
 
@@ -497,7 +572,7 @@ func (f *Fleet) Admit(ctx context.Context, width int) (*Ticket, error) {
 	for {
 		// An ended context is never admitted, even when room and its end arrive together:
 		// its reservation would have no tree to turn into requests or release it.
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || f.closed {
 			for i, a := range f.admitting {
 				if a == t {
 					f.admitting = append(f.admitting[:i], f.admitting[i+1:]...)
@@ -506,6 +581,9 @@ func (f *Fleet) Admit(ctx context.Context, width int) (*Ticket, error) {
 			}
 			f.signal()
 			f.mu.Unlock()
+			if ctx.Err() == nil {
+				return nil, status.Errorf(status.InvalidHandle, "fleet: this policy is closed; no tree is admitted")
+			}
 			return nil, ctxError(ctx, "waiting to admit a tree")
 		}
 		if f.admitting[0] == t && f.demand() < f.capacity() {
@@ -525,6 +603,15 @@ func (f *Fleet) Admit(ctx context.Context, width int) (*Ticket, error) {
 		}
 		f.mu.Lock()
 	}
+}
+
+// Close ends admissions: an Admit waiting now, or called later, returns a
+// status.InvalidHandle error. Requests already admitted go on.
+func (f *Fleet) Close() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.closed = true
+	f.signal()
 }
 
 // Release gives back what the ticket still reserves and forgets its tree; call it when the
@@ -555,12 +642,16 @@ func (t *Ticket) Release() {
 // ReplicaLoad is one replica's part of Load.
 type ReplicaLoad struct {
 	Name     string `json:"name"`
+	Model    string `json:"model"` // the model its startup check named ("" before it, or when the server does not say)
 	Capacity int    `json:"capacity"`
 	InFlight int    `json:"in_flight"`
 	Queued   int    `json:"queued"`
 	Served   int64  `json:"served"`
 	Failed   int64  `json:"failed"`
-	Down     bool   `json:"down"`
+	// Down: the replica is down, or back on probation and not yet answered well.
+	Down bool `json:"down"`
+	// Downs counts the times it went down (see health.go).
+	Downs int64 `json:"downs"`
 }
 
 // Load is a snapshot of the fleet's scheduling state.
@@ -586,8 +677,8 @@ func (f *Fleet) Load() Load {
 	for _, r := range f.reps {
 		l.InFlight += r.inFlight
 		l.Queued += len(r.queue)
-		l.Replicas = append(l.Replicas, ReplicaLoad{Name: r.Name, Capacity: r.slots, InFlight: r.inFlight,
-			Queued: len(r.queue), Served: r.served, Failed: r.failed, Down: now.Before(r.downUntil)})
+		l.Replicas = append(l.Replicas, ReplicaLoad{Name: r.Name, Model: r.model, Capacity: r.slots, InFlight: r.inFlight,
+			Queued: len(r.queue), Served: r.served, Failed: r.failed, Down: r.isDown(now), Downs: r.downs})
 	}
 	return l
 }

@@ -126,10 +126,21 @@ func (c Config) Validate() error {
 	return nil
 }
 
+// MaxBudget bounds a tree's budget (and so its warmup, per_pass and max_children): far
+// more rollouts than one tree is ever given, small enough that what a collection
+// allocates per rollout fits any machine.
+const MaxBudget = 1 << 20
+
+// MaxTokens bounds every token limit (T_max, L, min_remaining): far past any model's
+// context, small enough that a buffer of that many tokens fits any machine.
+const MaxTokens = 1 << 24
+
 func (c Config) validate() *status.FieldError {
 	switch {
 	case c.Budget < 1:
 		return fieldError("budget", "is %d, must be >= 1", c.Budget)
+	case c.Budget > MaxBudget:
+		return fieldError("budget", "is %d, must be <= %d rollouts per tree", c.Budget, MaxBudget)
 	case c.Warmup < 1:
 		return fieldError("warmup", "is %d, must be in [1, budget=%d]", c.Warmup, c.Budget)
 	case c.Warmup > c.Budget:
@@ -138,10 +149,16 @@ func (c Config) validate() *status.FieldError {
 		return fieldError("warmup", "is %d, Independent(n) runs n rollouts from the root so warmup must equal budget=%d", c.Warmup, c.Budget)
 	case c.PerPass < 1:
 		return fieldError("per_pass", "is %d, must be >= 1", c.PerPass)
+	case c.PerPass > MaxBudget:
+		return fieldError("per_pass", "is %d, must be <= %d", c.PerPass, MaxBudget)
 	case c.MaxChildren < 1:
 		return fieldError("max_children", "is %d, must be >= 1", c.MaxChildren)
+	case c.MaxChildren > MaxBudget:
+		return fieldError("max_children", "is %d, must be <= %d", c.MaxChildren, MaxBudget)
 	case c.MinRemaining < 0:
 		return fieldError("min_remaining", "is %d, must be >= 0 tokens (0 = the segment length)", c.MinRemaining)
+	case c.MinRemaining > MaxTokens:
+		return fieldError("min_remaining", "is %d, must be <= %d tokens", c.MinRemaining, MaxTokens)
 	}
 	switch {
 	case slices.Contains(ScoreNames, c.Score):
@@ -199,8 +216,12 @@ func (l Limits) Validate() error {
 	switch {
 	case l.MaxTotalTokens < 1:
 		return status.Wrap(status.InvalidArgument, fieldError("max_total_tokens", "is %d, must be >= 1", l.MaxTotalTokens), "search")
+	case l.MaxTotalTokens > MaxTokens:
+		return status.Wrap(status.InvalidArgument, fieldError("max_total_tokens", "is %d, must be <= %d", l.MaxTotalTokens, MaxTokens), "search")
 	case l.SegmentTokens < 1:
 		return status.Wrap(status.InvalidArgument, fieldError("segment_tokens", "is %d, must be >= 1", l.SegmentTokens), "search")
+	case l.SegmentTokens > MaxTokens:
+		return status.Wrap(status.InvalidArgument, fieldError("segment_tokens", "is %d, must be <= %d", l.SegmentTokens, MaxTokens), "search")
 	}
 	return nil
 }

@@ -166,6 +166,9 @@ def add_parser(commands: Any) -> None:
                    help="at most N problems at once (default: no cap; problems start whenever the requests in "
                         "flight drop below the servers' capacity)")
     s.add_argument("--strict", action="store_true", help="a problem with any failed rollout fails (default: keep the tree, list the failures)")
+    s.add_argument("--allow-degraded", action="store_true",
+                   help="exit 0 for a degraded run (some rollouts failed, or some edges are inexact: a server "
+                        "without logprobs) instead of exit status 3; the losses are listed in failures.jsonl either way")
     c = p.add_argument_group("critic and rewards")
     which_critic = c.add_mutually_exclusive_group()
     which_critic.add_argument("--critic-value", type=_finite, default=0.5, help="constant critic prediction")

@@ -5,6 +5,7 @@ written."""
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional
@@ -70,6 +71,8 @@ def read_problems(
         if (label is not None or label_required) and (
                 isinstance(label, bool) or not isinstance(label, (str, int, float)) or str(label).strip() == ""):
             raise ProblemsFileError(f"{where}: {label_key!r} must be a non-empty string or a number, got {label!r:.60}")
+        if isinstance(label, float) and not math.isfinite(label):
+            raise ProblemsFileError(f"{where}: {label_key!r} is {label!r}, not a finite number: no answer can match it")
         pid = item.get(id_key, f"line-{lineno}")
         if pid is None or isinstance(pid, (dict, list, bool)):
             raise ProblemsFileError(f"{where}: {id_key!r} must be a string or a number, got {pid!r:.60}")

@@ -25,6 +25,7 @@ class Totals:
     generated_tokens: int = 0
     prefix_tokens_reused: int = 0
     failed_rollouts: int = 0
+    inexact_edges: int = 0  # edges that train no actor (no exact ids or logprobs)
     budget: int = 0  # the search budget (rollouts) of the completed trees, summed
     budget_unspent: int = 0
     actor_records: int = 0
@@ -36,6 +37,11 @@ class Totals:
     elapsed: float = 0.0
     interrupted: bool = False
     signal: int = 0  # the signal that stopped the run (0: none)
+
+    @property
+    def degraded(self) -> bool:
+        """Whether this run lost rollouts or actor data (failed rollouts, inexact edges)."""
+        return bool(self.failed_rollouts or self.inexact_edges or self.degraded_trees)
 
     @property
     def success_rate(self) -> Optional[float]:
@@ -68,8 +74,9 @@ class Totals:
             ("budget unspent", f"{self.budget_unspent} of {self.budget} rollouts"
              + (" (a tree stops early once no checkpoint is worth another branch: each candidate has "
                 "--max-children children, too little token room left, or a score of 0)" if self.budget_unspent else "")),
-            ("failures", f"{self.failed_rollouts} rollouts, {self.failed_problems} problems"),
-            ("degraded trees", f"{self.degraded_trees} with failed rollouts"
+            ("failures", f"{self.failed_rollouts} rollouts, {self.failed_problems} problems"
+             + (f", {self.inexact_edges} inexact edges (no logprobs or exact ids: no actor records)" if self.inexact_edges else "")),
+            ("degraded trees", f"{self.degraded_trees} with failed rollouts or inexact edges"
              + (f" ({self.retried} replaced earlier ones)" if self.retried else "")
              + (f", {self.degraded_before} earlier (--retry-failed collects them again)" if self.degraded_before else "")),
             ("records", f"{self.actor_records} actor, {self.critic_records} critic"),

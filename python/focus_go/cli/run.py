@@ -32,10 +32,13 @@ from .backends import Backend, check_backend_args, check_critic, load_env_factor
 from .outdir import OutLock, Output, check_out_dir, clear_out_dir, write_atomic
 from .problems import LoadedProblem, read_problems
 from .progress import Progress, Totals
-from .resume import check_same_run, completed_indices, degraded_lines, problem_digest, trim_for_resume
+from .resume import (check_same_run, completed_indices, degraded_lines, degraded_trees, problem_digest, read_run_json,
+                     trim_for_resume)
 from .settings import Settings, describe_critic, settings
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_DEGRADED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+"""``EXIT_DEGRADED``: every problem has its tree, but some rollouts failed or some edges are
+inexact (they train no actor); ``--allow-degraded`` accepts such a run (exit 0)."""
 EXIT_TERMINATED = 128 + int(signal.SIGTERM)
 """143: stopped by SIGTERM (``timeout``, Slurm, ``docker stop``), as cleanly as by Ctrl-C."""
 
@@ -214,9 +217,16 @@ async def collect_all(args: argparse.Namespace, run: Settings, problems: List[Lo
             except FocusError as exc:
                 if state is None:
                     state = getattr(exc, "state", None)
+                # Every rollout of a failed problem is counted, and every error kept.
+                lost = _failed_problem_rollouts(state, item)
+                for failure in lost["failures"]:
+                    output.failure(failure)
                 output.failure({"kind": "problem", "line": item.line, "problem_id": problem.id,
                                 "error": f"{type(exc).__name__}: {exc}"})
                 totals.failed_problems += 1
+                totals.rollouts += lost["rollouts"]
+                totals.failed_rollouts += len(lost["failures"])
+                totals.generated_tokens += lost["generated_tokens"]
                 progress.problem_done(f"{problem.id}: failed: {str(exc)[:160]}")
                 return
             finally:
@@ -225,12 +235,18 @@ async def collect_all(args: argparse.Namespace, run: Settings, problems: List[Lo
         actor, critic_records = records.actor, records.critic
         rollout_failures = [{"kind": "rollout", "line": item.line, "problem_id": problem.id, "node_id": node_id, "error": message}
                             for node_id, message in failures]
+        # An inexact edge (no exact ids or logprobs: a server that returns null logprobs)
+        # trains no actor: each is named in failures.jsonl and makes the tree degraded.
+        inexact = [{"kind": "inexact", "line": item.line, "problem_id": problem.id, "node_id": node_id, "error": message}
+                   for node_id, message in records.failures if message.startswith(INEXACT_PREFIX)]
+        rollout_failures += inexact
         if item.index in retry:
             output.replace(item.index, item.line, str(problem.id), tree_json, actor, critic_records, rollout_failures)
             totals.retried += 1
         else:
             output.problem(item.index, str(problem.id), tree_json, actor, critic_records, rollout_failures)
-        totals.degraded_trees += bool(failures)
+        totals.degraded_trees += bool(failures or inexact)
+        totals.inexact_edges += len(inexact)
         totals.completed += 1
         totals.rollouts += int(stats.get("rollouts", 0))
         totals.finished_rollouts += finished
@@ -287,6 +303,22 @@ async def collect_all(args: argparse.Namespace, run: Settings, problems: List[Lo
         await asyncio.gather(tick, feeder, *tasks, return_exceptions=True)
         if not broken.done():
             broken.cancel()
+
+
+INEXACT_PREFIX = "inexact edge: "
+"""Opens the failure message of an edge that trains no actor (Go's prepare.InexactPrefix)."""
+
+
+def _failed_problem_rollouts(state: Any, item: LoadedProblem) -> Dict[str, Any]:
+    """What a failed problem's tree (None: no tree) spent: its rollouts, tokens, and one
+    failures.jsonl entry per failed rollout."""
+    if state is None:
+        return {"rollouts": 0, "generated_tokens": 0, "failures": []}
+    stats = state.stats
+    failures = [{"kind": "rollout", "line": item.line, "problem_id": item.problem.id, "node_id": node_id, "error": message}
+                for node_id, message in state.failures]
+    return {"rollouts": int(stats.get("rollouts", 0)), "generated_tokens": int(stats.get("generated_tokens", 0)),
+            "failures": failures}
 
 
 @contextlib.contextmanager
@@ -402,15 +434,21 @@ def _run_locked(args: argparse.Namespace, problems: List[LoadedProblem], run: Se
     recorded = recorded_settings(args, run)
     try:
         existing = check_out_dir(out, args.overwrite, resume)
-        done = completed_indices(out, problems) if resume else []
+        flag = "--retry-failed" if retry_failed else "--resume"
+        done = completed_indices(out, problems, flag) if resume else []
         digests = [problem_digest(p.problem) for p in problems]
         if resume and existing and not args.overwrite:
-            digests = check_same_run(out, recorded, digests, problems, done)
+            digests = check_same_run(out, recorded, digests, problems, done, flag)
     except ConfigError as exc:
         print(f"focus-go collect: {exc}", file=stderr)
         return EXIT_USAGE
     failed_lines = degraded_lines(out) if resume else set()
     degraded = {p.index for p in problems if p.index in set(done) and p.line in failed_lines}
+    if retry_failed:  # the trees themselves say so too, with or without failures.jsonl
+        degraded |= degraded_trees(out, problems, done)
+    # The summaries of the earlier runs in this directory are kept in run.json beside this one's.
+    earlier = read_run_json(out) if resume and existing else {}
+    earlier_runs = [*(earlier.get("earlier_runs") or []), *([earlier["summary"]] if earlier.get("summary") else [])]
     retry = degraded if retry_failed else set()
     try:
         backend = open_backend(args, profile)
@@ -456,6 +494,8 @@ def _run_locked(args: argparse.Namespace, problems: List[LoadedProblem], run: Se
             "settings": recorded,
             "problems": digests,
         }
+        if earlier_runs:
+            head["earlier_runs"] = earlier_runs
         # Recorded before the first tree, so that --resume can check any run that left one.
         write_atomic(out / "run.json", json.dumps({**head, "summary": None}, indent=2) + "\n")
         output = Output(out)
@@ -497,4 +537,12 @@ def _run_locked(args: argparse.Namespace, problems: List[LoadedProblem], run: Se
           + (f"\nfailures        {out / 'failures.jsonl'}" if (out / "failures.jsonl").exists() else ""), file=stdout)
     if totals.interrupted:
         return 128 + totals.signal if totals.signal else EXIT_INTERRUPTED
-    return EXIT_FAILED if totals.failed_problems else EXIT_OK
+    if totals.failed_problems:
+        return EXIT_FAILED
+    if totals.degraded and not getattr(args, "allow_degraded", False):
+        print(f"focus-go collect: degraded run: {totals.failed_rollouts} failed rollouts, {totals.inexact_edges} "
+              f"inexact edges (no actor records) in {totals.degraded_trees} trees, listed in {out / 'failures.jsonl'}; "
+              f"exit status {EXIT_DEGRADED} (--allow-degraded accepts such a run; --retry-failed collects those trees again)",
+              file=stderr)
+        return EXIT_DEGRADED
+    return EXIT_OK

@@ -307,7 +307,9 @@ class SGLangPolicy(_TokenServerPolicy):
         headers: Extra HTTP headers for every request.
         timeout: The request deadline in seconds; None for none.
         max_concurrency: The most requests in flight at once, shared by every collection
-            that uses the policy; further requests wait for a slot, oldest first. None: the
+            that uses the policy and by all its servers together (not split between them:
+            every server that is up can take requests, and a cap below the number of
+            servers still fails over); further requests wait for a slot, oldest first. None: the
             servers' capacity (each server's ``max_running_requests``, read by
             ``startup_check``, or ``capacity`` for one that does not report it, such as a
             router). Behind a router, size it for all the router's workers.
