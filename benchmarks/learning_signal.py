@@ -333,7 +333,7 @@ def parse_args(argv: Optional[List[str]]):
     ap.add_argument("--methods", default="", help="keep only these methods (comma-separated names; default: all)")
     ap.add_argument("--taus", default="0.05,0.2,0.5,const", help="critic noises ('const': Critic.constant(0.5))")
     ap.add_argument("--budgets", default="160,640", help="the budgets of the areas, in rollout-equivalents (RE)")
-    ap.add_argument("--lrs", default="32,128,512,2048", help="the learning-rate grid")
+    ap.add_argument("--lrs", default="32,128,512,2048,8192", help="the learning-rate grid")
     ap.add_argument("--seeds", type=int, default=4, help="selection seeds (0: no learning runs)")
     ap.add_argument("--confirm-seeds", type=int, default=10, help="fresh seeds each method runs at its chosen rates")
     ap.add_argument("--learn-problems", type=int, default=4, help="problems per seed in a learning run")

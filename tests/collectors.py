@@ -20,10 +20,13 @@ def math_collector(
     sampling: Optional[SamplingParams] = TEMPERATURE_1,
     system_prompt: str = "Solve the problem.",
     score: Optional[str] = None,
+    stop_alike: bool = False,
 ) -> Collector:
     """A Selective(budget, warmup) collector of a MathEnv agent with Segments(segment) and
     a constant 0.5 critic; ``sampling=None`` leaves the sampling to the policy (or, under
-    Slime, to Slime's settings); ``score`` None is Selective's default."""
+    Slime, to Slime's settings); ``score`` None is Selective's default. ``stop_alike`` is
+    off so that every tree spends its whole budget (the counts the integration tests check),
+    whatever the library's default."""
     agent = Agent(
         policy=policy,
         env=MathEnv(problem.label, policy.decode),
@@ -31,5 +34,6 @@ def math_collector(
         context=Segments(segment),
         sampling=sampling,
     )
-    search = Selective(budget=budget, warmup=warmup) if score is None else Selective(budget=budget, warmup=warmup, score=score)
+    search = (Selective(budget=budget, warmup=warmup, stop_alike=stop_alike) if score is None
+              else Selective(budget=budget, warmup=warmup, score=score, stop_alike=stop_alike))
     return Collector(agent, critic=Critic.constant(0.5), search=search)

@@ -78,16 +78,22 @@ def test_tree_tokens_count_generated_tokens_only(bench):
         h.close()
 
 
+def main_default_note(tmp_path) -> bool:
+    """The quick run names no method the library's defaults run: no target line."""
+    return "The target for" not in (tmp_path / "signal.md").read_text()
+
+
 def test_quick_run_writes_its_table(bench, tmp_path):
     assert bench.main(["--quick", "--out", str(tmp_path)]) == 0
     text = (tmp_path / "signal.md").read_text()
     for name in ("selective:value_refinement", "selective:value_refinement+w/tgb", "root-only:8", "grpo:4", "grpo:8"):
         assert f"| {name} |" in text
-    # The library's defaults (Selective() with visitation-weighted records) are marked.
-    assert bench.library_default() == "selective:critic_adaptive+w"
-    assert "| selective:critic_adaptive+w (the default) |" in text
+    # The library's defaults (Selective() with visitation-weighted records) are named from
+    # Selective()'s size, score and stop_alike (docs/signal.md §D).
+    assert bench.library_default() == "selective8/4:value_refinement_per_token+stop+w"
+    assert main_default_note(tmp_path)
     for part in ("Per generated token, the first 8 RE", "Per generated token, the first 16 RE", "Margins, the first 16 RE",
-                 "Per rollout (the second view)", "The target for selective:critic_adaptive+w", "Gradient error of one tree",
+                 "Per rollout (the second view)", "Gradient error of one tree",
                  "prefill, prefix cache"):
         assert part in text, part
 
@@ -114,9 +120,9 @@ def test_method_kappa_variants_are_paired_in_one_run(bench, tmp_path):
     text = (tmp_path / "signal.md").read_text()
     assert "| selective:critic_adaptive+w@k0 |" in text and "| root-only:8 |" in text
     assert "| selective:value_refinement |" not in text, "--methods keeps only those named"
-    # The paired differences of the kappa-0 candidate include the kappa-1 default.
+    # The paired differences of the kappa-0 candidate include the kappa-1 method.
     diffs = text.split("Paired gradient-error difference")[1]
-    assert "| selective:critic_adaptive+w (the default) |" in diffs and "| root-only:8 |" in diffs
+    assert "| selective:critic_adaptive+w |" in diffs and "| root-only:8 |" in diffs
     assert "The target for selective:critic_adaptive+w@k0" in text
 
 

@@ -190,7 +190,7 @@ def test_bridged_id_tuples_are_not_tracked_by_the_cycle_collector(server, policy
 
     custom = Policy(format=policy.format, model="custom", complete=complete, default_params=SAMPLING)
     agent = Agent(policy=custom, env=Tracking(problem.label, policy.decode, []), context=Segments(48))
-    state = asyncio.run(Collector(agent, critic=Critic.constant(0.5), search=Selective(6, 3, seed=2)).collect(problem))
+    state = asyncio.run(Collector(agent, critic=Critic.constant(0.5), search=Selective(6, 3, seed=2, stop_alike=False)).collect(problem))
     try:
         assert len(prefixes) > 6 and len(seen) > 6
         assert all(type(p) is tuple and all(type(t) is int for t in p) for p, _ in prefixes + seen + generated)
@@ -420,7 +420,7 @@ def test_answer_batches_refuse_bad_arrays_and_handles(server, policy):
 
     custom = Policy(format=policy.format, model="custom", complete=complete, default_params=SAMPLING)
     agent = Agent(policy=custom, env=MathEnv(problem.label, policy.decode), context=Segments(32))
-    collector = Collector(agent, critic=Critic.constant(0.5), search=Selective(3, 2))
+    collector = Collector(agent, critic=Critic.constant(0.5), search=Selective(3, 2, stop_alike=False))
     state = asyncio.run(collector.collect(problem))
     try:
         assert checked, "the checks ran inside a live collection"

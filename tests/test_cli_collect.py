@@ -292,7 +292,7 @@ def test_visitation_weights_are_on_unless_switched_off(tmp_path, problems_file):
     from focus_go.extend import SchedulerState
     from focus_go.preparation import prepare_samples
 
-    args = ["collect", str(problems_file), "--budget", "8", "--warmup", "2", "--score", "value_refinement"]
+    args = ["collect", str(problems_file), "--budget", "8", "--warmup", "2", "--score", "value_refinement", "--no-stop-alike"]
     outs = {flag: tmp_path / flag.strip("-") for flag in ("--visitation-weights", "--no-visitation-weights")}
     assert main([*args, "--out", str(tmp_path / "default")]) == 0
     for flag, out in outs.items():

@@ -439,7 +439,7 @@ def test_bad_sampling_and_reward_flags_exit_2_before_anything_starts(tmp_path, p
     "args, message",
     [
         (["--budget", "0"], "Selective: budget"),
-        (["--warmup", "100"], "warmup (100) must not exceed budget (32)"),
+        (["--warmup", "100"], "warmup (100) must not exceed budget (8)"),
         (["--problems", "0"], "--problems must be an integer >= 1"),
         (["--problems", "-3"], "--problems must be an integer >= 1"),
         (["--problems", "1000"], "the simulator bundles"),

@@ -359,7 +359,7 @@ def test_vllm_policy_collects_too(server):
     policy = VLLMPolicy(model=server.model, base_url=server.url + "/v1", api_key="EMPTY", profile="token_chunk", default_params=SAMPLING)
     try:
         agent = Agent(policy=policy, env=MathEnv(problem.label, policy.decode), context=Segments(128))
-        state = asyncio.run(Collector(agent, critic=Critic.constant(0.5), search=Selective(8, 4)).collect(problem))
+        state = asyncio.run(Collector(agent, critic=Critic.constant(0.5), search=Selective(8, 4, stop_alike=False)).collect(problem))
         assert SchedulerView(state).stats["rollouts"] == 8
     finally:
         policy.close()
@@ -387,7 +387,7 @@ def test_progress_counts_grow_while_collecting_and_end_at_the_tree_stats(server,
     problem = server.problems()[0]
     seen = []
     env = WatchedEnv(problem.label, policy.decode, seen)
-    collector = Collector(Agent(policy=policy, env=env, context=Segments(64)), search=Selective(8, 4))
+    collector = Collector(Agent(policy=policy, env=env, context=Segments(64)), search=Selective(8, 4, stop_alike=False))
     env.collector = collector
     polled = []
 

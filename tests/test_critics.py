@@ -65,7 +65,7 @@ def test_http_critic_scores_checkpoints(server, policy):
     try:
         problem = server.problems()[0]
         agent = Agent(policy=policy, env=MathEnv(problem.label, policy.decode), context=Segments(48))
-        state = asyncio.run(Collector(agent, critic=Critic.http(values.url + "/score", timeout=5), search=Selective(8, 4)).collect(problem))
+        state = asyncio.run(Collector(agent, critic=Critic.http(values.url + "/score", timeout=5), search=Selective(8, 4, stop_alike=False)).collect(problem))
         scored = [n.critic for n in SchedulerView(state).nodes if n.critic is not None]
         assert scored and set(scored) == {0.25}
         assert sum(values.seen) == len(scored)

@@ -121,12 +121,12 @@ def test_cli_defaults_equal_the_librarys():
 
 
 def test_cli_warmup_defaults_to_the_librarys_not_half_the_budget():
-    # The spec's Selective(budget=32, warmup=16): --warmup defaults to 16 whatever --budget is.
-    assert settings(_collect_args("--budget", "64")).search == Selective(64, 16)
-    assert settings(_collect_args("--budget", "64")).search.warmup == Selective().warmup
-    with pytest.raises(ConfigError, match=r"warmup \(16\) must not exceed budget \(8\)"):
-        settings(_collect_args("--budget", "8"))
-    assert settings(_collect_args("--budget", "8", "--warmup", "4")).search == Selective(8, 4)
+    # --warmup defaults to Selective()'s warmup whatever --budget is (docs/signal.md §D).
+    w = Selective().warmup
+    assert settings(_collect_args("--budget", "64")).search == Selective(64, w)
+    with pytest.raises(ConfigError, match=rf"warmup \({w}\) must not exceed budget \({w - 1}\)"):
+        settings(_collect_args("--budget", str(w - 1)))
+    assert settings(_collect_args("--budget", "64", "--warmup", "16")).search == Selective(64, 16)
 
 
 def test_independent_runs_as_gos_independent():

@@ -66,7 +66,7 @@ def test_tool_env_tree_against_the_sim(server, policy):
     agent = Agent(policy=policy, env=ToolEnv({"calculator": calc}, answer=grader(problem.label)))
 
     async def run():
-        async with Collector(agent, critic=Critic.constant(0.5), search=Selective(8, 4)) as collector:
+        async with Collector(agent, critic=Critic.constant(0.5), search=Selective(8, 4, stop_alike=False)) as collector:
             state = await collector.collect(problem)
             return state, collector.prepare(state)
 
@@ -123,7 +123,7 @@ def test_whole_turn_is_the_default_and_deterministic(server, policy):
 
     def collect():
         agent = Agent(policy=policy, env=ToolEnv({"calculator": calc}, answer=grader(problem.label)))
-        state = asyncio.run(Collector(agent, search=Selective(6, 3, seed=5)).collect(problem))
+        state = asyncio.run(Collector(agent, search=Selective(6, 3, seed=5, stop_alike=False)).collect(problem))
         return [(n.parent, n.tokens, n.reward, n.done) for n in SchedulerView(state).nodes]
 
     assert collect() == collect()
@@ -321,7 +321,7 @@ def test_bridged_policy_gives_the_native_tree(server, policy):
 
     def collect(p):
         agent = Agent(policy=p, env=ToolEnv({"calculator": calc}, answer=grader(problem.label)))
-        state = asyncio.run(Collector(agent, search=Selective(6, 3, seed=2)).collect(problem))
+        state = asyncio.run(Collector(agent, search=Selective(6, 3, seed=2, stop_alike=False)).collect(problem))
         return [(n.parent, n.tokens, n.reward, n.done, n.text) for n in SchedulerView(state).nodes]
 
     assert collect(bridged) == collect(policy)

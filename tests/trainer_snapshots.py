@@ -18,7 +18,7 @@ import re
 from typing import Any, Dict
 from urllib.parse import urlparse
 
-from collectors import math_collector
+from collectors import math_collector as _math_collector
 from slime_contract import Sample, make_args
 
 # Slime's GenerateState.sampling_params for make_args' defaults, seeded.
@@ -26,6 +26,12 @@ TRAINING = dict(
     temperature=1.0, top_p=1.0, top_k=-1, max_new_tokens=1024, stop=None, stop_token_ids=None,
     skip_special_tokens=False, no_stop_trim=True, spaces_between_special_tokens=False, sampling_seed=5,
 )
+
+
+def math_collector(policy: Any, problem: Any) -> Any:
+    """The collector the digests were taken with: Selective(4, 2) with critic_adaptive, the
+    default score then (2026-12-02 to 2026-12-04), whatever the library's default now."""
+    return _math_collector(policy, problem, score="critic_adaptive")
 
 
 def plain(value: Any) -> Any:

@@ -147,7 +147,7 @@ func TestDecodeUnpublishedInput(t *testing.T) {
 func BenchmarkDecodeSpec(b *testing.B) {
 	data := []byte(`{"problem_id": "p", "prompt_tokens": [` + tokens(2000) + `], "prompt_text": "x", "segments": 256,
 		"max_segments": 64, "max_total_tokens": 8192, "sampling": {"temperature": 1, "logprobs": 0},
-		"search": {"budget": 32, "warmup": 16, "per_pass": 4, "max_children": 4, "min_remaining": 0, "score": "critic_adaptive", "seed": 0, "independent": false},
+		"search": {"budget": 32, "warmup": 16, "per_pass": 4, "max_children": 4, "min_remaining": 0, "score": "value_refinement_per_token", "seed": 0, "stop_alike": true, "independent": false},
 		"reward": {"gamma": 1, "critic_weight": 1, "reward_min": 0, "reward_max": 1, "truncated_reward": 0, "truncation": "terminal"},
 		"allow_partial": false, "codec": 1, "policy": {"kind": "native", "handle": 2}, "env": {"kind": "math", "label": "4"},
 		"critic": null, "policy_timeout": 0, "env_timeout": 0, "critic_timeout": 0, "turn": null}`)

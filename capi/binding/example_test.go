@@ -14,9 +14,9 @@ func ExampleCheck() {
 	d := binding.DefaultValues()
 	fmt.Println(d.Selective.Budget, d.Selective.Warmup, d.Segments.Tokens)
 	// Output:
-	// {Budget:8 Warmup:8 PerPass:4 MaxChildren:4 MinRemaining:0 Score:critic_adaptive Seed:1 StopAlike:false Independent:true} <nil>
+	// {Budget:8 Warmup:8 PerPass:4 MaxChildren:4 MinRemaining:0 Score:value_refinement_per_token Seed:1 StopAlike:false Independent:true} <nil>
 	// Selective: warmup is 8, must be in [1, budget=4]: warmup (8) must not exceed budget (4)
-	// 32 16 256
+	// 8 4 256
 }
 
 func ExampleDecode() {

@@ -34,9 +34,9 @@ const (
 // Kinds lists every kind Check accepts.
 var Kinds = []string{KindSelective, KindIndependent, KindSegments, KindAgent, KindConstantCritic, KindMinAbsAdvantage, KindRecordLayout, KindSampling, KindReward}
 
-// SelectiveDefaults are Selective(budget=32, warmup=16, *, per_pass=4,
-// max_children=4, min_remaining=None, score="critic_adaptive", seed=0,
-// stop_alike=False):
+// SelectiveDefaults are Selective(budget=8, warmup=4, *, per_pass=4,
+// max_children=4, min_remaining=None, score="value_refinement_per_token",
+// seed=0, stop_alike=True):
 // search.Selective and search.DefaultScore.
 type SelectiveDefaults struct {
 	Budget       int    `json:"budget"`

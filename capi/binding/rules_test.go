@@ -21,10 +21,11 @@ func TestCheck(t *testing.T) {
 		want         any    // the normalised form, when valid
 		message      string // the error message, when not
 	}{
-		{binding.KindSelective, `{}`, search.Selective(32, 16), ""},
+		{binding.KindSelective, `{}`, search.Selective(search.DefaultBudget, search.DefaultWarmup), ""},
 		{binding.KindSelective, `{"budget": 8, "warmup": 4, "per_pass": 2, "max_children": 3, "min_remaining": null, "score": "uniform", "seed": 7}`,
-			search.Config{Budget: 8, Warmup: 4, PerPass: 2, MaxChildren: 3, Score: "uniform", Seed: 7}, ""},
-		{binding.KindSelective, `{"min_remaining": 128}`, search.Config{Budget: 32, Warmup: 16, PerPass: 4, MaxChildren: 4, MinRemaining: 128, Score: "critic_adaptive"}, ""},
+			search.Config{Budget: 8, Warmup: 4, PerPass: 2, MaxChildren: 3, Score: "uniform", Seed: 7, StopAlike: true}, ""},
+		{binding.KindSelective, `{"min_remaining": 128, "stop_alike": false}`, search.Config{Budget: 8, Warmup: 4, PerPass: 4, MaxChildren: 4, MinRemaining: 128, Score: "value_refinement_per_token"}, ""},
+		{binding.KindSelective, `{"stop_alike": 1}`, nil, "Selective: stop_alike must be true or false, got 1"},
 		{binding.KindSelective, `{"budget": 4, "warmup": 8}`, nil, "Selective: warmup is 8, must be in [1, budget=4]: warmup (8) must not exceed budget (4)"},
 		{binding.KindSelective, `{"budget": 0, "warmup": 0}`, nil, "Selective: budget is 0, must be >= 1"},
 		{binding.KindSelective, `{"per_pass": 0}`, nil, "Selective: per_pass is 0, must be >= 1"},
@@ -152,9 +153,9 @@ func TestCheckNamesTheField(t *testing.T) {
 func TestDefaultsAreTheLibrarys(t *testing.T) {
 	d := binding.DefaultValues()
 	sel := search.Selective(search.DefaultBudget, search.DefaultWarmup)
-	assert.Equal(t, binding.SelectiveDefaults{Budget: 32, Warmup: 16, PerPass: 4, MaxChildren: 4, Score: "critic_adaptive"}, d.Selective,
-		"ALGORITHM.md §5.8: Selective(budget=32, warmup=16, per_pass=4, max_children=4); "+
-			"the score is critic_adaptive since 2026-12-02 (docs/learning-signal.md, \"The defaults and the old behaviour\")")
+	assert.Equal(t, binding.SelectiveDefaults{Budget: 8, Warmup: 4, PerPass: 4, MaxChildren: 4, Score: "value_refinement_per_token", StopAlike: true}, d.Selective,
+		"ALGORITHM.md §5.8's per_pass=4, max_children=4; since 2026-12-04 Selective(8, 4), "+
+			"score value_refinement_per_token, stop_alike (docs/signal.md §D, docs/learning-signal.md)")
 	assert.Equal(t, binding.RecordsDefaults{Layout: "spans", VisitationWeights: true}, d.Records,
 		"per-span records (docs/records.md), visitation-weighted since 2026-12-02")
 	assert.Equal(t, sel.PerPass, d.Selective.PerPass)

@@ -204,7 +204,11 @@ func TestDeterministicUnderShuffledCompletion(t *testing.T) {
 		sc   search.Config
 	}{
 		{"selective", search.Selective(20, 8)},
-		{"selective per_pass 3", func() search.Config { c := search.Selective(14, 3); c.PerPass = 3; c.Seed = 7; return c }()},
+		{"selective per_pass 3", func() search.Config {
+			c := search.Selective(14, 3)
+			c.PerPass, c.Seed, c.StopAlike = 3, 7, false // branch whatever the warmup returned
+			return c
+		}()},
 		{"independent", search.Independent(6)},
 	}
 	for _, tt := range tests {

@@ -66,12 +66,13 @@ func Example() {
 		fmt.Printf("node %2d <- %2d pass %d %-8q reward %.0f done %t\n", nd.ID, nd.Parent, nd.SearchPass, nd.Text, nd.Reward, nd.Done)
 	}
 	// Pass 1 is Selective's branching round: the default score,
-	// critic_adaptive, spends both branches at the root here, as
-	// gradient_variance does: most of the actor's gradient is there
-	// (docs/signal.md §S, §F), so no prefix is reused.
+	// value_refinement_per_token, prices each branch by the tokens its
+	// rollout generates, so both branches start one segment above a leaf
+	// and reuse 8 tokens of prefix each (docs/signal.md §P, §D). The warmup
+	// returned 1, 0, 1, 1: not all alike, so stop_alike lets it branch.
 
 	// Output:
-	// rollouts 6 unspent 0 reused 0
+	// rollouts 6 unspent 0 reused 16
 	// node  1 <-  0 pass 0 "x=\\b"  reward 0 done false
 	// node  2 <-  1 pass 0 "oxed"   reward 0 done false
 	// node  3 <-  2 pass 0 "{5}"    reward 1 done true
@@ -84,10 +85,6 @@ func Example() {
 	// node 10 <-  0 pass 0 "x=\\b"  reward 0 done false
 	// node 11 <- 10 pass 0 "oxed"   reward 0 done false
 	// node 12 <- 11 pass 0 "{5}"    reward 1 done true
-	// node 13 <-  0 pass 1 "x=\\b"  reward 0 done false
-	// node 14 <- 13 pass 1 "oxed"   reward 0 done false
-	// node 15 <- 14 pass 1 "{4}"    reward 0 done true
-	// node 16 <-  0 pass 1 "x=\\b"  reward 0 done false
-	// node 17 <- 16 pass 1 "oxed"   reward 0 done false
-	// node 18 <- 17 pass 1 "{5}"    reward 1 done true
+	// node 13 <-  2 pass 1 "{5}"    reward 1 done true
+	// node 14 <- 11 pass 1 "{5}"    reward 1 done true
 }

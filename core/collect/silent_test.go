@@ -41,7 +41,7 @@ func TestSomeTimeoutsDoNotStopTheTree(t *testing.T) {
 		return nil
 	}
 	cfg := baseConfig(search.Selective(8, 4))
-	cfg.AllowPartial, cfg.Search.Score = true, search.ScoreUniform
+	cfg.AllowPartial, cfg.Search.Score, cfg.Search.StopAlike = true, search.ScoreUniform, false
 	res, err := Run(context.Background(), cfg, pol, newFakeEnv(), nil)
 	require.NoError(t, err)
 	assert.Greater(t, res.Tree.Stats.Rollouts, 4, "the rounds after the warmup are launched")

@@ -35,13 +35,13 @@ const (
 	// reliable and shallow_first on one whose critic looks noisy: the tiers
 	// apply when the critic-error estimate over the root's children,
 	// CriticErrorAtDepthOne, exceeds CriticAdaptiveThreshold (docs/signal.md
-	// §F). The default (DefaultScore).
+	// §F). The default from 2026-12-02 to 2026-12-04.
 	ScoreCriticAdaptive = "critic_adaptive"
 	// ScoreValueRefinementPerToken is "value_refinement" per generated token:
 	// the gain divided by the tokens a rollout from the checkpoint is expected
 	// to generate (ExpectedRolloutTokens), so a deep checkpoint, whose branch
 	// reuses a long prefix and generates little, pays for less (docs/signal.md
-	// §P).
+	// §P). The default (DefaultScore).
 	ScoreValueRefinementPerToken = "value_refinement_per_token"
 	// ScoreEntropy is listed by ALGORITHM.md but not supported: it needs the
 	// policy's token entropies after each checkpoint, which the tree does not
@@ -49,22 +49,28 @@ const (
 	ScoreEntropy = "entropy"
 )
 
-// Defaults of Selective and Independent (ALGORITHM.md §5.8).
+// Defaults of Selective and Independent: ALGORITHM.md §5.8's, except the
+// tree size, the score and stop_alike, which the per-token benchmark replaced
+// on 2026-12-04 (docs/signal.md §D).
 const (
-	DefaultBudget      = 32
-	DefaultWarmup      = 16
+	DefaultBudget      = 8
+	DefaultWarmup      = 4
 	DefaultPerPass     = 4
 	DefaultMaxChildren = 4
 	DefaultIndependent = 16
-	// DefaultScore is Selective's score: the one that gives the actor the
-	// best gradient and learning on the benchmark of docs/signal.md §B
-	// (docs/learning-signal.md). The bindings read it from capi/binding.
-	DefaultScore = ScoreCriticAdaptive
+	// DefaultScore is Selective's score: with DefaultBudget, DefaultWarmup
+	// and DefaultStopAlike, the rule with the best area of learning per
+	// generated token on the benchmark of docs/signal.md §B
+	// (docs/learning-signal.md). The bindings read them from capi/binding.
+	DefaultScore = ScoreValueRefinementPerToken
+	// DefaultStopAlike is Selective's stop_alike: a tree whose warmup
+	// returns are all alike stops after its warmup.
+	DefaultStopAlike = true
 )
 
-// Config mirrors Python's Selective(budget=32, warmup=16, *, per_pass=4,
-// max_children=4, min_remaining=None, score="critic_adaptive", seed=0,
-// stop_alike=False) and
+// Config mirrors Python's Selective(budget=8, warmup=4, *, per_pass=4,
+// max_children=4, min_remaining=None, score="value_refinement_per_token",
+// seed=0, stop_alike=True) and
 // Independent(n=16, *, seed=0).
 type Config struct {
 	// Budget is B, the rollouts (generate-until-terminal calls) per tree;
@@ -96,12 +102,12 @@ type Config struct {
 
 // Selective returns Selective(budget, warmup) with the documented defaults
 // for the rest: per_pass 4, max_children 4, min_remaining = L, score
-// DefaultScore, seed 0.
+// DefaultScore, stop_alike DefaultStopAlike, seed 0.
 func Selective(budget, warmup int) Config {
 	return Config{
 		Budget: budget, Warmup: warmup,
 		PerPass: DefaultPerPass, MaxChildren: DefaultMaxChildren,
-		Score: DefaultScore,
+		Score: DefaultScore, StopAlike: DefaultStopAlike,
 	}
 }
 
@@ -111,6 +117,7 @@ func Selective(budget, warmup int) Config {
 func Independent(n int) Config {
 	c := Selective(n, n)
 	c.Independent = true
+	c.StopAlike = false // no rounds to stop
 	return c
 }
 

@@ -61,7 +61,7 @@ func TestValueRefinementPerToken(t *testing.T) {
 // differ plans as without it.
 func TestStopAlike(t *testing.T) {
 	cfg := search.Selective(32, 4)
-	cfg.Score = search.ScoreValueRefinement
+	cfg.Score, cfg.StopAlike = search.ScoreValueRefinement, false
 	stop := cfg
 	stop.StopAlike = true
 	plan := func(tr *tree.Tree, c search.Config) []search.Pick {
@@ -94,4 +94,36 @@ func TestStopAlike(t *testing.T) {
 	ind := search.Independent(4)
 	ind.StopAlike = true
 	assert.Empty(t, plan(mixed, ind))
+}
+
+// docs/signal.md §D: the default rule in force, Selective() =
+// Selective(8, 4, score="value_refinement_per_token", stop_alike=True), and
+// its plan on ALGORITHM.md §6.2's tree (W = 4 chains, the default warmup).
+func TestDefaultRule(t *testing.T) {
+	cfg := search.Selective(search.DefaultBudget, search.DefaultWarmup)
+	assert.Equal(t, search.Config{Budget: 8, Warmup: 4, PerPass: 4, MaxChildren: 4, Score: "value_refinement_per_token", StopAlike: true}, cfg)
+	fig, cs := fig62(t)
+	picks, err := search.Plan(fig, cfg, kappa1, limits, 1, cfg.Budget-cfg.Warmup)
+	require.NoError(t, err)
+	// c3 (V* 0.75, bias 0.25²): e2 = 0.1875/3 + 0.0625 = 0.125, gain 0.25/8/40;
+	// c4 (V* 0.225, bias 0.225²): e2 = 0.174375/3 + 0.050625 = 0.10875,
+	// gain 0.2175/8/40; then each again at n = 2: (2 e2 + σ²)/27/40.
+	want := []search.Pick{
+		{Node: cs[2], Gain: 0.25 / 8 / 40},
+		{Node: cs[3], Gain: 0.2175 / 8 / 40},
+		{Node: cs[2], Gain: (2*(0.1875/4+0.0625) + 0.1875) / 27 / 40},
+		{Node: cs[3], Gain: (2*(0.174375/4+0.050625) + 0.174375) / 27 / 40},
+	}
+	require.Len(t, picks, len(want))
+	for i := range want {
+		assert.Equal(t, want[i].Node, picks[i].Node, "pick %d", i)
+		assert.InDelta(t, want[i].Gain, picks[i].Gain, 1e-15, "pick %d", i)
+	}
+	// The same tree with every warmup return 1: the default stops after warmup.
+	alike, _ := chainTree(t, ptr(0.5), []*float64{ptr(0.9), ptr(0.2), ptr(0.5), ptr(0.45)}, []float64{1, 1, 1, 1}, false)
+	picks, err = search.Plan(alike, cfg, kappa1, limits, 1, cfg.Budget-cfg.Warmup)
+	require.NoError(t, err)
+	assert.Empty(t, picks)
+	assert.Equal(t, 16, search.DefaultIndependent, "Independent(n=16) is unchanged")
+	assert.False(t, search.Independent(8).StopAlike)
 }

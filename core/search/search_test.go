@@ -77,6 +77,7 @@ func fig62(t *testing.T) (*tree.Tree, []int) {
 func valueRefinement(budget, warmup int) search.Config {
 	c := search.Selective(budget, warmup)
 	c.Score = search.ScoreValueRefinement
+	c.StopAlike = false // ALGORITHM.md's rule has no stop
 	return c
 }
 
@@ -740,9 +741,10 @@ func TestMissingCritic(t *testing.T) {
 }
 
 func TestConfig(t *testing.T) {
-	// The default score is critic_adaptive (docs/signal.md §F; docs/learning-signal.md).
-	assert.Equal(t, search.Config{Budget: 32, Warmup: 16, PerPass: 4, MaxChildren: 4, Score: "critic_adaptive"}, search.Selective(32, 16))
-	assert.Equal(t, search.Config{Budget: 16, Warmup: 16, PerPass: 4, MaxChildren: 4, Score: "critic_adaptive", Independent: true}, search.Independent(16))
+	// The default score is value_refinement_per_token with stop_alike since
+	// 2026-12-04 (docs/signal.md §D; docs/learning-signal.md).
+	assert.Equal(t, search.Config{Budget: 32, Warmup: 16, PerPass: 4, MaxChildren: 4, Score: "value_refinement_per_token", StopAlike: true}, search.Selective(32, 16))
+	assert.Equal(t, search.Config{Budget: 16, Warmup: 16, PerPass: 4, MaxChildren: 4, Score: "value_refinement_per_token", Independent: true}, search.Independent(16))
 	assert.Equal(t, 256, search.Selective(32, 16).MinRemainingTokens(limits))
 	c := search.Selective(32, 16)
 	c.MinRemaining = 100

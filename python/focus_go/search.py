@@ -2,8 +2,10 @@
 
 ``Selective(budget, warmup)`` runs ``warmup`` independent rollouts from the root, then
 rounds of ``per_pass`` branches from the checkpoints whose next branch gains most under its
-``score`` (by default ``critic_adaptive``, aimed at the actor's gradient, docs/signal.md
-§F; docs/signal.md describes every score), until the budget is spent or no checkpoint gains.
+``score`` (by default ``value_refinement_per_token``, the critic-target gain per generated
+token, docs/signal.md §P; docs/signal.md describes every score), until the budget is spent or
+no checkpoint gains; by default a tree whose warmup rollouts all returned the same stops
+there (``stop_alike``).
 ``Independent(n)`` is n rollouts from the root with no branching (GRPO groups), the
 baseline every comparison runs against. Budgets count rollouts
 (generate-until-terminal calls), not tokens. The same inputs and seed give the same tree
@@ -36,7 +38,10 @@ class Selective:
 
     The scores:
 
-    - ``"critic_adaptive"`` (the default): depth-1 checkpoints first when the critic's
+    - ``"value_refinement_per_token"`` (the default): ``"value_refinement"``'s gain divided
+      by the tokens a rollout from the checkpoint is expected to generate; deep
+      checkpoints, whose branches reuse a long prefix, cost less.
+    - ``"critic_adaptive"``: depth-1 checkpoints first when the critic's
       error over the root's children looks large, otherwise as ``"gradient_variance"``.
     - ``"gradient_variance"``: the reduction of the variance of the actor's
       (visitation-weighted) gradient that one more branch buys; shallow checkpoints and
@@ -45,11 +50,10 @@ class Selective:
     - ``"value_refinement"``: the critic-target error one more branch removes.
     - ``"posterior_variance"``: the posterior variance of the checkpoint's value.
     - ``"uniform"``: every candidate alike.
-    - ``"value_refinement_per_token"``: ``"value_refinement"``'s gain divided by the tokens
-      a rollout from the checkpoint is expected to generate; deep checkpoints, whose
-      branches reuse a long prefix, cost less.
 
-    The learning-signal guide compares them.
+    The learning-signal guide compares them, per generated token: the defaults,
+    ``Selective(8, 4)`` with ``"value_refinement_per_token"`` and ``stop_alike``, are the
+    rule with the best area there (docs/signal.md §D).
 
     Args:
         budget: Rollouts per tree, warmup included; failures and retries each cost one.
@@ -62,21 +66,22 @@ class Selective:
         seed: Seeds the sampling requests and breaks ties.
         stop_alike: Stop a tree after its warmup when every finished warmup rollout
             returned the same (an always-solved or never-solved problem), leaving the
-            rest of its budget unspent (``budget_unspent`` in its stats).
+            rest of its budget unspent (``budget_unspent`` in its stats). On by default;
+            ``False`` spends the whole budget on every tree.
 
     Raises:
         ConfigError: A value is out of range (``warmup`` above ``budget``, a count below
             1, an unknown ``score``); the message names the field.
     """
 
-    budget: int = 32
-    warmup: int = 16
+    budget: int = 8
+    warmup: int = 4
     per_pass: int = field(default=4, kw_only=True)
     max_children: int = field(default=4, kw_only=True)
     min_remaining: Optional[int] = field(default=None, kw_only=True)
-    score: str = field(default="critic_adaptive", kw_only=True)
+    score: str = field(default="value_refinement_per_token", kw_only=True)
     seed: int = field(default=0, kw_only=True)
-    stop_alike: bool = field(default=False, kw_only=True, repr=False)
+    stop_alike: bool = field(default=True, kw_only=True, repr=False)
 
     def __post_init__(self) -> None:
         _declare(self, "Selective")
