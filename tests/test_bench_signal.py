@@ -88,9 +88,9 @@ def test_quick_run_writes_its_table(bench, tmp_path):
     text = (tmp_path / "signal.md").read_text()
     for name in ("selective:value_refinement", "selective:value_refinement+w/tgb", "root-only:8", "grpo:4", "grpo:8"):
         assert f"| {name} |" in text
-    # The library's defaults (Selective() with visitation-weighted records) are named from
+    # The library's defaults (Selective() with unweighted records) are named from
     # Selective()'s size, score and stop_alike (docs/signal.md §D).
-    assert bench.library_default() == "selective8/4:value_refinement_per_token+stop+w"
+    assert bench.library_default() == "selective8/4:value_refinement_per_token+stop"
     assert main_default_note(tmp_path)
     for part in ("Per generated token, the first 8 RE", "Per generated token, the first 16 RE", "Margins, the first 16 RE",
                  "Per rollout (the second view)", "Gradient error of one tree",

@@ -284,9 +284,9 @@ def _advantages(out: Path) -> Dict[Any, float]:
     return {(r["group_index"], r["node_id"]): r["advantage"] for r in lines(out / "actor.jsonl")}
 
 
-def test_visitation_weights_are_on_unless_switched_off(tmp_path, problems_file):
-    # docs/learning-signal.md, "The defaults and the old behaviour": actor records carry weight * visitation unless
-    # --no-visitation-weights. value_refinement branches below the root, so the factors
+def test_visitation_weights_are_off_unless_switched_on(tmp_path, problems_file):
+    # docs/learning-signal.md, "The defaults and the old behaviour": actor records carry weight, and
+    # weight * visitation with --visitation-weights. value_refinement branches below the root, so the factors
     # are not all 1 and the two runs' records differ.
     from focus_go import DirectBranchTd, RewardConfig
     from focus_go.extend import SchedulerState
@@ -299,7 +299,7 @@ def test_visitation_weights_are_on_unless_switched_off(tmp_path, problems_file):
         assert main([*args, "--out", str(out), flag]) == 0
     default, weighted, plain = (_advantages(tmp_path / "default"), _advantages(outs["--visitation-weights"]),
                                 _advantages(outs["--no-visitation-weights"]))
-    assert default == weighted and set(weighted) == set(plain)
+    assert default == plain and set(weighted) == set(plain)
     factors = {}
     for tree in sorted(outs["--no-visitation-weights"].glob("trees/*.json")):
         with SchedulerState.from_json(tree.read_text()) as state:

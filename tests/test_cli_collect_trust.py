@@ -649,8 +649,8 @@ def test_resume_refuses_switching_visitation_weights(tmp_path, problems_file, ca
     out = tmp_path / "out"
     assert main(["collect", str(problems_file), "--out", str(out), "--limit", "1", *SMALL]) == 0
     capsys.readouterr()
-    assert main(["collect", str(problems_file), "--out", str(out), "--resume", *SMALL, "--no-visitation-weights"]) == 2
-    assert "visitation_weights: True before, False now" in capsys.readouterr().err
+    assert main(["collect", str(problems_file), "--out", str(out), "--resume", *SMALL, "--visitation-weights"]) == 2
+    assert "visitation_weights: False before, True now" in capsys.readouterr().err
 
 
 def test_resume_reads_a_run_json_from_before_visitation_weights_as_unweighted(tmp_path, problems_file, capsys):
@@ -663,7 +663,8 @@ def test_resume_reads_a_run_json_from_before_visitation_weights_as_unweighted(tm
     del run["settings"]["visitation_weights"]
     (out / "run.json").write_text(json.dumps(run))
     capsys.readouterr()
-    assert main(["collect", str(problems_file), "--out", str(out), "--resume", *SMALL, "--score", "value_refinement"]) == 2
+    assert main(["collect", str(problems_file), "--out", str(out), "--resume", *SMALL, "--score", "value_refinement",
+                 "--visitation-weights"]) == 2
     assert "visitation_weights: False before, True now" in capsys.readouterr().err
     assert main(["collect", str(problems_file), "--out", str(out), "--resume", "--limit", "2", *old]) == 0
     assert consistent(out)["settings"]["visitation_weights"] is False

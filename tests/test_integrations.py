@@ -196,7 +196,7 @@ def test_collect_records_failures(server, policy):
 
 def test_collect_records_visitation_weights(server, policy):
     # The same deterministic tree, exported plain and weighted: each weighted advantage is
-    # the sample's weight times its visitation factor (docs/signal.md); weighted is the
+    # the sample's weight times its visitation factor (docs/signal.md); plain is the
     # default.
     problem = server.problems()[2]
 
@@ -211,10 +211,10 @@ def test_collect_records_visitation_weights(server, policy):
 
     want = asyncio.run(samples())
     assert any(v != 1.0 for _, v in want.values()), "a Selective tree over-samples some checkpoint"
-    plain, _ = asyncio.run(collect_records(collector_for(policy, problem), problem, group_index=1, visitation_weights=False))
-    weighted, _ = asyncio.run(collect_records(collector_for(policy, problem), problem, group_index=1))
-    explicit, _ = asyncio.run(collect_records(collector_for(policy, problem), problem, group_index=1, visitation_weights=True))
-    assert weighted == explicit
+    plain, _ = asyncio.run(collect_records(collector_for(policy, problem), problem, group_index=1))
+    explicit, _ = asyncio.run(collect_records(collector_for(policy, problem), problem, group_index=1, visitation_weights=False))
+    weighted, _ = asyncio.run(collect_records(collector_for(policy, problem), problem, group_index=1, visitation_weights=True))
+    assert plain == explicit
     assert [r["node_id"] for r in plain] == [r["node_id"] for r in weighted]
     for p, w in zip(plain, weighted):
         weight, visitation = want[p["node_id"]]

@@ -508,9 +508,8 @@ def test_make_generate_paths(server, args):
 
 
 def test_generate_visitation_weights(server, args):
-    # Each Slime sample's reward (the FOCUS advantage) is the edge's advantage times its
-    # visitation factor by default (visitation_weights=True), the plain advantage with
-    # visitation_weights=False.
+    # Each Slime sample's reward (the FOCUS advantage) is the plain edge advantage by default
+    # (visitation_weights=False), times its visitation factor with visitation_weights=True.
     from focus.integrations.slime import make_generate
 
     def node_rewards(**kw):
@@ -521,8 +520,8 @@ def test_generate_visitation_weights(server, args):
             generate.close()
         return {s.metadata["focus"]["node_id"]: s.reward for s in out}
 
-    plain, weighted = node_rewards(visitation_weights=False), node_rewards()
-    assert weighted == node_rewards(visitation_weights=True)
+    plain, weighted = node_rewards(), node_rewards(visitation_weights=True)
+    assert plain == node_rewards(visitation_weights=False)
     assert plain.keys() == weighted.keys()
     ratios = {n: weighted[n] / plain[n] for n in plain if abs(plain[n]) > 1e-12}
     assert ratios and all(r > 0 for r in ratios.values())

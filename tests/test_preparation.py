@@ -99,13 +99,14 @@ def test_default_records(state):
     assert r["tokens"] == [1, 2, 3, 10, 11, 12]
     assert r["loss_mask"] == [False] * 5 + [True]
     assert r["behavior_logprobs"] == [0.0] * 5 + [-0.5]
-    # The default records are visitation-weighted: node 3 is one of a's three children
-    # (w = R pi_hat = 4 * 1/6 = 2/3, docs/signal.md §V.4); weight is the advantage 0.125.
-    assert r["advantage"] == pytest.approx(0.125 * 2 / 3)
+    # The default records carry the plain advantage, weight 0.125; visitation-weighted ones
+    # multiply node 3's factor in (one of a's three children: w = R pi_hat = 4 * 1/6 = 2/3,
+    # docs/signal.md §V.4).
+    assert r["advantage"] == pytest.approx(0.125)
     assert batch.actor[2].weight == pytest.approx(0.125) and batch.actor[2].visitation == pytest.approx(2 / 3)
-    plain = [r for r in batch.to_records(7, visitation_weights=False) if r[LANE_KEY] == "actor"]
-    assert plain[2]["advantage"] == pytest.approx(0.125)
-    assert {k: v for k, v in plain[2].items() if k != "advantage"} == {k: v for k, v in r.items() if k != "advantage"}
+    weighted = [r for r in batch.to_records(7, visitation_weights=True) if r[LANE_KEY] == "actor"]
+    assert weighted[2]["advantage"] == pytest.approx(0.125 * 2 / 3)
+    assert {k: v for k, v in weighted[2].items() if k != "advantage"} == {k: v for k, v in r.items() if k != "advantage"}
     assert r["group_index"] == 7 and r[ESTIMATOR_KEY] == "DirectBranchTd"
     assert r["node_id"] == 3 and r["search_pass"] == 1 and r["problem_id"] == "p0"
     assert set(r) == {"tokens", "loss_mask", "behavior_logprobs", "advantage", "lane", "group_index",
@@ -159,10 +160,10 @@ def test_factories(state):
     def critic(*, context, target, group_index, **extra):
         return ("C", target, group_index, extra["lane"], extra["node_id"])
 
-    records = batch.to_records(3, actor_factory=actor, critic_factory=critic, visitation_weights=False)
+    records = batch.to_records(3, actor_factory=actor, critic_factory=critic)
     assert records[0] == ("A", 5, pytest.approx(1 / 3, abs=1e-9), "actor", 3, 1, True)
-    # By default the factory's reward is the weighted advantage (node 1: w = 2).
-    weighted = batch.to_records(3, actor_factory=actor, critic_factory=critic)
+    # With visitation weights the factory's reward is the weighted advantage (node 1: w = 2).
+    weighted = batch.to_records(3, actor_factory=actor, critic_factory=critic, visitation_weights=True)
     assert weighted[0] == ("A", 5, pytest.approx(2 / 3, abs=1e-9), "actor", 3, 1, True)
     assert records[-1][0] == "C" and records[-1][2:4] == (3, "critic")
     assert {"tokens", "loss_mask", "behavior_logprobs", "advantage", "estimator", "search_pass", "problem_id"} <= set(seen[0])

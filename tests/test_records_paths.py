@@ -115,7 +115,7 @@ def test_layout_errors():
 
 @pytest.mark.parametrize("seed", range(12))
 def test_visitation_weights_apply_per_token_in_paths(seed):
-    """visitation_weights=True (the default) scales each trained token by its own edge's
+    """visitation_weights=True scales each trained token by its own edge's
     factor in the path layout: the same trained terms as the weighted per-span records, whose
     advantages are weight * visitation."""
     rng = random.Random(seed)
@@ -127,7 +127,7 @@ def test_visitation_weights_apply_per_token_in_paths(seed):
         paths = [r for r in batch.to_records(0, layout="paths", visitation_weights=True) if r["lane"] == "actor"]
         assert all(r["advantage"] == weight[r["node_id"]] * factor[r["node_id"]] for r in spans)
         assert terms(paths) == terms(spans)
-        assert [r for r in batch.to_records(0, layout="paths") if r["lane"] == "actor"] == paths
         plain = [r for r in batch.to_records(0, layout="paths", visitation_weights=False) if r["lane"] == "actor"]
+        assert [r for r in batch.to_records(0, layout="paths") if r["lane"] == "actor"] == plain, "unweighted by default"
         if any(f != 1.0 and weight[n] != 0.0 for n, f in factor.items()):
             assert terms(paths) != terms(plain), "a factor other than 1 changes some token's advantage"

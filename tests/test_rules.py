@@ -84,7 +84,7 @@ def test_record_option_defaults_equal_the_librarys():
     # Visitation weights are on by default everywhere records are exported (docs/learning-signal.md,
     # "The defaults and the old behaviour"); the per-span layout stays the default.
     lib = _rules.defaults()["records"]
-    assert lib == {"layout": "spans", "visitation_weights": True}
+    assert lib == {"layout": "spans", "visitation_weights": False}
     found = _record_option_defaults()
     for public in ("focus_go.preparation.Batch.to_records", "focus_go.export.to_samples",
                    "focus_go.integrations.collect_records", "focus_go.integrations.slime.make_generate",
@@ -108,7 +108,7 @@ def test_cli_defaults_equal_the_librarys():
     assert (args.budget, args.warmup, args.per_pass, args.max_children, args.score, args.seed) == (
         sel["budget"], sel["warmup"], sel["per_pass"], sel["max_children"], sel["score"], sel["seed"])
     assert args.segment_tokens == lib["segments"]["tokens"]
-    assert args.visitation_weights is lib["records"]["visitation_weights"] is True
+    assert args.visitation_weights is lib["records"]["visitation_weights"] is False
     assert _collect_args("--no-visitation-weights").visitation_weights is False
     assert _collect_args("--visitation-weights").visitation_weights is True
     assert (args.max_segments, args.max_total_tokens) == (lib["agent"]["max_segments"], lib["agent"]["max_total_tokens"])

@@ -32,11 +32,11 @@ def test_samples_carry_the_factor_and_weight_keeps_its_meaning(state):
 
 
 @pytest.mark.parametrize("min_abs", [None, 0.2])
-def test_records_apply_the_factor_unless_switched_off(state, min_abs):
+def test_records_apply_the_factor_when_switched_on(state, min_abs):
     batch = prepare_samples(state, reward_config=RewardConfig(), estimator=DirectBranchTd())
-    plain = [r for r in batch.to_records(0, min_abs_advantage=min_abs, visitation_weights=False) if r["lane"] == "actor"]
-    weighted = [r for r in batch.to_records(0, min_abs_advantage=min_abs) if r["lane"] == "actor"]
-    assert weighted == [r for r in batch.to_records(0, min_abs_advantage=min_abs, visitation_weights=True) if r["lane"] == "actor"]
+    plain = [r for r in batch.to_records(0, min_abs_advantage=min_abs) if r["lane"] == "actor"]
+    assert plain == [r for r in batch.to_records(0, min_abs_advantage=min_abs, visitation_weights=False) if r["lane"] == "actor"]
+    weighted = [r for r in batch.to_records(0, min_abs_advantage=min_abs, visitation_weights=True) if r["lane"] == "actor"]
     assert [r["node_id"] for r in plain] == [r["node_id"] for r in weighted], "the threshold compares the weight"
     for p, w in zip(plain, weighted):
         assert p["advantage"] == pytest.approx(ADVANTAGE[p["node_id"]], abs=1e-6)
@@ -44,10 +44,10 @@ def test_records_apply_the_factor_unless_switched_off(state, min_abs):
         assert {k: v for k, v in p.items() if k != "advantage"} == {k: v for k, v in w.items() if k != "advantage"}
     one = tree_records(state, reward_config=RewardConfig(), estimator=DirectBranchTd(), group_index=0,
                        min_abs_advantage=min_abs)
-    assert one.actor == weighted
-    unweighted = tree_records(state, reward_config=RewardConfig(), estimator=DirectBranchTd(), group_index=0,
-                              min_abs_advantage=min_abs, visitation_weights=False)
-    assert unweighted.actor == plain
+    assert one.actor == plain
+    weighted_tree = tree_records(state, reward_config=RewardConfig(), estimator=DirectBranchTd(), group_index=0,
+                                 min_abs_advantage=min_abs, visitation_weights=True)
+    assert weighted_tree.actor == weighted
     assert one.sample_weights == pytest.approx([ADVANTAGE[k] for k in sorted(ADVANTAGE)], abs=1e-6), "unweighted"
 
 

@@ -75,7 +75,8 @@ def slime_snapshots(server: Any) -> Dict[str, Any]:
     }
     out: Dict[str, Any] = {}
     for name, (hook_args, params, i) in cases.items():
-        hook = make_generate(math_collector, profile="token_chunk", **hook_args)
+        # visitation_weights=True: the records the digests were taken with (the default then).
+        hook = make_generate(math_collector, profile="token_chunk", visitation_weights=True, **hook_args)
         try:
             out[name] = _tree_samples(asyncio.run(hook(args, sample(i), dict(params))))
         finally:
@@ -115,14 +116,15 @@ def tinker_snapshots(server: Any) -> Dict[str, Any]:
     try:
         problem = server.problems()[0]
         for layout in ("spans", "paths"):
-            actor, _ = asyncio.run(collect_records(math_collector(policy, problem), problem, group_index=0, layout=layout))
+            actor, _ = asyncio.run(collect_records(math_collector(policy, problem), problem, group_index=0, layout=layout,
+                                                   visitation_weights=True))
             out[f"datums_{layout}"] = [datum(to_datum(r)) for r in actor]
         client = fakes.FakeTrainingClient(policy, latency=0.0)
         # shuffle=False: the list order the snapshot was taken with (train shuffles by default).
         reports = asyncio.run(
             train(client, model=server.model, problems=server.problems()[1:3], collector_for=math_collector, steps=1,
                   learning_rate=1e-5, profile="token_chunk", async_depth=0, problems_per_step=2,
-                  eval_every=1, eval_problems=server.problems()[3:5], shuffle=False)
+                  eval_every=1, eval_problems=server.problems()[3:5], shuffle=False, visitation_weights=True)
         )
         out["train_datums"] = [datum(d) for step in client.trained for d in step]
         keep = ("trees", "rollouts", "reward_mean", "success_rate", "abs_advantage_mean", "tokens_sampled", "tokens_trained",

@@ -156,8 +156,8 @@ func TestDefaultsAreTheLibrarys(t *testing.T) {
 	assert.Equal(t, binding.SelectiveDefaults{Budget: 8, Warmup: 4, PerPass: 4, MaxChildren: 4, Score: "value_refinement_per_token", StopAlike: true}, d.Selective,
 		"ALGORITHM.md §5.8's per_pass=4, max_children=4; since 2026-12-04 Selective(8, 4), "+
 			"score value_refinement_per_token, stop_alike (docs/signal.md §D, docs/learning-signal.md)")
-	assert.Equal(t, binding.RecordsDefaults{Layout: "spans", VisitationWeights: true}, d.Records,
-		"per-span records (docs/records.md), visitation-weighted since 2026-12-02")
+	assert.Equal(t, binding.RecordsDefaults{Layout: "spans", VisitationWeights: false}, d.Records,
+		"per-span records (docs/records.md), unweighted since 2026-12-04 (docs/signal.md §D)")
 	assert.Equal(t, sel.PerPass, d.Selective.PerPass)
 	assert.Equal(t, binding.IndependentDefaults{N: 16}, d.Independent)
 	assert.Equal(t, binding.SegmentsDefaults{Tokens: collect.DefaultSegments}, d.Segments)

@@ -46,8 +46,8 @@ type Options struct {
 	// VisitationWeights exports each actor record's advantage as
 	// Weight * Visitation (prepare.Visitation: the factor that makes a
 	// searched tree's edges an unbiased estimate of the on-policy gradient)
-	// instead of Weight. The zero value is off, as every Go option; the
-	// bindings turn it on by default (DefaultVisitationWeights).
+	// instead of Weight. Off by default, in Go and in the bindings
+	// (DefaultVisitationWeights).
 	// MinAbsAdvantage still compares the unweighted Weight, so the same edges
 	// are kept either way.
 	VisitationWeights bool
@@ -70,11 +70,12 @@ type Decoder interface {
 // DefaultVisitationWeights is the bindings' default for
 // Options.VisitationWeights (Python's visitation_weights= of to_records,
 // to_samples, collect_records, Slime's make_generate and Tinker's train, and
-// focus-go collect's --visitation-weights; capi/binding hands it to them): on,
-// because the weights lower the actor's gradient error for every selective
-// score on the benchmark of docs/signal.md §B (docs/learning-signal.md).
-// Independent trees are unaffected: their factor is exactly 1.
-const DefaultVisitationWeights = true
+// focus-go collect's --visitation-weights; capi/binding hands it to them): off,
+// because per generated token the default search learned more from the plain
+// edge advantages on the benchmark of docs/signal.md §B, at every critic
+// noise (docs/learning-signal.md). Independent trees are unaffected: their
+// factor is exactly 1.
+const DefaultVisitationWeights = false
 
 // Validate checks MinAbsAdvantage >= 0 (NaN is refused) and the layout. Encode applies it, and the
 // binding checks a threshold with it before collecting anything (capi/binding).

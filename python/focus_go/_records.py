@@ -66,7 +66,7 @@ def batch_records(
     critic_sample_factory: Any = None,
     min_abs_advantage: Optional[float] = None,
     layout: str = "spans",
-    visitation_weights: bool = True,
+    visitation_weights: bool = False,
 ) -> List[Any]:
     """The records of the Go batch ``go_batch`` gives in its ``with`` block (left before
     the records are built): actor records first (one per generated span, or one per
@@ -136,7 +136,7 @@ def tree_records(
     group_index: int,
     min_abs_advantage: Optional[float] = None,
     layout: str = "spans",
-    visitation_weights: bool = True,
+    visitation_weights: bool = False,
     tokenizer: Any = None,
     skip_special_tokens: bool = False,
 ) -> TreeRecords:

@@ -114,7 +114,7 @@ def to_samples(
     critic_sample_factory: Optional[CriticSampleFactory[Any]] = None,
     min_abs_advantage: Optional[float] = None,
     layout: str = "spans",
-    visitation_weights: bool = True,
+    visitation_weights: bool = False,
 ) -> List[Any]:
     """Convert a prepared batch into actor and critic records for a trainer.
 

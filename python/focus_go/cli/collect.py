@@ -184,6 +184,6 @@ def add_parser(commands: Any) -> None:
     c.add_argument("--min-abs-advantage", type=_finite, default=None, help="drop actor records with smaller |advantage|")
     c.add_argument("--visitation-weights", action=argparse.BooleanOptionalAction, default=records["visitation_weights"],
                    help="export each actor advantage times its edge's visitation factor (an unbiased on-policy "
-                        "gradient from a searched tree, docs/signal.md §V); --no-visitation-weights exports the "
-                        "unweighted advantage")
+                        "gradient from a searched tree, docs/signal.md §V); --no-visitation-weights (the default) "
+                        "exports the unweighted advantage")
     p.set_defaults(run=run_collect)

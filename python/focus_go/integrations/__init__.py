@@ -184,7 +184,7 @@ async def _collect(
     keep_dropped: bool = False,
     on_state: Optional[Callable[[Any], None]] = None,
     layout: str = "spans",
-    visitation_weights: bool = True,
+    visitation_weights: bool = False,
     tokenizer: Any = None,
     skip_special_tokens: bool = False,
 ) -> _Collected:
@@ -262,7 +262,7 @@ async def collect_records(
     min_abs_advantage: Optional[float] = None,
     allow_partial: bool = False,
     layout: str = "spans",
-    visitation_weights: bool = True,
+    visitation_weights: bool = False,
 ) -> Tuple[List[Dict[str, Any]], List[Dict[str, Any]]]:
     """Collect one problem with one collector and return its ``(actor, critic)`` records.
 
@@ -290,7 +290,7 @@ async def collect_records(
             root-to-leaf path, with per-token ``advantages``; see ``Batch.to_records``).
         visitation_weights: Export each advantage multiplied by its edge's visitation
             factor (``ActorSample.visitation``), an unbiased on-policy gradient estimate from
-            a searched tree; False exports the unweighted advantage.
+            a searched tree; False (the default) exports the unweighted advantage.
 
     Returns:
         The actor records and the critic records.

@@ -147,7 +147,7 @@ class _Generate(_SlimeHook):
         min_abs_advantage: Optional[float],
         allow_partial: bool,
         layout: str = "spans",
-        visitation_weights: bool = True,
+        visitation_weights: bool = False,
     ) -> None:
         super().__init__(collector_for, profile, workspace_for)
         _check_min_abs_advantage(min_abs_advantage)  # validate the threshold now, not per sample
@@ -311,7 +311,7 @@ def make_generate(
     min_abs_advantage: Optional[float] = None,
     allow_partial: bool = False,
     layout: str = "spans",
-    visitation_weights: bool = True,
+    visitation_weights: bool = False,
 ) -> GenerateHook:
     """Build Slime's custom generate function from your ``CollectorFor``.
 
@@ -399,7 +399,8 @@ def make_generate(
             per-sample mean would weigh a token by its path's length).
         visitation_weights: Each sample's advantage is its edge's advantage times the
             edge's visitation factor (``ActorSample.visitation``), so a searched tree trains
-            as an unbiased on-policy gradient; False gives the unweighted advantage.
+            as an unbiased on-policy gradient; False (the default) gives the unweighted
+            advantage.
 
     Returns:
         The generate hook. It also has ``close()`` for the router policies it opened.

@@ -220,7 +220,7 @@ async def train(
     resume_from: Optional[Union[str, "os.PathLike[str]", TrainCheckpoint]] = None,
     share_warmup_prompt: bool = True,
     layout: str = "spans",
-    visitation_weights: bool = True,
+    visitation_weights: bool = False,
     temperature: float = 1.0,
     num_substeps: int = 1,
     kl_penalty_coef: float = 0.0,
@@ -352,7 +352,8 @@ async def train(
             advantages: the same gradient from fewer tokens, since Tinker's losses sum over
             tokens).
         visitation_weights: Multiply each advantage by its edge's visitation factor
-            (``ActorSample.visitation``); False trains on the unweighted advantage.
+            (``ActorSample.visitation``); False (the default) trains on the unweighted
+            advantage.
         temperature: The sampling temperature of requests that bring no sampling
             parameters (an agent without ``sampling``): 1.0, the policy's own
             distribution, as tinker-cookbook samples; the library's ``SamplingParams``
