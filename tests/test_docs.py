@@ -206,6 +206,9 @@ def test_python_blocks_run(page, tmp_path):
         pytest.skip(f"{_rel(page)}: every python block is marked not runnable")
     env = dict(os.environ)
     env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
+    # A block may import an example module by name (`from calculator_env import make_env`),
+    # as a user who copied it beside their own module does.
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT / "examples"), env.get("PYTHONPATH")]))
     proc = subprocess.run([sys.executable, "-c", RUNNER, _rel(page)], input=json.dumps(blocks), cwd=tmp_path,
                           env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-6000:]

@@ -12,6 +12,7 @@ import http.server
 import inspect
 import json
 import math
+import statistics
 import threading
 import urllib.request
 
@@ -349,6 +350,13 @@ def test_log_rollout_reports_pass_at_k_over_the_trees(server, args):
         expected[f"passrate/pass@{k}"] = sum(1 - math.comb(n - c, k) / math.comb(n, k) if n - c >= k else 1.0 for n, c in counts) / 3
     trained = sum(sum(s.loss_mask) for s in flat) / 3  # each tree's loss-mask tokens, averaged
     expected["rollout/focus/trained_tokens_per_tree"] = trained
+    # Per finished rollout, from the counts Go recorded on each tree's samples.
+    firsts = [t[0].metadata["focus"] for t in trees]
+    lengths = [n for f in firsts for n in f["rollout_tokens"]]
+    assert len(lengths) == sum(n for n, _ in counts) and all(n > 0 for n in lengths)
+    expected["rollout/focus/truncated_ratio"] = sum(f["truncated_rollouts"] for f in firsts) / sum(n for n, _ in counts)
+    expected |= {"rollout/focus/response_len/mean": statistics.mean(lengths), "rollout/focus/response_len/median": statistics.median(lengths),
+                 "rollout/focus/response_len/max": max(lengths), "rollout/focus/response_len/min": min(lengths)}
     assert metrics == {"rollout/dynamic_filter/drop_x": 1, **{k: pytest.approx(v) for k, v in expected.items()}}
     assert metrics["passrate/pass@1"] == pytest.approx(sum(c / n for n, c in counts) / 3)
     # Samples without FOCUS counts (Slime's contract test passes bare ones) add nothing.
