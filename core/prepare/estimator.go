@@ -56,46 +56,7 @@ func (GroupBaseline) Name() string { return GroupBaselineName }
 // Estimate implements Estimator. Diagnostics per sample: leaf_mean (mean R
 // under the edge), group_mean (mean R over all leaves), leaves (under the edge).
 func (GroupBaseline) Estimate(v *TreeValues) ([]ActorSample, error) {
-	t := v.Tree
-	n := len(t.Nodes)
-	ret := make([]float64, n) // R from the root to each node
-	sum := make([]float64, n) // sum of leaf R under each node
-	leaves := make([]int, n)  // terminal leaves under each node
-	order := t.BreadthFirst()
-	for _, id := range order[1:] {
-		ret[id] = ret[t.Nodes[id].Parent] + v.Reward[id]
-	}
-	for i := len(order) - 1; i >= 1; i-- {
-		id := order[i]
-		if v.Excluded[id] {
-			continue
-		}
-		if t.Nodes[id].Terminal() {
-			sum[id], leaves[id] = ret[id], 1
-		}
-		p := t.Nodes[id].Parent
-		sum[p] += sum[id]
-		leaves[p] += leaves[id]
-	}
-	groupMean := 0.0
-	if leaves[0] > 0 {
-		groupMean = sum[0] / float64(leaves[0])
-	}
-	edges := edgeCount(v)
-	diag := newDiagMatrix(groupBaselineDiagnostics, edges)
-	out := make([]ActorSample, 0, edges)
-	for id := 1; id < n; id++ {
-		if v.Excluded[id] {
-			continue
-		}
-		leafMean, adv := 0.0, 0.0
-		if leaves[id] > 0 {
-			leafMean = sum[id] / float64(leaves[id])
-			adv = leafMean - groupMean
-		}
-		out = append(out, EdgeSample(t, id, GroupBaselineName, adv, diag.row(leafMean, groupMean, float64(leaves[id]))))
-	}
-	return out, nil
+	return leafMeanBaseline(v, GroupBaselineName, nil), nil
 }
 
 // TreeGroupBaseline is the group baseline of the published tree methods
@@ -122,12 +83,20 @@ func (TreeGroupBaseline) Name() string { return TreeGroupBaselineName }
 // leaf_mean (V̂ of the edge's child), group_mean (V̂ of the root), leaves
 // (terminal leaves under the edge).
 func (TreeGroupBaseline) Estimate(v *TreeValues) ([]ActorSample, error) {
+	return leafMeanBaseline(v, TreeGroupBaselineName, Reach(v)), nil
+}
+
+// leafMeanBaseline gives each completed edge s -> c the advantage V(c) - V(root),
+// V(s) the weighted mean of the returns R_l (rewards summed from the root) of
+// the completed terminal leaves l under s, leaf l weighing weight[l] (nil: 1
+// each); an edge with no such leaf under it gets 0. Diagnostics: leaf_mean
+// (V(c)), group_mean (V(root)), leaves (terminal leaves under the edge).
+func leafMeanBaseline(v *TreeValues, name string, weight []float64) []ActorSample {
 	t := v.Tree
 	n := len(t.Nodes)
-	reach := Reach(v)
 	ret := make([]float64, n)  // R from the root to each node
-	sum := make([]float64, n)  // Σ π̂(l) R_l over terminal leaves l under each node
-	mass := make([]float64, n) // Σ π̂(l) over the same leaves
+	sum := make([]float64, n)  // Σ weight(l) R_l over terminal leaves l under each node
+	mass := make([]float64, n) // Σ weight(l) over the same leaves
 	leaves := make([]int, n)
 	order := t.BreadthFirst()
 	for _, id := range order[1:] {
@@ -139,7 +108,11 @@ func (TreeGroupBaseline) Estimate(v *TreeValues) ([]ActorSample, error) {
 			continue
 		}
 		if t.Nodes[id].Terminal() {
-			sum[id], mass[id], leaves[id] = reach[id]*ret[id], reach[id], 1
+			w := 1.0
+			if weight != nil {
+				w = weight[id]
+			}
+			sum[id], mass[id], leaves[id] = w*ret[id], w, 1
 		}
 		p := t.Nodes[id].Parent
 		sum[p] += sum[id]
@@ -164,9 +137,9 @@ func (TreeGroupBaseline) Estimate(v *TreeValues) ([]ActorSample, error) {
 		if leaves[id] > 0 {
 			adv = leafMean - groupMean
 		}
-		out = append(out, EdgeSample(t, id, TreeGroupBaselineName, adv, diag.row(leafMean, groupMean, float64(leaves[id]))))
+		out = append(out, EdgeSample(t, id, name, adv, diag.row(leafMean, groupMean, float64(leaves[id]))))
 	}
-	return out, nil
+	return out
 }
 
 // edgeCount is the number of completed edges (completed non-root nodes).

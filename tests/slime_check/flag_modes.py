@@ -16,6 +16,7 @@ from modes import (
     _focus_rollout,
     check_samples,
     collect,
+    expect_refused,
     init_parallel_state,
     init_ray,
     parse,
@@ -60,18 +61,8 @@ def mode_dynamic_sampling_stock(res: Result) -> None:
     naming focus.integrations.slime.tree_has_signal, before any request is sent."""
     argv = set_flag(base_argv(batch=2), "--dynamic-sampling-filter-path",
                     "slime.rollout.filter_hub.dynamic_sampling_filters.check_reward_nonzero_std")
-    args = parse(argv)
-    cluster = Cluster(args)
-    manager = rollout_manager(args)
-    try:
-        manager._get_rollout_data(rollout_id=0)
-    except ValueError as exc:
-        res.numbers["refused_with"] = type(exc).__name__
-        res.expect("focus.integrations.slime.tree_has_signal" in str(exc), f"the refusal does not name tree_has_signal: {exc}")
-    else:
-        res.expect(False, "the rollout ran with the stock zero-std filter on trees")
-    res.numbers["generate_requests"] = cluster.generate_requests()
-    res.expect(cluster.generate_requests() == 0, "requests were sent before the refusal")
+    expect_refused(res, parse(argv), "focus.integrations.slime.tree_has_signal",
+                   "the rollout ran with the stock zero-std filter on trees")
 
 
 def _dynamic_sampling(res: Result, n: int) -> None:

@@ -636,15 +636,22 @@ def mode_n2_log_passrate(res: Result) -> None:
     train-side pass rate cannot see trees, so the hook must refuse it at its first call,
     naming the log hook to use, before any request reaches the server."""
     args = parse(set_flag(base_argv(n=2), "--log-passrate"))
+    expect_refused(res, args, "log_rollout", "the rollout ran with --log-passrate and 2 trees per prompt")
+
+
+def expect_refused(res: Result, args: Any, names: str, ran: str) -> None:
+    """Slime's rollout with ``args`` must stop at the hook's first call with a ValueError
+    naming ``names`` (what to use instead), before any request reaches the server; ``ran``
+    says what went wrong if it did not stop."""
     cluster = Cluster(args)
     manager = rollout_manager(args)
     try:
         manager._get_rollout_data(rollout_id=0)
     except ValueError as exc:
         res.numbers["refused_with"] = type(exc).__name__
-        res.expect("log_rollout" in str(exc), f"the refusal does not name the log hook: {exc}")
+        res.expect(names in str(exc), f"the refusal does not name {names}: {exc}")
     else:
-        res.expect(False, "the rollout ran with --log-passrate and 2 trees per prompt")
+        res.expect(False, ran)
     res.numbers["generate_requests"] = cluster.generate_requests()
     res.expect(cluster.generate_requests() == 0, "requests were sent before the refusal")
 
