@@ -268,23 +268,13 @@ func WarmupAlike(t *tree.Tree) bool {
 	if t == nil {
 		return false
 	}
-	var ret []float64
-	first, seen := 0.0, 0
-	for id := range t.Nodes {
-		if t.Nodes[id].SearchPass != 0 || !t.Finished(id) {
-			continue
+	var warmup []tree.Rollout
+	for _, r := range t.Rollouts() {
+		if t.Nodes[r.NodeID].SearchPass == 0 {
+			warmup = append(warmup, r)
 		}
-		if ret == nil {
-			ret = t.Returns()
-		}
-		if seen == 0 {
-			first = ret[id]
-		} else if math.Abs(ret[id]-first) > tree.SuccessTolerance {
-			return false
-		}
-		seen++
 	}
-	return seen >= 2
+	return len(warmup) >= 2 && tree.ReturnsAlike(warmup)
 }
 
 // Plan returns round `round`'s picks in launch order (ALGORITHM.md §5.7.3):

@@ -1,5 +1,7 @@
 package tree
 
+import "math"
+
 // SuccessTolerance is how far below the top reward a done leaf may be and still
 // count as a success.
 const SuccessTolerance = 1e-9
@@ -95,16 +97,24 @@ func (t *Tree) RecordOutcomes(rewardMax float64) {
 	st.FinishedRollouts, st.Successes = t.Outcomes(rewardMax)
 	st.AllFailed = st.Rollouts > 0 && st.FinishedRollouts == 0
 	rollouts := t.Rollouts()
-	st.TruncatedRollouts, st.OutcomesDiffer, st.RolloutTokens = 0, false, nil
+	st.TruncatedRollouts, st.OutcomesDiffer, st.RolloutTokens = 0, !ReturnsAlike(rollouts), nil
 	for _, r := range rollouts {
 		if !r.Done {
 			st.TruncatedRollouts++
 		}
-		if d := r.Return - rollouts[0].Return; d > SuccessTolerance || d < -SuccessTolerance {
-			st.OutcomesDiffer = true
-		}
 		st.RolloutTokens = append(st.RolloutTokens, t.PathGeneratedTokens(r.NodeID))
 	}
+}
+
+// ReturnsAlike reports whether every rollout of rs has the same return as the
+// first (within SuccessTolerance); true for none or one.
+func ReturnsAlike(rs []Rollout) bool {
+	for _, r := range rs {
+		if math.Abs(r.Return-rs[0].Return) > SuccessTolerance {
+			return false
+		}
+	}
+	return true
 }
 
 // PathGeneratedTokens is the number of generated (trainable) tokens on the
