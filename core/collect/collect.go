@@ -42,6 +42,11 @@ type engine struct {
 	silent   bool // a round's every rollout timed out waiting for the policy: no more rounds
 	rollouts int  // budget units whose outcome is in the tree
 
+	// base is the reset env a resumed collection replays kept checkpoints from
+	// (WithResume); nil otherwise.
+	base *snapshot
+	from *tree.Tree // the tree WithResume continues; nil: a new tree
+
 	prog *Progress // the live counters; its tokens are Stats.GeneratedTokens
 	// stop cancels the collection's context when a generation was aborted and
 	// StopOnAbort is set (nil otherwise); stopped records that it did.
@@ -62,6 +67,7 @@ type Option func(*options)
 
 type options struct {
 	progress *Progress
+	resume   *tree.Tree
 }
 
 // WithProgress has Run count its work in p as it goes (one collection per Progress;
@@ -110,7 +116,8 @@ func WithProgress(p *Progress) Option {
 //
 // Run is the engine's one entry point: core/session wraps it in a lifecycle (start,
 // cancel, wait, poll) for the C ABI and the load generator, and opts add what a caller
-// may want to watch (WithProgress).
+// may want to watch (WithProgress) and where to start from (WithResume: continue an
+// aborted collection's partial tree).
 func Run(ctx context.Context, cfg Config, policy Policy, env Env, critic Critic, opts ...Option) (Result, error) {
 	began := time.Now()
 	var o options
@@ -128,7 +135,7 @@ func Run(ctx context.Context, cfg Config, policy Policy, env Env, critic Critic,
 		return Result{}, status.Errorf(status.InvalidArgument, "collect: a collection needs a policy and an env (policy set: %t, env set: %t)", policy != nil, env != nil)
 	}
 	cfg = cfg.withDefaults()
-	e := &engine{cfg: cfg, lim: cfg.limits(), policy: policy, critic: critic, prog: prog, tree: treeIDs.Add(1)}
+	e := &engine{cfg: cfg, lim: cfg.limits(), policy: policy, critic: critic, prog: prog, tree: treeIDs.Add(1), from: o.resume}
 	e.minRemaining = cfg.Search.MinRemainingTokens(e.lim)
 	if cfg.Turns != nil {
 		r, err := newTurnRenderer(cfg.Turns, cfg.Codec)
@@ -202,10 +209,19 @@ func (e *engine) run(ctx context.Context, env Env) error {
 		root.Observation = text
 	}
 
-	warmup := make([]*launch, cfg.Search.Warmup)
-	for i := range warmup {
+	next := resumed{firstRound: 1}
+	for i := range cfg.Search.Warmup {
+		next.warmup = append(next.warmup, i)
+	}
+	if e.from != nil {
+		if next, err = e.adopt(e.from, env); err != nil {
+			return err
+		}
+	}
+	warmup := make([]*launch, len(next.warmup))
+	for j, i := range next.warmup {
 		seed := search.WarmupSeed(cfg.Search.Seed, cfg.ProblemID, i)
-		warmup[i] = &launch{start: 0, pass: 0, seed: seed, base: seed}
+		warmup[j] = &launch{start: 0, pass: 0, seed: seed, base: seed}
 	}
 	if err := e.round(ctx, warmup); err != nil || e.silent {
 		return err
@@ -213,7 +229,7 @@ func (e *engine) run(ctx context.Context, env Env) error {
 	if cfg.Search.Independent {
 		return e.scoreCheckpoints(ctx, e.allCheckpoints())
 	}
-	for round := 1; e.spent < cfg.Search.Budget; round++ {
+	for round := next.firstRound; e.spent < cfg.Search.Budget; round++ {
 		cands := search.Candidates(e.t, cfg.Search, e.lim, nil)
 		e.releaseExcept(cands)
 		if err := e.scoreCheckpoints(ctx, cands); err != nil {
@@ -247,6 +263,11 @@ func (e *engine) round(ctx context.Context, launches []*launch) error {
 			return status.Errorf(status.Internal, "collect: %d rollouts planned with %d budget units left", len(launches), e.cfg.Search.Budget-e.spent)
 		}
 		for _, l := range launches {
+			if e.base != nil {
+				if err := e.restore(ctx, l.start); err != nil {
+					return err
+				}
+			}
 			if err := e.prepareLaunch(l); err != nil {
 				return err
 			}

@@ -11,7 +11,7 @@ import (
 // The JSON form is the Tree struct's tags: {"problem_id", "nodes": [{"id",
 // "parent", "children", "depth", "spans": [{"tokens", "trainable",
 // "logprobs"}], "reward", "text", "observation", "done", "truncated",
-// "failed", "critic", "search_pass", "inexact" (left out when "")}], "stats": {...}}. Floats use the
+// "failed", "critic", "search_pass", "inexact" (left out when ""), "off_policy" (left out when false)}], "stats": {...}}. Floats use the
 // shortest representation that parses back to the same bits, so a round trip
 // is lossless. Unknown fields are rejected so a misspelt key is an error, not
 // a silently defaulted value.
@@ -39,6 +39,7 @@ type nodeWire struct {
 	Critic      *float64         `json:"critic"`
 	SearchPass  int              `json:"search_pass"`
 	Inexact     string           `json:"inexact"`
+	OffPolicy   bool             `json:"off_policy"`
 }
 
 type treeWire struct {
@@ -104,7 +105,7 @@ func fromWire(w *treeWire) (*Tree, error) {
 			ID: *nw.ID, Parent: *nw.Parent, Children: nw.Children, Depth: *nw.Depth,
 			Spans: nw.Spans, Reward: nw.Reward, Text: nw.Text, Observation: nw.Observation,
 			Done: nw.Done, Truncated: nw.Truncated, Failed: nw.Failed, Critic: nw.Critic,
-			SearchPass: nw.SearchPass, Inexact: nw.Inexact,
+			SearchPass: nw.SearchPass, Inexact: nw.Inexact, OffPolicy: nw.OffPolicy,
 		}
 	}
 	if err := t.Validate(); err != nil {

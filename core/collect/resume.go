@@ -1,0 +1,223 @@
+package collect
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/focus-go/focus-go/core/action"
+	"github.com/focus-go/focus-go/core/generate"
+	"github.com/focus-go/focus-go/core/status"
+	"github.com/focus-go/focus-go/core/tree"
+)
+
+// WithResume has Run continue an earlier collection of the same problem from its
+// partial tree (one that was aborted or cancelled, as Run returns it with its error)
+// instead of starting from an empty tree. from is read, never changed.
+//
+// The tree must be of the same problem (ProblemID) and its root context must be the
+// one Run builds now (PromptTokens and the env's reset observation); otherwise Run
+// returns status.InvalidArgument naming what differs. Its failed nodes (the aborted
+// rollout, failures) are dropped and their budget refunded; every other node is kept,
+// renumbered in its id order, and marked tree.Node.OffPolicy (generated under an
+// older policy). Each finished rollout kept counts as one spent budget unit (more
+// than the budget is an error). The warmup rollouts still missing run first, with
+// seeds of warmup indices no earlier collection of the tree used; then branching
+// rounds continue after the tree's highest search pass, with the same planning rule
+// as ever. Stats counts what was kept (Resumes, RolloutsResumed, TokensResumed).
+//
+// A kept checkpoint has no env snapshot: the first time the search branches from one,
+// Run rebuilds it by replaying the path to it on a fork of the freshly reset env
+// (each edge's action read as the engine read it, then stepped). Each replayed step
+// must give back the reward, done flag and observation the tree holds; otherwise Run
+// ends with a status.InvalidArgument error "the env did not replay node N: ...",
+// never a silently different tree. A deterministic env (MathEnv) replays trivially; a
+// tool env runs its tool calls again. An inexact edge (no exact token ids) cannot be
+// replayed.
+func WithResume(from *tree.Tree) Option {
+	return func(o *options) { o.resume = from }
+}
+
+// resumed is where a resumed collection continues.
+type resumed struct {
+	warmup     []int // the warmup indices still to launch
+	firstRound int   // the first branching round
+}
+
+// adopt copies from's kept nodes into the new tree (whose root is built) and counts
+// them as spent; see WithResume.
+func (e *engine) adopt(from *tree.Tree, env Env) (resumed, error) {
+	cfg := &e.cfg
+	if from.ProblemID != cfg.ProblemID {
+		return resumed{}, status.Errorf(status.InvalidArgument, "collect: resume: the tree is of problem %q, this collection is of problem %q", from.ProblemID, cfg.ProblemID)
+	}
+	if err := from.Revalidate(); err != nil {
+		return resumed{}, status.Wrap(status.InvalidArgument, err, "collect: resume")
+	}
+	was, now := from.ContextTokens(0), e.t.ContextTokens(0)
+	if !slices.Equal(was, now) {
+		at := 0
+		for at < min(len(was), len(now)) && was[at] == now[at] {
+			at++
+		}
+		return resumed{}, status.Errorf(status.InvalidArgument,
+			"collect: resume: the tree's root context (%d tokens) differs from the one this collection starts from "+
+				"(%d tokens: the prompt and the env's reset observation) at token %d", len(was), len(now), at)
+	}
+	ids := make([]int, len(from.Nodes)) // from's id -> the new id; -1 = dropped
+	kept, warm, tokens, lastPass := 0, 0, 0, 0
+	for id := 1; id < len(from.Nodes); id++ {
+		nd := from.Nodes[id]
+		lastPass = max(lastPass, nd.SearchPass)
+		if nd.Parent >= id {
+			return resumed{}, status.Errorf(status.InvalidArgument, "collect: resume: node %d comes before its parent %d; a collected tree lists parents first", id, nd.Parent)
+		}
+		if nd.Failed != "" || ids[nd.Parent] < 0 {
+			ids[id] = -1
+			continue
+		}
+		nd.OffPolicy = true
+		if nd.Critic != nil {
+			v := *nd.Critic
+			nd.Critic = &v
+		}
+		newID, err := e.addChild(ids[nd.Parent], nd, nil)
+		if err != nil {
+			return resumed{}, err
+		}
+		ids[id] = newID
+		e.scored[newID] = nd.Critic != nil
+		tokens += e.t.Nodes[newID].GeneratedTokens()
+		if nd.Terminal() {
+			kept++
+			if nd.SearchPass == 0 {
+				warm++
+			}
+		}
+	}
+	if kept > cfg.Search.Budget {
+		return resumed{}, status.Errorf(status.InvalidArgument, "collect: resume: the tree has %d finished rollouts, more than the budget of %d", kept, cfg.Search.Budget)
+	}
+	e.spent, e.rollouts = kept, kept
+	e.prog.launched.Add(int64(kept))
+	e.prog.finished.Add(int64(kept))
+	st := &e.t.Stats
+	st.Resumes = from.Stats.Resumes + 1
+	st.RolloutsResumed, st.TokensResumed = kept, tokens
+	// The reset env, never stepped: replays fork it (the root's own snapshot is released
+	// once the root stops being a candidate).
+	e.base = &snapshot{env: env}
+
+	// Each collection of the tree (the first, then each resume) launches at most W
+	// warmup rollouts, from its own block of indices, so no seed of a kept rollout is
+	// used again. Once a branching round ran, the warmup is over.
+	var next resumed
+	next.firstRound = lastPass + 1
+	if lastPass == 0 {
+		w := cfg.Search.Warmup
+		for j := range max(w-warm, 0) {
+			next.warmup = append(next.warmup, st.Resumes*w+j)
+		}
+	}
+	return next, nil
+}
+
+// restore rebuilds the env snapshot of a kept checkpoint by replaying its path from the
+// nearest ancestor that still has one (the reset env at worst).
+func (e *engine) restore(ctx context.Context, id int) error {
+	if s := e.snaps[id]; s != nil && !s.closed {
+		return nil
+	}
+	var path []int
+	from := e.base
+	for n := id; n > 0; n = e.t.Nodes[n].Parent {
+		if s := e.snaps[n]; s != nil && !s.closed {
+			from = s
+			break
+		}
+		path = append(path, n)
+	}
+	slices.Reverse(path)
+	ectx, cancel := withTimeout(ctx, e.cfg.EnvTimeout)
+	env, err := from.fork(ectx)
+	cancel()
+	if err != nil {
+		if ctx.Err() != nil {
+			return e.cancelled(ctx)
+		}
+		return status.Wrap(status.CodeOf(err), err, "collect: resume: fork the env to replay node %d", id)
+	}
+	generated := 0
+	if len(path) > 0 {
+		for n := e.t.Nodes[path[0]].Parent; n > 0; n = e.t.Nodes[n].Parent {
+			g, _ := e.t.EdgeTrainable(n)
+			generated += g
+		}
+	}
+	for _, n := range path {
+		g, err := e.replayStep(ctx, env, n, generated)
+		if err != nil {
+			env.Close()
+			if ctx.Err() != nil {
+				return e.cancelled(ctx)
+			}
+			return status.Wrap(status.InvalidArgument, err, "collect: resume: the env did not replay node %d", n)
+		}
+		generated += g
+	}
+	e.snaps[id] = &snapshot{env: env, owned: true}
+	return nil
+}
+
+// replayStep steps env with node id's edge, read as the engine read it when it
+// generated it, and checks that the env gives back what the tree holds. It returns
+// the edge's generated tokens.
+func (e *engine) replayStep(ctx context.Context, env Env, id, generated int) (int, error) {
+	nd := &e.t.Nodes[id]
+	if nd.Inexact != "" {
+		return 0, fmt.Errorf("its edge is inexact (%s), so its generated tokens are not known apart from its observation", nd.Inexact)
+	}
+	n, _ := e.t.EdgeTrainable(id)
+	tokens := nd.Tokens()
+	reply, want := tokens[:n], tokens[n:]
+	// The finish is not stored: a reply shorter than its max_tokens stopped, one that
+	// filled it ran to the length limit. A wrong guess (a stop exactly at the limit)
+	// shows as a step that differs, never as a different tree.
+	stop := generate.StopReasonLength
+	if n < min(e.cfg.Segments, e.cfg.MaxTotalTokens-generated) {
+		stop = generate.StopReasonStop
+	}
+	var act action.Action
+	if e.turns != nil {
+		var err error
+		if act, err = e.turns.turnAction(reply, stop); err != nil {
+			return 0, fmt.Errorf("read the turn: %w", err)
+		}
+	} else {
+		act = action.Action{Kind: action.KindTokens, Chunk: &action.TokenChunk{Tokens: reply, Finished: stop == generate.StopReasonStop}}
+	}
+	ectx, cancel := withTimeout(ctx, e.cfg.EnvTimeout)
+	step, err := env.Step(ectx, act)
+	cancel()
+	if err != nil {
+		return 0, fmt.Errorf("env: step: %w", err)
+	}
+	var obsTokens []uint32
+	var obsText string
+	if e.turns != nil {
+		obsTokens, obsText, err = e.turns.conditioning(reply, step)
+	} else {
+		obsTokens, obsText, err = e.observation(step.Observation)
+	}
+	switch {
+	case err != nil:
+		return 0, fmt.Errorf("env: observation: %w", err)
+	case step.Reward != nd.Reward:
+		return 0, fmt.Errorf("the step's reward is %v, the tree's %v", step.Reward, nd.Reward)
+	case step.Done != nd.Done:
+		return 0, fmt.Errorf("the step's done is %t, the tree's %t", step.Done, nd.Done)
+	case !slices.Equal(obsTokens, want) || obsText != nd.Observation:
+		return 0, fmt.Errorf("the step's observation (%d tokens, %.60q) differs from the tree's (%d tokens, %.60q)", len(obsTokens), obsText, len(want), nd.Observation)
+	}
+	return n, nil
+}
