@@ -21,7 +21,7 @@ import (
 
 // specKeys are every key of a collection spec, sorted: what an unknown key's error lists.
 const specKeys = "allow_partial, codec, critic, critic_timeout, env, env_timeout, max_retries, max_segments, " +
-	"max_total_tokens, policy, policy_timeout, problem_id, prompt_text, prompt_tokens, reward, routing_key, sampling, " +
+	"max_total_tokens, policy, policy_timeout, problem_id, prompt_text, prompt_tokens, resume, reward, routing_key, sampling, " +
 	"search, segments, stop_on_abort, turn"
 
 func TestDecodeRejectsUnknownKeys(t *testing.T) {

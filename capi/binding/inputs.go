@@ -75,6 +75,8 @@ type collectionSpec struct {
 	Env    session.Part  `json:"env"`
 	Critic *session.Part `json:"critic"`
 	Turn   *session.Turn `json:"turn"`
+	// Resume is a tree in its JSON form (the tree package checks its keys).
+	Resume json.RawMessage `json:"resume"`
 }
 
 // PolicyConfig is focus_policy_open's config: a Go-native token policy (SGLang or vLLM)

@@ -74,7 +74,7 @@ func fieldDefaults() map[reflect.Type]map[string]any {
 		reflect.TypeFor[session.Spec](): {
 			"segments": d.Segments.Tokens, "max_segments": d.Agent.MaxSegments, "max_total_tokens": d.Agent.MaxTotalTokens,
 			"routing_key": "", "reward": d.Reward, "allow_partial": false, "max_retries": 0, "stop_on_abort": false,
-			"policy_timeout": 0, "env_timeout": 0, "critic_timeout": 0, "codec": 0, "critic": nil, "turn": nil,
+			"policy_timeout": 0, "env_timeout": 0, "critic_timeout": 0, "codec": 0, "critic": nil, "turn": nil, "resume": nil,
 		},
 		reflect.TypeFor[generate.SamplingParams](): {
 			"temperature": d.Sampling.Temperature, "max_tokens": d.Sampling.MaxTokens, "top_p": d.Sampling.TopP,

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"runtime/debug"
@@ -13,6 +14,7 @@ import (
 	"github.com/focus-go/focus-go/core/collect"
 	"github.com/focus-go/focus-go/core/mathenv"
 	"github.com/focus-go/focus-go/core/status"
+	"github.com/focus-go/focus-go/core/tree"
 )
 
 // Spec is one collection as data. Its JSON is the Config's (see collect.Config's
@@ -34,6 +36,9 @@ type Spec struct {
 	// Turn, when set, selects the whole-turn chat context; nil means exact-token
 	// segments.
 	Turn *Turn
+	// Resume, when set, is an earlier partial tree of the problem that the collection
+	// continues (collect.WithResume); nil starts a new tree.
+	Resume *tree.Tree
 }
 
 // Part names one collaborator: a Go-native implementation or a remote Python object.
@@ -56,22 +61,31 @@ type Turn struct {
 	TemplateKwargs map[string]json.RawMessage `json:"template_kwargs"`
 }
 
-// UnmarshalJSON reads the Config from the same object as the parts.
+// UnmarshalJSON reads the Config from the same object as the parts; "resume", when
+// not null, is a tree in its JSON form (tree.Unmarshal).
 func (s *Spec) UnmarshalJSON(data []byte) error {
 	if err := jsoniter.ConfigCompatibleWithStandardLibrary.Unmarshal(data, &s.Config); err != nil {
 		return err
 	}
 	parts := struct {
-		Codec  *uint64 `json:"codec"`
-		Policy *Part   `json:"policy"`
-		Env    *Part   `json:"env"`
-		Critic *Part   `json:"critic"`
-		Turn   *Turn   `json:"turn"`
+		Codec  *uint64         `json:"codec"`
+		Policy *Part           `json:"policy"`
+		Env    *Part           `json:"env"`
+		Critic *Part           `json:"critic"`
+		Turn   *Turn           `json:"turn"`
+		Resume json.RawMessage `json:"resume"`
 	}{Codec: &s.Codec, Policy: &s.Policy, Env: &s.Env, Critic: s.Critic, Turn: s.Turn}
 	if err := jsoniter.ConfigCompatibleWithStandardLibrary.Unmarshal(data, &parts); err != nil {
 		return err
 	}
 	s.Critic, s.Turn = parts.Critic, parts.Turn
+	if raw := bytes.TrimSpace(parts.Resume); len(raw) > 0 && !bytes.Equal(raw, []byte("null")) {
+		t, err := tree.Unmarshal(raw)
+		if err != nil {
+			return status.Wrap(status.InvalidArgument, err, "collect: resume")
+		}
+		s.Resume = t
+	}
 	return nil
 }
 
@@ -113,6 +127,7 @@ type Session struct {
 	bridge *bridge.Bridge
 	// release frees what New opened (an HTTP critic); nil when nothing.
 	release func()
+	resume  *tree.Tree // Spec.Resume
 	// progress counts the running collection's work (collect.WithProgress).
 	progress collect.Progress
 
@@ -155,7 +170,7 @@ func New(spec Spec, r Resolver) (*Session, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Session{cfg: cfg, bridge: bridge.New(), done: make(chan struct{})}
+	s := &Session{cfg: cfg, resume: spec.Resume, bridge: bridge.New(), done: make(chan struct{})}
 	if err := s.parts(spec, r); err != nil {
 		s.bridge.Close()
 		if s.release != nil {
@@ -267,7 +282,11 @@ func (s *Session) run(ctx context.Context) {
 		s.mu.Unlock()
 		close(s.done)
 	}()
-	out.Result, out.Err = collect.Run(ctx, s.cfg, s.policy, s.env, s.critic, collect.WithProgress(&s.progress))
+	opts := []collect.Option{collect.WithProgress(&s.progress)}
+	if s.resume != nil {
+		opts = append(opts, collect.WithResume(s.resume))
+	}
+	out.Result, out.Err = collect.Run(ctx, s.cfg, s.policy, s.env, s.critic, opts...)
 }
 
 // Progress reads the collection's live counters (see collect.ProgressSnapshot): safe

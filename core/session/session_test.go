@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"github.com/focus-go/focus-go/core/generate"
 	"github.com/focus-go/focus-go/core/prepare"
 	"github.com/focus-go/focus-go/core/status"
+	"github.com/focus-go/focus-go/core/tree"
 )
 
 // answerCodec decodes every reply as the boxed answer 1 (so MathEnv rewards it 1).
@@ -383,4 +385,32 @@ func TestSessionProgressMatchesResult(t *testing.T) {
 	assert.Equal(t, out.Tree.Stats.Rollouts, got.RolloutsFinished)
 	assert.Equal(t, out.Tree.Stats.GeneratedTokens, got.GeneratedTokens)
 	assert.Equal(t, len(out.Tree.Nodes)-1, got.Segments)
+}
+
+func TestSessionResumesATree(t *testing.T) {
+	run := func(spec string) *tree.Tree {
+		t.Helper()
+		s, err := Start(context.Background(), decode(t, spec), &fakeResolver{policy: &stopPolicy{}})
+		require.NoError(t, err)
+		defer s.Close()
+		_, err = s.Wait(context.Background(), -1)
+		require.NoError(t, err)
+		out, err := s.Result()
+		require.NoError(t, err)
+		require.NoError(t, out.Err)
+		return out.Tree
+	}
+	first := run(mathSpec)
+	data, err := tree.Marshal(first)
+	require.NoError(t, err)
+	bigger := strings.Replace(mathSpec, `"budget":4`, `"budget":6`, 1)
+	resumed := run(strings.Replace(bigger, `"turn":null`, `"turn":null,"resume":`+string(data), 1))
+	assert.Equal(t, 6, resumed.Stats.Rollouts)
+	assert.Equal(t, 4, resumed.Stats.RolloutsResumed)
+	assert.True(t, resumed.Nodes[1].OffPolicy)
+	assert.Nil(t, decode(t, strings.Replace(mathSpec, `"turn":null`, `"turn":null,"resume":null`, 1)).Resume)
+
+	var bad Spec
+	err = json.Unmarshal([]byte(`{"resume":{"problem_id":"p","nodes":[]}}`), &bad)
+	assert.ErrorContains(t, err, "collect: resume")
 }

@@ -24,6 +24,7 @@ import inspect
 import itertools
 import json
 import math
+from contextvars import ContextVar
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from . import _async, _lib
@@ -382,6 +383,12 @@ def _poll_now(handle: Any, recent: _RecentIds, limit: int) -> List[Dict[str, Any
     return _polled(out, tokens, count, recent)
 
 
+# Where a collection cancelled from Python leaves its tree so far (the SchedulerState Go
+# returned with its Cancelled error), for a caller that resumes it later (the Slime hook
+# keeps an aborted tree's work). Unset: the tree is freed with the collection.
+_cancelled_trees: "ContextVar[Optional[List[SchedulerState[Any]]]]" = ContextVar("focus_cancelled_trees", default=None)
+
+
 class _Run:
     """One Go collection and the Python side of its bridge."""
 
@@ -413,6 +420,7 @@ class _Run:
             except asyncio.CancelledError:
                 _lib.call("focus_collection_cancel", _lib.c_handle(handle))
                 await asyncio.shield(ended)
+                self._keep_cancelled(_lib.c_handle(handle))
                 raise
             finally:
                 for task in list(self.tasks.values()):
@@ -543,6 +551,18 @@ class _Run:
             _lib.call(name, handle, rid, *args)
         except InvalidHandleError:
             pass  # the engine stopped waiting for this request (cancelled or finished)
+
+    def _keep_cancelled(self, handle: Any) -> None:
+        """Hand the tree of a collection cancelled from Python to ``_cancelled_trees``."""
+        sink = _cancelled_trees.get()
+        if sink is None:
+            return
+        try:
+            state: Optional[SchedulerState[Any]] = self._result(handle)
+        except FocusError as exc:
+            state = getattr(exc, "state", None)
+        if state is not None:
+            sink.append(state)
 
     def _result(self, handle: Any) -> SchedulerState[Any]:
         tree = _lib.c_handle()

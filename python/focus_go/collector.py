@@ -299,7 +299,9 @@ class Collector:
         """The root conversation, the reset observation placed by the Go rule."""
         return _rules.root_messages(self.agent.system_prompt, problem.prompt, observation)
 
-    async def collect(self, problem: Union[Problem, str], *, allow_partial: bool = False) -> SchedulerState[Any]:
+    async def collect(
+        self, problem: Union[Problem, str], *, allow_partial: bool = False, resume: Union[SchedulerState[Any], str, bytes, None] = None
+    ) -> SchedulerState[Any]:
         """Collect one searched tree for ``problem``.
 
         Cancelling the awaiting task cancels the collection and its requests in flight.
@@ -309,6 +311,19 @@ class Collector:
             allow_partial: Keep a collection with failed rollouts or critic calls instead
                 of raising; the failures are listed in the tree's ``failures`` and, after
                 ``prepare``, in ``Batch.failures``.
+            resume: An earlier partial tree of the same problem (a ``SchedulerState``, or
+                its ``to_json()`` text), such as the ``state`` of a ``CollectionError``
+                from an aborted or cancelled collection: the search continues from it
+                instead of starting again. Its failed rollouts are dropped and their
+                budget refunded; its other nodes are kept (``NodeView.off_policy`` marks
+                them, generated under an older policy) and its finished rollouts count
+                against the budget; the missing warmup rollouts run first, then branching
+                rounds. A kept checkpoint the search branches from gets its environment
+                back by replaying its path on a fork of the freshly reset environment
+                (a tool environment runs its tool calls again); each replayed step must
+                give back the reward, done flag and observation the tree holds. The
+                tree's ``stats`` count what was kept (``rollouts_resumed``,
+                ``tokens_resumed``). None (the default) starts a new tree.
 
         Returns:
             The tree, held in native memory until ``close()``, the end of a ``with``
@@ -318,16 +333,21 @@ class Collector:
             CollectionError: Rollouts or critic calls failed and ``allow_partial`` is
                 False. Its ``state`` attribute keeps everything collected.
             ConfigError: The agent's parts do not fit together, for instance a
-                ``"tokens"`` environment without ``Segments``.
+                ``"tokens"`` environment without ``Segments``; or ``resume`` is a tree of
+                another problem or root context, or the environment did not replay one of
+                its nodes (the message names it).
         """
         if isinstance(problem, str):
             problem = Problem(problem)
+        resumed = _resume_json(resume)
         if self.workspace is None:
-            return await self._collect(problem, allow_partial, None)
+            return await self._collect(problem, allow_partial, None, resumed)
         async with self.workspace:
-            return await self._collect(problem, allow_partial, self.workspace)
+            return await self._collect(problem, allow_partial, self.workspace, resumed)
 
-    async def _collect(self, problem: Problem, allow_partial: bool, workspace: Optional[Workspace]) -> SchedulerState[Any]:
+    async def _collect(
+        self, problem: Problem, allow_partial: bool, workspace: Optional[Workspace], resume: Optional[Dict[str, Any]] = None
+    ) -> SchedulerState[Any]:
         agent = self.agent
         whole_turn = agent.context is None
         if whole_turn and agent.env.action == "tokens":
@@ -404,6 +424,8 @@ class Collector:
             "stop_on_abort": self.stop_on_abort,
             "turn": turn,
         }
+        if resume is not None:
+            config["resume"] = resume
         run = _Run(config, remote)
         self._running.append(run)
         try:
@@ -412,3 +434,20 @@ class Collector:
             self._running.remove(run)
             if run.final is not None:
                 self.last_progress = CollectionProgress._from_json(run.final)
+
+
+def _resume_json(resume: Any) -> Optional[Dict[str, Any]]:
+    """The tree ``Collector.collect(resume=...)`` continues, as the JSON object Go reads."""
+    if resume is None:
+        return None
+    if isinstance(resume, SchedulerState):
+        resume = resume.to_json()
+    if not isinstance(resume, (str, bytes)):
+        raise ConfigError(f"collect: resume must be a SchedulerState or its JSON text, got {type(resume).__name__}")
+    try:
+        data = json.loads(resume)
+    except ValueError as exc:
+        raise ConfigError(f"collect: resume is not a tree's JSON: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ConfigError(f"collect: resume is not a tree's JSON: a JSON {type(data).__name__}")
+    return data

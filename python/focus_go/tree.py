@@ -170,6 +170,8 @@ class NodeView:
         observation: The environment's observation after the edge, as text.
         inexact: Why the edge trains no actor (the policy's ids were not exact, or a token
             had no finite log probability); None for an exact edge.
+        off_policy: Whether an earlier collection generated the edge, under an older
+            policy: the tree was resumed from it (``Collector.collect(resume=...)``).
     """
 
     id: int
@@ -190,6 +192,8 @@ class NodeView:
     inexact: Optional[str] = None
     """Why the edge trains no actor (the policy's ids were not exact, or a token had no
     finite logprob); None for an exact edge. Its tokens are conditioning only."""
+    off_policy: bool = False
+    """Whether an earlier collection this tree was resumed from generated the edge."""
 
     @property
     def terminal(self) -> bool:
@@ -257,6 +261,7 @@ class SchedulerView(Generic[R]):
                     text=n.get("text", ""),
                     observation=n.get("observation", ""),
                     inexact=n.get("inexact") or None,
+                    off_policy=bool(n.get("off_policy", False)),
                 )
             )
         return tuple(views)

@@ -187,6 +187,7 @@ async def _collect(
     visitation_weights: bool = False,
     tokenizer: Any = None,
     skip_special_tokens: bool = False,
+    resume: Any = None,
 ) -> _Collected:
     """``collect_records`` also returning the failures and the tree's rollouts: collect the
     tree, then prepare and export it in one Go call (``tree_records``, which applies
@@ -196,7 +197,8 @@ async def _collect(
     record layout (``Batch.to_records``). ``visitation_weights`` exports each actor
     advantage times its edge's visitation factor (``ActorSample.visitation``).
     ``tokenizer`` decodes each actor record's ``response_text`` in Go (None: no text),
-    without special tokens if ``skip_special_tokens``."""
+    without special tokens if ``skip_special_tokens``. ``resume`` is a partial tree the
+    collection continues (``Collector.collect(resume=...)``)."""
     _check_layout(layout)  # a bad layout fails before any collection
     if not isinstance(problem, Problem):
         raise ConfigError(f"collect_records: problem must be a Problem, got {type(problem).__name__}")
@@ -221,7 +223,7 @@ async def _collect(
         if admit is not None:
             await stack.enter_async_context(await admit(first_burst(collector.search)))
         async with collector:
-            state = await collector.collect(problem, allow_partial=allow_partial)
+            state = await collector.collect(problem, allow_partial=allow_partial, resume=resume)
     failures = tuple(state.failures)
     dropped = None
     try:

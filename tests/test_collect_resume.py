@@ -1,0 +1,128 @@
+"""Collector.collect(resume=...): a collection continues an aborted or cancelled one's
+partial tree against the simulated server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from focus_go import Agent, Collector, Critic, MathEnv, Segments, Selective
+from focus_go._bridge import _cancelled_trees
+from focus_go.backends import GenerateResult, Policy, SamplingParams, SGLangPolicy
+from focus_go.errors import CollectionError, ConfigError
+from focus_go.extend import SchedulerView
+from focus_go.integrations import Problem
+
+SAMPLING = SamplingParams(temperature=1.0)
+BUDGET, WARMUP = 12, 4
+
+
+@pytest.fixture
+def policy(server):
+    p = SGLangPolicy(model=server.model, base_url=server.url, profile="token_chunk", default_params=SAMPLING)
+    yield p
+    p.close()
+
+
+def collector_of(policy, problem, complete=None, **options):
+    if complete is not None:
+        policy = Policy(format=policy.format, complete=complete, default_params=SAMPLING)
+    agent = Agent(policy=policy, env=MathEnv(problem.label, policy.decode), context=Segments(16))
+    return Collector(agent, critic=Critic.constant(0.5), search=Selective(BUDGET, WARMUP, seed=3), **options)
+
+
+def aborted_after(policy, calls):
+    """A completion function that answers as the server does for `calls` calls, then with an
+    "abort" finish (a trainer that aborted its rollout)."""
+    seen = []
+
+    async def complete(tokens, params):
+        seen.append(1)
+        if len(seen) > calls:
+            return GenerateResult(tokens=(11,), prefix_tokens=tuple(tokens), text="x", stop_reason="abort", logprobs=[-0.5])
+        return await policy.agenerate_tokens(tokens, params)
+
+    return complete
+
+
+def partial_tree(policy, problem, calls):
+    collector = collector_of(policy, problem, aborted_after(policy, calls), stop_on_abort=True)
+    with pytest.raises(CollectionError, match="aborted") as info:
+        asyncio.run(collector.collect(problem))
+    return info.value.state
+
+
+def test_resume_keeps_the_partial_tree_and_spends_the_rest(server, policy):
+    problem = server.problems()[4]
+    partial = partial_tree(policy, problem, 24)
+    before = SchedulerView(partial)
+    kept = [n for n in before.nodes[1:] if n.failed is None]
+    finished = sum(1 for n in kept if n.terminal)
+    assert kept and finished < BUDGET
+
+    with asyncio.run(collector_of(policy, problem).collect(problem, resume=partial)) as state:
+        view = SchedulerView(state)
+        # The kept nodes come first, marked; the new ones follow, unmarked.
+        assert [n.tokens for n in view.nodes[1 : 1 + len(kept)]] == [n.tokens for n in kept]
+        assert all(n.off_policy for n in view.nodes[1 : 1 + len(kept)])
+        assert not any(n.off_policy for n in view.nodes[1 + len(kept) :])
+        stats = state.stats
+        assert stats["rollouts"] == BUDGET and stats["budget_unspent"] == 0
+        assert stats["rollouts_resumed"] == finished and stats["resumes"] == 1
+        assert stats["tokens_resumed"] == sum(sum(s.trainable.count(True) for s in n.spans) for n in kept)
+    # The JSON text resumes the same way.
+    text = partial.to_json()
+    partial.close()
+    with asyncio.run(collector_of(policy, problem).collect(problem, resume=text)) as again:
+        assert json.loads(again.to_json())["nodes"] == json.loads(state_json(policy, problem, text))["nodes"]
+
+
+def state_json(policy, problem, resume):
+    with asyncio.run(collector_of(policy, problem).collect(problem, resume=resume)) as state:
+        return state.to_json()
+
+
+def test_resume_refuses_another_problem_and_bad_input(server, policy):
+    problem = server.problems()[4]
+    other = Problem(prompt=problem.prompt, label=problem.label, id="another")
+    with partial_tree(policy, problem, 24) as partial:
+        with pytest.raises(ConfigError, match=f'collect: resume: the tree is of problem "{problem.id}", this collection is of problem "another"'):
+            asyncio.run(collector_of(policy, other).collect(other, resume=partial))
+    with pytest.raises(ConfigError, match="resume must be a SchedulerState or its JSON text, got int"):
+        asyncio.run(collector_of(policy, problem).collect(problem, resume=3))
+    with pytest.raises(ConfigError, match="resume is not a tree's JSON"):
+        asyncio.run(collector_of(policy, problem).collect(problem, resume="[1]"))
+
+
+def test_a_collection_cancelled_from_python_leaves_its_tree_to_the_sink(server, policy):
+    problem = server.problems()[4]
+    calls = []
+
+    async def slow_after_some(tokens, params):
+        calls.append(1)
+        if len(calls) > 24:
+            await asyncio.Event().wait()
+        return await policy.agenerate_tokens(tokens, params)
+
+    async def run():
+        sink = []
+        token = _cancelled_trees.set(sink)
+        try:
+            task = asyncio.ensure_future(collector_of(policy, problem, slow_after_some).collect(problem))
+            while len(calls) <= 24:
+                await asyncio.sleep(0.01)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+        finally:
+            _cancelled_trees.reset(token)
+        return sink
+
+    sink = asyncio.run(run())
+    assert len(sink) == 1
+    with sink[0] as state:
+        assert len(state) > 1
+        with asyncio.run(collector_of(policy, problem).collect(problem, resume=state)) as resumed:
+            assert resumed.stats["rollouts"] == BUDGET
