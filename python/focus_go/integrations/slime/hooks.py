@@ -7,10 +7,12 @@ under the call's settings, watching Slime's abort, and returns Slime samples.
 
 from __future__ import annotations
 
+import logging
 import threading
-from typing import Any, Callable, Dict, Optional, Protocol, Tuple
+from typing import Any, Callable, Dict, List, Optional, Protocol, Tuple
 
 from .. import CollectorFor, CriticSink, Problem, Workspace, _check_layout, _check_min_abs_advantage, _collect
+from ..._bridge import _cancelled_trees
 from ...collector import Collector, _native_tokenizer
 from ...errors import CollectionError, ConfigError, ConfigTypeError, InternalError
 from .abort import _aborted, _slime_aborted, _unless_aborted
@@ -19,10 +21,15 @@ from .samples import (
     TreeSamples,
     _aborted_tree,
     _build_sample,
+    _mark_off_policy,
+    _off_policy_ends,
+    _partial_from_json,
+    _partial_tree,
     _problem_from,
     _rollout_id,
     _source_sample,
     _success_rate,
+    _take_partial_tree,
     _with_tree_outcomes,
     to_sample,
 )
@@ -36,6 +43,8 @@ from .settings import (
     _sampling_from_args,
     router_concurrency,
 )
+
+logger = logging.getLogger(__name__)
 
 
 class GenerateHook(Protocol):
@@ -169,14 +178,59 @@ class _Generate(_SlimeHook):
         sample = _source_sample(sample)
         _check_args(args)
         _check_rollout_mode(args)
+        # Under --partial-rollout an aborted tree left its partial tree on the sample.
+        resume = _take_partial_tree(sample)
         settings = _call_settings(args, sampling_params, evaluation=False)
         problem = _problem_from(args, sample)
-        return await self._collect_tree(args, sample, problem, settings)
+        return await self._collect_tree(args, sample, problem, settings, resume)
 
-    async def _collect_tree(self, args: Any, sample: Any, problem: Problem, settings: "_CallSettings") -> TreeSamples:
-        """One tree for ``sample``, stopped at once if Slime aborts the rollout."""
+    async def _collect_tree(
+        self, args: Any, sample: Any, problem: Problem, settings: "_CallSettings", resume: Optional[str] = None
+    ) -> TreeSamples:
+        """One tree for ``sample``, stopped at once if Slime aborts the rollout. With
+        ``--partial-rollout`` an aborted tree's work is kept on the sample and ``resume``
+        (the partial tree an earlier call kept) is continued."""
+        partial_rollout = bool(getattr(args, "partial_rollout", False))
         if _slime_aborted():
+            if partial_rollout and resume is not None:
+                return _aborted_tree(sample, _partial_from_json(resume))
             return _aborted_tree(sample)
+        cancelled: List[Any] = []
+        token = _cancelled_trees.set(cancelled) if partial_rollout else None
+        try:
+            return await self._collect_or_restart(args, sample, problem, settings, resume, partial_rollout, cancelled)
+        finally:
+            if token is not None:
+                _cancelled_trees.reset(token)
+            for state in cancelled:
+                state.close()
+
+    async def _collect_or_restart(
+        self, args: Any, sample: Any, problem: Problem, settings: "_CallSettings", resume: Optional[str],
+        partial_rollout: bool, cancelled: List[Any],
+    ) -> TreeSamples:
+        """Collect (resuming ``resume``); a partial tree that cannot be resumed (another
+        root context, an env that does not replay it) is collected again from scratch,
+        with a warning and ``metadata["focus"]["resume_restarted"]``."""
+        try:
+            return await self._collect_once(args, sample, problem, settings, resume, False, partial_rollout, cancelled)
+        except ConfigError as exc:
+            if resume is None:
+                raise
+            if getattr(exc, "state", None) is not None:
+                exc.state.close()
+            logger.warning(
+                "focus make_generate: problem %r: the partial tree kept from an aborted rollout cannot be resumed "
+                "(%s); collecting the tree again from scratch",
+                problem.id,
+                exc,
+            )
+        return await self._collect_once(args, sample, problem, settings, None, True, partial_rollout, cancelled)
+
+    async def _collect_once(
+        self, args: Any, sample: Any, problem: Problem, settings: "_CallSettings", resume: Optional[str],
+        restarted: bool, partial_rollout: bool, cancelled: List[Any],
+    ) -> TreeSamples:
         policy = self.policy(args)
         # An abort finish (Slime's /abort_request) ends the whole tree in Go at once.
         collector = _call_collector(
@@ -187,6 +241,13 @@ class _Generate(_SlimeHook):
         )
         group = getattr(sample, "group_index", None)
         stats: Dict[str, Any] = {}
+        off_policy: Dict[int, int] = {}
+
+        def on_state(state: Any) -> None:
+            stats.update(state.stats)
+            if stats.get("resumes"):
+                off_policy.update(_off_policy_ends(state))
+
         try:
             aborted, collected = await _unless_aborted(
                 _collect(
@@ -199,21 +260,29 @@ class _Generate(_SlimeHook):
                     layout=self.layout,
                     visitation_weights=self.visitation_weights,
                     keep_dropped=True,
-                    on_state=lambda state: stats.update(state.stats),
+                    on_state=on_state,
                     # Slime's skip_special_tokens (--rollout-skip-special-tokens) applies to
                     # the text only; tokens stay exact.
                     tokenizer=self.tokenizer(policy),
                     skip_special_tokens=settings.skip_special_tokens,
+                    resume=resume,
                 )
             )
         except CollectionError as exc:
             state = getattr(exc, "state", None)
             if _aborted(getattr(exc, "failures", ()) or ()):
-                if state is not None:
-                    state.close()
-                return _aborted_tree(sample)
+                try:
+                    partial = _partial_tree(state) if partial_rollout else None
+                finally:
+                    if state is not None:
+                        state.close()
+                return _aborted_tree(sample, partial)
             raise
-        if aborted or _aborted(collected.failures):
+        if aborted:
+            # Slime's abort was seen in Python: the tree so far came back through the sink.
+            partial = _partial_tree(cancelled[-1]) if partial_rollout and cancelled else None
+            return _aborted_tree(sample, partial)
+        if _aborted(collected.failures):
             return _aborted_tree(sample)
         kept, critic, dropped = collected.actor, collected.critic, collected.dropped
         if self.critic_sink is not None:
@@ -221,13 +290,12 @@ class _Generate(_SlimeHook):
         sample_type = type(sample)
         done = sample_type.Status.COMPLETED
         reward = _success_rate(stats)
+        mask = partial_rollout and bool(getattr(args, "mask_offpolicy_in_partial_rollout", False))
         if kept:
-            return TreeSamples(
-                _with_tree_outcomes([to_sample(r, sample, None, sample_type) for r in kept], stats),
-                sample,
-                status=done,
-                reward=reward,
-            )
+            samples = [to_sample(r, sample, None, sample_type) for r in kept]
+            if off_policy:
+                _mark_off_policy(samples, kept, off_policy, mask)
+            return TreeSamples(_with_resume(_with_tree_outcomes(samples, stats), restarted), sample, status=done, reward=reward)
         # Every edge fell under min_abs_advantage: one sample that trains nothing keeps
         # Slime's group shape (a list per sample) intact.
         if dropped is None:
@@ -235,7 +303,17 @@ class _Generate(_SlimeHook):
         empty = to_sample(dropped, sample, None, sample_type)
         empty.reward = 0.0
         empty.remove_sample = True
-        return TreeSamples(_with_tree_outcomes([empty], stats), sample, status=done, reward=reward)
+        return TreeSamples(_with_resume(_with_tree_outcomes([empty], stats), restarted), sample, status=done, reward=reward)
+
+
+def _with_resume(samples: List[Any], restarted: bool) -> List[Any]:
+    """Record on each sample whether its tree was collected again from scratch because
+    the partial tree kept for it could not be resumed (``log_rollout``'s
+    ``rollout/focus/resume_restarted``)."""
+    if restarted:
+        for s in samples:
+            s.metadata.setdefault("focus", {})["resume_restarted"] = True
+    return samples
 
 
 async def _evaluate_sample(hook: _SlimeHook, args: Any, sample: Any, sampling_params: Any) -> Any:

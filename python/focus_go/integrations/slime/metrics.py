@@ -89,7 +89,23 @@ def _tree_metrics(samples: Sequence[Any]) -> Dict[str, float]:
     lengths = [n for f in trees for n in (f.get("rollout_tokens") or ())]
     if lengths:
         out |= {f"rollout/focus/response_len/{k}": v for k, v in _statistics(lengths).items()}
-    return out
+    return out | _resume_metrics(trees)
+
+
+def _resume_metrics(trees: Sequence[Dict[str, Any]]) -> Dict[str, float]:
+    """What ``--partial-rollout`` resumes saved, when a tree of the rollout was resumed or
+    restarted: ``rollout/focus/tokens_resumed`` and ``rollout/focus/rollouts_resumed`` (the
+    generated tokens and finished rollouts kept from aborted collections instead of being
+    generated again) and ``rollout/focus/resume_restarted`` (the trees whose kept partial
+    tree could not be resumed and were collected again from scratch)."""
+    resumed = [f for f in trees if f.get("rollouts_resumed") or f.get("tokens_resumed") or f.get("resume_restarted")]
+    if not resumed:
+        return {}
+    return {
+        "rollout/focus/tokens_resumed": float(sum(int(f.get("tokens_resumed", 0)) for f in resumed)),
+        "rollout/focus/rollouts_resumed": float(sum(int(f.get("rollouts_resumed", 0)) for f in resumed)),
+        "rollout/focus/resume_restarted": float(sum(1 for f in resumed if f.get("resume_restarted"))),
+    }
 
 
 def _slime_log(args: Any, rollout_id: int, metrics: Dict[str, Any], step_key: str) -> None:
@@ -114,7 +130,9 @@ def log_rollout(rollout_id: int, args: Any, samples: List[Any], rollout_extra_me
     ``rollout/focus/trained_tokens_per_tree``, the mean loss-mask tokens per tree (Slime's
     per-rollout denominator; see ``normalized_policy_tokens``), and the trees' truncation
     and per-rollout response lengths (``rollout/focus/truncated_ratio``,
-    ``rollout/focus/response_len/*``). Slime's own ``rollout/prefix_cache_hit_rate`` is
+    ``rollout/focus/response_len/*``), and what resumed partial trees saved
+    (``rollout/focus/tokens_resumed``, ``rollout/focus/rollouts_resumed``,
+    ``rollout/focus/resume_restarted``; only when a tree was resumed or restarted). Slime's own ``rollout/prefix_cache_hit_rate`` is
     the trees' prefix reuse (each tree's first sample carries it as
     ``prefix_cache_info``). The metrics go into
     ``rollout_extra_metrics``, which Slime logs with its default rollout metrics (or, if

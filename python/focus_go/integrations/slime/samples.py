@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import json
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from .. import Problem
@@ -335,11 +336,63 @@ def _source_sample(sample: Any) -> Any:
     return sample
 
 
-def _aborted_tree(source: Any) -> TreeSamples:
-    """An aborted tree: the source sample alone, status ABORTED, nothing generated, so
-    Slime keeps it out of training (and fully-async / partial rollout requeue it)."""
+# The source sample's metadata key holding an aborted tree's partial tree (its JSON) under
+# --partial-rollout, which the next generate call for the sample resumes.
+PARTIAL_TREE_KEY = "focus_partial_tree"
+
+
+def _aborted_tree(source: Any, partial: Optional["_PartialTree"] = None) -> TreeSamples:
+    """An aborted tree: the source sample alone, status ABORTED, nothing to train, so
+    Slime keeps it out of training (and fully-async / partial rollout requeue it).
+
+    With ``partial`` (``--partial-rollout``: the tree so far kept some work) the partial
+    tree's JSON is stored in ``source.metadata["focus_partial_tree"]`` for the next
+    generate call to resume, and ``source.response`` holds its first kept edge's text, so
+    Slime's ``abort()`` treats the sample as one with a partial response and records
+    ``metadata["start_rollout_id"]``, as for its own partial samples."""
+    if partial is not None:
+        metadata = dict(getattr(source, "metadata", None) or {})
+        metadata[PARTIAL_TREE_KEY] = partial.json
+        source.metadata = metadata
+        source.response = partial.text
     source.status = type(source).Status.ABORTED
     return TreeSamples([source], source, status=source.status, reward=None)
+
+
+@dataclasses.dataclass(frozen=True)
+class _PartialTree:
+    """An aborted tree's work worth keeping: its JSON and its first kept edge's text."""
+
+    json: str
+    text: str
+
+
+def _partial_tree(state: Any) -> Optional[_PartialTree]:
+    """The work an aborted collection's tree so far keeps (a node that did not fail), or
+    None when it kept none."""
+    if state is None:
+        return None
+    return _partial_from_json(state.to_json())
+
+
+def _partial_from_json(text: str) -> Optional[_PartialTree]:
+    """``_partial_tree`` of a tree's JSON."""
+    nodes = json.loads(text).get("nodes") or ()
+    kept = [n for n in nodes[1:] if not n.get("failed")]
+    if not kept:
+        return None
+    return _PartialTree(text, kept[0].get("text") or " ")
+
+
+def _take_partial_tree(source: Any) -> Optional[str]:
+    """The partial tree an earlier aborted collection stored on ``source`` (its JSON),
+    removed from the sample (and its placeholder response cleared); None when none."""
+    metadata = getattr(source, "metadata", None)
+    if not isinstance(metadata, dict) or PARTIAL_TREE_KEY not in metadata:
+        return None
+    partial = metadata.pop(PARTIAL_TREE_KEY)
+    source.response = ""
+    return partial
 
 
 def _success_rate(stats: Optional[Mapping[str, Any]]) -> float:
@@ -353,7 +406,9 @@ def _with_tree_outcomes(samples: List[Any], stats: Mapping[str, Any]) -> List[An
     ``metadata["focus"]``: ``finished_rollouts`` and ``successes`` (what ``log_rollout``
     turns into pass@k), ``outcomes_differ`` (what ``tree_has_signal`` keeps a tree by),
     ``truncated_rollouts`` and ``rollout_tokens`` (the generated tokens of each finished
-    rollout's path), for ``log_rollout``'s truncation and length metrics."""
+    rollout's path), for ``log_rollout``'s truncation and length metrics, and
+    ``rollouts_resumed`` and ``tokens_resumed`` (what a resumed tree kept from its aborted
+    collection, ``--partial-rollout``)."""
     for s in samples:
         focus = s.metadata.setdefault("focus", {})
         focus["finished_rollouts"] = int(stats.get("finished_rollouts", 0))
@@ -361,6 +416,8 @@ def _with_tree_outcomes(samples: List[Any], stats: Mapping[str, Any]) -> List[An
         focus["outcomes_differ"] = bool(stats.get("outcomes_differ", False))
         focus["truncated_rollouts"] = int(stats.get("truncated_rollouts", 0))
         focus["rollout_tokens"] = list(stats.get("rollout_tokens") or ())
+        focus["rollouts_resumed"] = int(stats.get("rollouts_resumed", 0))
+        focus["tokens_resumed"] = int(stats.get("tokens_resumed", 0))
     _with_prefix_reuse(samples, stats)
     return samples
 
@@ -376,3 +433,33 @@ def _with_prefix_reuse(samples: List[Any], stats: Mapping[str, Any]) -> None:
     reused = int(stats.get("prefix_tokens_reused", 0))
     info.cached_tokens = reused
     info.total_prompt_tokens = reused + int(stats.get("generated_tokens", 0))
+
+
+def _off_policy_ends(state: Any) -> Dict[int, int]:
+    """For each node of a resumed tree, where the tokens generated under an older policy
+    end on its path: the context length through its deepest off-policy ancestor (itself
+    included; the nodes a resume kept are closed under ancestors), 0 when none."""
+    from ...tree import SchedulerView
+
+    ends: Dict[int, int] = {}
+    for node in SchedulerView(state).nodes:
+        if node.off_policy:
+            ends[node.id] = len(node.context_tokens)
+        else:
+            ends[node.id] = ends.get(node.parent, 0) if node.parent is not None else 0
+    return ends
+
+
+def _mark_off_policy(samples: Sequence[Any], records: Sequence[Mapping[str, Any]], ends: Mapping[int, int], mask: bool) -> None:
+    """Mark each sample of a resumed tree with the response tokens an earlier collection
+    generated (``metadata["focus"]["off_policy_tokens"]``) and, with ``mask``
+    (``--mask-offpolicy-in-partial-rollout``), zero their loss mask: the segments generated
+    after the resume still train."""
+    for sample, record in zip(samples, records):
+        cut = min(max(ends.get(record["node_id"], 0) - int(record["response_start"]), 0), len(sample.loss_mask))
+        sample.metadata.setdefault("focus", {})["off_policy_tokens"] = cut
+        if mask and cut:
+            sample.loss_mask = [0] * cut + list(sample.loss_mask[cut:])
+            per_token = _token_advantages(sample)
+            if per_token is not None:  # a path sample: 0.0 where the loss mask is 0
+                sample.train_metadata[TOKEN_ADVANTAGES_KEY] = [0.0] * cut + list(per_token[cut:])
