@@ -246,6 +246,92 @@ def mode_tool_env(res: Result) -> None:
     res.expect(tool_turns > 0, "no sample holds a tool result (conditioning tokens inside a trained response)")
 
 
+def _kept_nodes(partial: str) -> Dict[str, Any]:
+    """What a partial tree keeps: its finished rollouts, generated tokens and the exact
+    contexts of its nodes that generated tokens."""
+    import json
+
+    nodes = json.loads(partial)["nodes"]
+    contexts: Dict[int, List[int]] = {}
+    kept = {"rollouts": 0, "tokens": 0, "contexts": set()}
+    for n in nodes:
+        tokens = [t for span in n["spans"] for t in span["tokens"]]
+        contexts[n["id"]] = (contexts[n["parent"]] if n["parent"] >= 0 else []) + tokens
+        if n["id"] == 0 or n["failed"]:
+            continue
+        generated = sum(1 for span in n["spans"] for m in span["trainable"] if m)
+        kept["tokens"] += generated
+        kept["rollouts"] += 1 if (n["done"] or n["truncated"]) else 0
+        if generated:
+            kept["contexts"].add(tuple(contexts[n["id"]]))
+    return kept
+
+
+def mode_partial_rollout_resume(res: Result) -> None:
+    """--partial-rollout --mask-offpolicy-in-partial-rollout with over-sampling: the trees
+    Slime aborts keep their partial tree with their source sample (Slime's abort records
+    start_rollout_id), and the next rollout resumes them: each resumed tree holds every
+    node the aborted one kept, its rollouts stay within the budget, exactly the earlier
+    segments' loss masks are zero, and the generated tokens saved against a restart are
+    reported."""
+    os.environ["FOCUS_BUDGET"], os.environ["FOCUS_WARMUP"] = "16", "4"
+    argv = set_flag(base_argv(batch=2), "--over-sampling-batch-size", "4")
+    argv = set_flag(argv, "--partial-rollout")
+    argv = set_flag(argv, "--mask-offpolicy-in-partial-rollout")
+    args = parse(argv)
+    cluster = Cluster(args)
+    manager = rollout_manager(args)
+    data = collect(manager, 0, res)
+    check_samples(args, cluster, data, res, focus=True, sources=args.rollout_batch_size)
+
+    partials: Dict[int, Dict[str, Any]] = {}
+    for group in manager.data_source.buffer:
+        for element in group:
+            metadata = getattr(element, "metadata", None) or {}
+            if "focus_partial_tree" in metadata:
+                partials[element.index] = _kept_nodes(metadata["focus_partial_tree"])
+                res.expect(metadata.get("start_rollout_id") == 0,
+                           f"sample {element.index}: Slime's abort did not record start_rollout_id on the kept tree")
+    res.numbers["aborted_groups_in_buffer"] = len(manager.data_source.buffer)
+    res.numbers["partial_trees_kept"] = len(partials)
+    res.numbers["kept_rollouts"] = {i: p["rollouts"] for i, p in partials.items()}
+    if not res.expect(bool(partials), "no aborted tree kept its work: the next rollout collects it again from scratch"):
+        return
+
+    before = cluster.generate_requests()
+    data = collect(manager, 1, res)
+    res.numbers["rollout1_generate_requests"] = cluster.generate_requests() - before
+    check_samples(args, cluster, data, res, focus=True, sources=args.rollout_batch_size, prefix="rollout1: ")
+    budget = int(os.environ["FOCUS_BUDGET"])
+    saved = 0
+    for index, kept in partials.items():
+        tree = [s for s in data if s.rollout_id == index]
+        if not res.expect(bool(tree), f"the tree aborted for sample {index} is not in the next rollout"):
+            continue
+        focus = tree[0].metadata["focus"]
+        res.expect(focus["rollouts_resumed"] == kept["rollouts"],
+                   f"sample {index}: {focus['rollouts_resumed']} rollouts resumed, the aborted tree kept {kept['rollouts']}")
+        res.expect(focus["tokens_resumed"] == kept["tokens"],
+                   f"sample {index}: {focus['tokens_resumed']} tokens resumed, the aborted tree kept {kept['tokens']}")
+        res.expect(focus["finished_rollouts"] <= budget, f"sample {index}: {focus['finished_rollouts']} rollouts, over the budget {budget}")
+        contexts = {tuple(s.tokens) for s in tree}
+        missing = len(kept["contexts"] - contexts)
+        res.expect(missing == 0, f"sample {index}: {missing} of the aborted tree's {len(kept['contexts'])} nodes are not in the resumed tree")
+        for s in tree:
+            cut = s.metadata["focus"]["off_policy_tokens"]
+            old_masked = all(m == 0 for m in s.loss_mask[:cut])
+            new_trains = cut >= s.response_length or any(s.loss_mask[cut:])
+            res.expect(old_masked and new_trains,
+                       f"sample {index} node {s.metadata['focus']['node_id']}: the loss mask does not zero exactly the "
+                       f"{cut} tokens generated before the resume")
+        saved += focus["tokens_resumed"]
+    # Against a restart: the resumed trees' generated tokens that were not generated again.
+    res.numbers["tokens_resumed"] = saved
+    res.numbers["rollout1_metrics_tokens_resumed"] = res.numbers["rollout1_metrics"].get("rollout/focus/tokens_resumed")
+    res.expect(saved > 0, "no generated token was resumed")
+    print(f"partial-rollout-resume: {len(partials)} aborted trees resumed, {saved} generated tokens kept instead of generated again")
+
+
 FLAG_MODES: Dict[str, Callable[[Result], None]] = {
     "sample-filter": mode_sample_filter,
     "dynamic-sampling-stock": mode_dynamic_sampling_stock,
@@ -257,4 +343,5 @@ FLAG_MODES: Dict[str, Callable[[Result], None]] = {
     "kl-coef": mode_kl_coef,
     "metrics": mode_metrics,
     "tool-env": mode_tool_env,
+    "partial-rollout-resume": mode_partial_rollout_resume,
 }
