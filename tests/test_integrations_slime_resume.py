@@ -109,7 +109,7 @@ def test_partial_rollout_resumes_an_aborted_tree(generate_state, hook, mask):
                 focus = tree[0].metadata["focus"]
                 assert focus["finished_rollouts"] <= BUDGET
                 if tree.index not in partials:
-                    assert focus["rollouts_resumed"] == 0 and focus["tokens_resumed"] == 0
+                    assert "rollouts_resumed" not in focus and "tokens_resumed" not in focus
                     continue
                 kept, finished = kept_of(partials[tree.index])
                 assert focus["rollouts_resumed"] == finished

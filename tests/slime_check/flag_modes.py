@@ -309,10 +309,10 @@ def mode_partial_rollout_resume(res: Result) -> None:
         if not res.expect(bool(tree), f"the tree aborted for sample {index} is not in the next rollout"):
             continue
         focus = tree[0].metadata["focus"]
-        res.expect(focus["rollouts_resumed"] == kept["rollouts"],
-                   f"sample {index}: {focus['rollouts_resumed']} rollouts resumed, the aborted tree kept {kept['rollouts']}")
-        res.expect(focus["tokens_resumed"] == kept["tokens"],
-                   f"sample {index}: {focus['tokens_resumed']} tokens resumed, the aborted tree kept {kept['tokens']}")
+        res.expect(focus.get("rollouts_resumed") == kept["rollouts"],
+                   f"sample {index}: {focus.get('rollouts_resumed')} rollouts resumed, the aborted tree kept {kept['rollouts']}")
+        res.expect(focus.get("tokens_resumed") == kept["tokens"],
+                   f"sample {index}: {focus.get('tokens_resumed')} tokens resumed, the aborted tree kept {kept['tokens']}")
         res.expect(focus["finished_rollouts"] <= budget, f"sample {index}: {focus['finished_rollouts']} rollouts, over the budget {budget}")
         contexts = {tuple(s.tokens) for s in tree}
         missing = len(kept["contexts"] - contexts)
@@ -324,7 +324,7 @@ def mode_partial_rollout_resume(res: Result) -> None:
             res.expect(old_masked and new_trains,
                        f"sample {index} node {s.metadata['focus']['node_id']}: the loss mask does not zero exactly the "
                        f"{cut} tokens generated before the resume")
-        saved += focus["tokens_resumed"]
+        saved += focus.get("tokens_resumed", 0)
     # Against a restart: the resumed trees' generated tokens that were not generated again.
     res.numbers["tokens_resumed"] = saved
     res.numbers["rollout1_metrics_tokens_resumed"] = res.numbers["rollout1_metrics"].get("rollout/focus/tokens_resumed")

@@ -415,17 +415,24 @@ def make_generate(
        id.
 
     A generation Slime aborted returns ``[sample]`` (status ABORTED, no reward), never a
-    zero reward. If ``min_abs_advantage`` drops every edge, one sample with
-    ``remove_sample=True`` and reward 0 is returned so Slime's group keeps its shape. Called
+    zero reward (with ``--partial-rollout``, the tree so far kept on the sample). If
+    ``min_abs_advantage`` drops every edge, one sample with ``remove_sample=True`` and
+    reward 0 is returned so Slime's group keeps its shape. Called
     with ``evaluation=True`` (an eval dataset without its own
     ``custom_generate_function_path``), the hook answers as ``make_evaluate``'s does: one
     unbranched rollout, one sample, reward = outcome.
 
     Slime's rollout modes all work: the default and over-sampling rollouts,
-    ``--partial-rollout`` (an aborted tree is collected again from its source sample; a
-    finished one is kept and trained next rollout, its loss masks zeroed under
-    ``--mask-offpolicy-in-partial-rollout``) and fully-async rollout (aborted groups are
-    requeued). Slime's abort stops a tree at once: the hook cancels the collection and its
+    ``--partial-rollout`` (an aborted tree keeps its finished rollouts and searched nodes
+    with its source sample, in ``metadata["focus_partial_tree"]``, and the next rollout
+    resumes its search within the same budget; under
+    ``--mask-offpolicy-in-partial-rollout`` only the tokens generated before the resume get
+    loss mask 0, counted in each sample's ``metadata["focus"]["off_policy_tokens"]``; a
+    partial tree that cannot be resumed, because the environment does not replay it, is
+    collected again from scratch with a logged warning and
+    ``metadata["focus"]["resume_restarted"]``; a finished tree is kept and trained next
+    rollout, its loss masks zeroed under ``--mask-offpolicy-in-partial-rollout``) and
+    fully-async rollout (aborted groups are requeued). Slime's abort stops a tree at once: the hook cancels the collection and its
     requests in flight, and nothing is sent after it.
 
     With ``--custom-rm-path`` or ``--rm-type``, Slime's reward model scores each rollout

@@ -210,15 +210,19 @@ class TreeSamples(list):
     resubmitted, and ``generate_and_rm`` returns COMPLETED elements as they are after
     checking ``response`` and ``reward``, masks ``loss_mask`` over ``response_length``
     under ``--mask-offpolicy-in-partial-rollout``, and passes the other elements back to
-    the hook (which collects their source sample again). So:
+    the hook (which collects their source sample again, resuming the partial tree an
+    aborted one kept under ``--partial-rollout``). So:
 
     - ``source``: the Slime sample the tree was collected for (a resubmitted TreeSamples
       is collected again from it);
     - ``status``: COMPLETED for a collected tree, ABORTED for one Slime aborted (the list
-      then holds just the source sample, status ABORTED, nothing generated);
+      then holds just the source sample, status ABORTED, nothing to train; under
+      ``--partial-rollout`` the source's ``metadata["focus_partial_tree"]`` keeps the tree
+      so far and its ``response`` the first kept segment's text, so that Slime records
+      ``start_rollout_id`` as for its own partial samples);
     - ``reward``: the tree's success rate (successes / finished rollouts; what Slime's
       group filters and logs see), None when aborted; ``get_reward_value(args)`` returns it;
-    - ``response``: the first sample's text ("" when aborted); ``response_length`` and
+    - ``response``: the first sample's text (the source's when aborted); ``response_length`` and
       ``loss_mask``: the samples' response lengths summed and their loss masks
       concatenated; assigning ``loss_mask`` (as long as ``response_length``) splits it
       over the samples;
@@ -406,9 +410,9 @@ def _with_tree_outcomes(samples: List[Any], stats: Mapping[str, Any]) -> List[An
     ``metadata["focus"]``: ``finished_rollouts`` and ``successes`` (what ``log_rollout``
     turns into pass@k), ``outcomes_differ`` (what ``tree_has_signal`` keeps a tree by),
     ``truncated_rollouts`` and ``rollout_tokens`` (the generated tokens of each finished
-    rollout's path), for ``log_rollout``'s truncation and length metrics, and
-    ``rollouts_resumed`` and ``tokens_resumed`` (what a resumed tree kept from its aborted
-    collection, ``--partial-rollout``)."""
+    rollout's path), for ``log_rollout``'s truncation and length metrics, and, for a
+    resumed tree only (``--partial-rollout``), ``rollouts_resumed`` and ``tokens_resumed``
+    (what it kept from its aborted collection)."""
     for s in samples:
         focus = s.metadata.setdefault("focus", {})
         focus["finished_rollouts"] = int(stats.get("finished_rollouts", 0))
@@ -416,8 +420,9 @@ def _with_tree_outcomes(samples: List[Any], stats: Mapping[str, Any]) -> List[An
         focus["outcomes_differ"] = bool(stats.get("outcomes_differ", False))
         focus["truncated_rollouts"] = int(stats.get("truncated_rollouts", 0))
         focus["rollout_tokens"] = list(stats.get("rollout_tokens") or ())
-        focus["rollouts_resumed"] = int(stats.get("rollouts_resumed", 0))
-        focus["tokens_resumed"] = int(stats.get("tokens_resumed", 0))
+        if stats.get("resumes"):
+            focus["rollouts_resumed"] = int(stats.get("rollouts_resumed", 0))
+            focus["tokens_resumed"] = int(stats.get("tokens_resumed", 0))
     _with_prefix_reuse(samples, stats)
     return samples
 
