@@ -199,15 +199,17 @@ def mode_kl_coef(res: Result) -> None:
 
 
 def mode_metrics(res: Result) -> None:
-    """Slime's rollout metrics on trees, with --rollout-max-response-len 64 so that some
-    rollouts are cut: Slime's own compute_metrics_from_samples gives
+    """Slime's rollout metrics on trees, with --rollout-max-response-len 80 so that some
+    rollouts are cut and others finish (a tree whose warmup rollouts all end alike, as all
+    cut ones do, stops there under the default stop_alike and reuses no prefix): Slime's own compute_metrics_from_samples gives
     rollout/prefix_cache_hit_rate as the trees' prefix reuse (reused prefix tokens over
     those plus the generated ones, from the trees' stats), and log_rollout adds
     rollout/focus/truncated_ratio and rollout/focus/response_len/* per finished rollout,
     each path within the cap."""
     from slime.observability.rollout_metrics import compute_metrics_from_samples
 
-    argv = set_flag(base_argv(batch=2), "--rollout-max-response-len", "64")
+    cap = 80
+    argv = set_flag(base_argv(batch=2), "--rollout-max-response-len", str(cap))
     os.environ["FOCUS_SEGMENT_TOKENS"] = "32"
     args = parse(argv)
     cluster = Cluster(args)
@@ -223,9 +225,9 @@ def mode_metrics(res: Result) -> None:
     res.expect(hit > 0, "Slime's prefix_cache_hit_rate is 0: the trees' prefix reuse did not reach it")
     res.expect(hit < 1, f"Slime's prefix_cache_hit_rate is {hit}")
     ratio = ours.get("rollout/focus/truncated_ratio")
-    res.expect(ratio is not None and 0 < ratio <= 1, f"rollout/focus/truncated_ratio is {ratio} with paths capped at 64 tokens")
+    res.expect(ratio is not None and 0 < ratio <= 1, f"rollout/focus/truncated_ratio is {ratio} with paths capped at {cap} tokens")
     longest = ours.get("rollout/focus/response_len/max")
-    res.expect(longest is not None and 0 < longest <= 64, f"rollout/focus/response_len/max is {longest}, the cap is 64")
+    res.expect(longest is not None and 0 < longest <= cap, f"rollout/focus/response_len/max is {longest}, the cap is {cap}")
     # Each tree's generated tokens are its trained tokens (spans layout: each segment's
     # tokens trained once), so the reuse Slime sees can be checked from the samples.
     trained = sum(sum(s.loss_mask) for s in data)
