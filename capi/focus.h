@@ -277,7 +277,8 @@ focus_status focus_tree_html(focus_handle tree, char *reward, size_t len, focus_
  * search_pass (i64, -1 = none), estimator (i32 index into estimators), response_start (i64: where
  * each record's trained response starts in its tokens), return (f64: the rewards on its path
  * from the root through its edge), finished (u8: its edge ends a finished rollout),
- * critic_offsets (i64),
+ * off_policy_tokens (i64: how many tokens of its response an earlier collection this tree was
+ * resumed from generated), critic_offsets (i64),
  * critic_context (UTF-8 bytes), critic_target (f64), critic_node_id (i64). min_abs_advantage
  * 0 keeps every record. record_layout (UTF-8, len 0 = "spans"): "spans" (one actor record per
  * generated span) or "paths" (one per root-to-leaf path, export.LayoutPaths); the layout JSON

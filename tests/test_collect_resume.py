@@ -8,8 +8,9 @@ import json
 
 import pytest
 
-from focus_go import Agent, Collector, Critic, MathEnv, Segments, Selective
+from focus_go import Agent, Collector, Critic, DirectBranchTd, MathEnv, RewardConfig, Segments, Selective
 from focus_go._bridge import _cancelled_trees
+from focus_go._records import tree_records
 from focus_go.backends import GenerateResult, Policy, SamplingParams, SGLangPolicy
 from focus_go.errors import CollectionError, ConfigError
 from focus_go.extend import SchedulerView
@@ -68,6 +69,7 @@ def test_resume_keeps_the_partial_tree_and_spends_the_rest(server, policy):
         assert [n.tokens for n in view.nodes[1 : 1 + len(kept)]] == [n.tokens for n in kept]
         assert all(n.off_policy for n in view.nodes[1 : 1 + len(kept)])
         assert not any(n.off_policy for n in view.nodes[1 + len(kept) :])
+        assert_off_policy_tokens(state, view)
         stats = state.stats
         assert stats["rollouts"] == BUDGET and stats["budget_unspent"] == 0
         assert stats["rollouts_resumed"] == finished and stats["resumes"] == 1
@@ -77,6 +79,24 @@ def test_resume_keeps_the_partial_tree_and_spends_the_rest(server, policy):
     partial.close()
     with asyncio.run(collector_of(policy, problem).collect(problem, resume=text)) as again:
         assert json.loads(again.to_json())["nodes"] == json.loads(state_json(policy, problem, text))["nodes"]
+
+
+def assert_off_policy_tokens(state, view):
+    """Each actor record counts, in ``off_policy_tokens``, the tokens of its response that
+    the kept (off-policy) nodes on its path hold, in both layouts: here the reference walks
+    the tree through the view."""
+    ends = {}  # node -> context length through its deepest off-policy node, 0 when none
+    for n in view.nodes:
+        ends[n.id] = len(n.context_tokens) if n.off_policy else (ends[n.parent] if n.parent is not None else 0)
+    for layout in ("spans", "paths"):
+        records = tree_records(state, reward_config=RewardConfig(), estimator=DirectBranchTd(), group_index=0, layout=layout)
+        counts = []
+        for r in records.actor:
+            start = r["response_start"]
+            want = min(max(ends[r["node_id"]] - start, 0), len(r["tokens"]) - start)
+            assert r["off_policy_tokens"] == want, (layout, r["node_id"])
+            counts.append(want)
+        assert any(counts) and not all(counts), layout  # records of kept nodes and of new ones
 
 
 def state_json(policy, problem, resume):

@@ -21,7 +21,7 @@ from focus_go.tree import SchedulerView
 from collectors import math_collector
 from trainer_snapshots import slime_snapshots, snapshot_digests, tinker_snapshots
 
-NEW_KEYS = ["response_start", "response_text", "return", "finished"]
+NEW_KEYS = ["response_start", "response_text", "return", "finished", "off_policy_tokens"]
 
 # trainer_snapshots.py's digests of the Slime samples and Tinker datums, taken before the
 # records carried these keys (the adapters derived them, and decoded each sample's text
@@ -110,6 +110,7 @@ def test_record_fields_from_the_full_length_tokens(server, policy, layout, skip)
         assert record["response_text"] == policy.decode(tokens[start:], skip_special_tokens=skip)
         assert record["return"] == returns[record["node_id"]]
         assert record["finished"] is finished[record["node_id"]]
+        assert record["off_policy_tokens"] == 0  # a tree never resumed
         ended += record["finished"]
         assert without_text == {**record, "response_text": None}
     assert ended, "some record ends a finished rollout"
@@ -133,7 +134,7 @@ def test_batch_records_carry_the_keys_without_text(server, policy):
     with asyncio.run(collect()) as state:
         batch = collector.prepare(state)
         records = [r for r in batch.to_records(0) if r["lane"] == "actor"]
-    assert list(records[0])[-4:] == NEW_KEYS
+    assert list(records[0])[-len(NEW_KEYS):] == NEW_KEYS
     assert all(r["response_text"] is None for r in records)
     assert all(r["response_start"] == r["loss_mask"].index(True) for r in records)
 

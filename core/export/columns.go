@@ -146,7 +146,8 @@ func SampleSpans(b *prepare.Batch, i int) (*Blob, error) {
 // (n_actor+1), delta_tokens (uint32) — SharedTokens; span_start,
 // span_offsets (n_actor+1), span_mask (bool), span_logprobs (float64),
 // advantage (float64), node_id, search_pass, estimator (int32, into meta
-// "estimators"), response_start, return (float64), finished (bool) and, when
+// "estimators"), response_start, return (float64), finished (bool),
+// off_policy_tokens and, when
 // the export decoded text (Options.Text), response_text_offsets (n_actor+1)
 // and response_text (UTF-8 bytes) — ActorColumns. Critic sections: critic_offsets (n_critic+1),
 // critic_context (bytes), critic_target (float64), critic_node_id. Integers
@@ -177,6 +178,7 @@ func RecordsBlob(f *Flat, st *SharedTokens) *Blob {
 	w.Int64s("response_start", a.ResponseStart)
 	w.Float64s("return", a.Return)
 	w.Bools("finished", a.Finished)
+	w.Int64s("off_policy_tokens", a.OffPolicyTokens)
 	if a.TextOffsets != nil {
 		w.Int64s("response_text_offsets", a.TextOffsets)
 		w.Raw("response_text", a.Text)

@@ -133,6 +133,12 @@ type ActorColumns struct {
 	// spans, which has no tree.
 	Return   []float64
 	Finished []bool
+	// OffPolicyTokens is how many tokens of each record's response, from
+	// ResponseStart on, an earlier collection generated: those the record's
+	// path holds through its deepest tree.Node.OffPolicy edge (the nodes a
+	// resume kept, core/collect.WithResume). 0 for a tree never resumed and
+	// for a sample with explicit spans.
+	OffPolicyTokens []int64
 	// TextOffsets (NumActor+1 entries) and Text hold each record's response
 	// text, the UTF-8 Text[TextOffsets[i]:TextOffsets[i+1]]: its tokens from
 	// ResponseStart on, decoded by Options.Text. Both nil without Options.Text.
@@ -147,6 +153,7 @@ func (ac *ActorColumns) reserve(records, own int, opts Options) {
 	ac.ResponseStart = make([]int64, 0, records)
 	ac.Return = make([]float64, 0, records)
 	ac.Finished = make([]bool, 0, records)
+	ac.OffPolicyTokens = make([]int64, 0, records)
 	if opts.Text != nil {
 		ac.TextOffsets = make([]int64, 1, records+1)
 		ac.Text = make([]byte, 0, 8*own)
@@ -168,13 +175,16 @@ func (ac *ActorColumns) reserve(records, own int, opts Options) {
 // response is its tokens from there on; its path ends at node id of t (nil
 // for explicit spans), whose returns are returns.
 func (ac *ActorColumns) addResponse(opts Options, spanStart, first int, response []uint32, t *tree.Tree, returns []float64, id int) error {
-	ac.ResponseStart = append(ac.ResponseStart, int64(spanStart+first))
+	start := spanStart + first
+	ac.ResponseStart = append(ac.ResponseStart, int64(start))
 	if t != nil {
 		ac.Return = append(ac.Return, returns[id])
 		ac.Finished = append(ac.Finished, t.Finished(id))
+		ac.OffPolicyTokens = append(ac.OffPolicyTokens, int64(min(max(offPolicyEnd(t, id)-start, 0), len(response))))
 	} else {
 		ac.Return = append(ac.Return, 0)
 		ac.Finished = append(ac.Finished, false)
+		ac.OffPolicyTokens = append(ac.OffPolicyTokens, 0)
 	}
 	if opts.Text == nil {
 		return nil
@@ -188,6 +198,20 @@ func (ac *ActorColumns) addResponse(opts Options, spanStart, first int, response
 	}
 	ac.TextOffsets = append(ac.TextOffsets, int64(len(ac.Text)))
 	return nil
+}
+
+// offPolicyEnd is where the tokens an earlier collection generated end on the
+// path to node id: the context length through its deepest tree.Node.OffPolicy
+// node (itself included; a resume keeps its nodes' ancestors), 0 when none is.
+// A record's tokens are a prefix of its node's context, so the record's first
+// offPolicyEnd tokens are off-policy.
+func offPolicyEnd(t *tree.Tree, id int) int {
+	for c := id; c >= 0; c = t.Nodes[c].Parent {
+		if t.Nodes[c].OffPolicy {
+			return t.ContextLen(c)
+		}
+	}
+	return 0
 }
 
 // firstTrue is the index of the first true in mask, len(mask) when none is.
@@ -576,6 +600,13 @@ type ActorRecord struct {
 	// Finished is whether the record's edge ends a finished rollout: its node is
 	// terminal (done or truncated) and did not fail (tree.Finished).
 	Finished bool `json:"finished"`
+	// OffPolicyTokens is how many tokens of the response (Tokens[ResponseStart:],
+	// from its start) an earlier collection generated, one this tree was resumed
+	// from (core/collect.WithResume marks its nodes tree.Node.OffPolicy): a
+	// trainer that masks off-policy tokens (Slime's
+	// --mask-offpolicy-in-partial-rollout) zeroes their loss mask. 0 for a tree
+	// never resumed and for explicit spans.
+	OffPolicyTokens int `json:"off_policy_tokens"`
 }
 
 // PathRecord is an actor record of the path layout: one root-to-leaf path,
@@ -651,6 +682,7 @@ func (f *Flat) ActorRecord(i int) ActorRecord {
 		ResponseStart:    int(ac.ResponseStart[i]),
 		Return:           ac.Return[i],
 		Finished:         ac.Finished[i],
+		OffPolicyTokens:  int(ac.OffPolicyTokens[i]),
 	}
 	if ac.TextOffsets != nil {
 		text := string(ac.Text[ac.TextOffsets[i]:ac.TextOffsets[i+1]])

@@ -33,7 +33,8 @@ LAYOUTS = ("spans", "paths")
 # The record keys this module fills, by name, in the library's order: an actor record's,
 # the keys a path record (layout "paths") has after them, and a critic record's.
 ACTOR_KEYS = ("tokens", "loss_mask", "behavior_logprobs", "advantage", "lane", "group_index", "estimator",
-              "node_id", "search_pass", "problem_id", "response_start", "response_text", "return", "finished")
+              "node_id", "search_pass", "problem_id", "response_start", "response_text", "return", "finished",
+              "off_policy_tokens")
 PATH_EXTRA_KEYS = ("advantages",)
 CRITIC_KEYS = ("context", "target", "lane", "group_index", "node_id", "problem_id")
 
@@ -234,6 +235,7 @@ def _build_records(view, layout, group_index, sample_factory, critic_sample_fact
         response_start = _lib.section(view, layout, "response_start", "q").tolist()
         path_return = _lib.section(view, layout, "return", "d").tolist()
         finished = _lib.section(view, layout, "finished", "?").tolist()
+        off_policy = _lib.section(view, layout, "off_policy_tokens", "q").tolist()
         texts: List[Optional[str]] = [None] * n_actor
         if "response_text" in layout["sections"]:
             text_offsets = _lib.section(view, layout, "response_text_offsets", "q").tolist()
@@ -268,6 +270,7 @@ def _build_records(view, layout, group_index, sample_factory, critic_sample_fact
                 "response_text": texts[i],
                 "return": path_return[i],
                 "finished": finished[i],
+                "off_policy_tokens": off_policy[i],
             }
             if span_advantages is not None:
                 advantages = [0.0] * len(tokens)

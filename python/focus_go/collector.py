@@ -316,7 +316,8 @@ class Collector:
                 from an aborted or cancelled collection: the search continues from it
                 instead of starting again. Its failed rollouts are dropped and their
                 budget refunded; its other nodes are kept (``NodeView.off_policy`` marks
-                them, generated under an older policy) and its finished rollouts count
+                them, generated under an older policy; each actor record counts the
+                response tokens they hold in ``off_policy_tokens``) and its finished rollouts count
                 against the budget; the missing warmup rollouts run first, then branching
                 rounds. A kept checkpoint the search branches from gets its environment
                 back by replaying its path on a fork of the freshly reset environment

@@ -22,7 +22,6 @@ from .samples import (
     _aborted_tree,
     _build_sample,
     _mark_off_policy,
-    _off_policy_ends,
     _partial_from_json,
     _partial_tree,
     _problem_from,
@@ -241,12 +240,9 @@ class _Generate(_SlimeHook):
         )
         group = getattr(sample, "group_index", None)
         stats: Dict[str, Any] = {}
-        off_policy: Dict[int, int] = {}
 
         def on_state(state: Any) -> None:
             stats.update(state.stats)
-            if stats.get("resumes"):
-                off_policy.update(_off_policy_ends(state))
 
         try:
             aborted, collected = await _unless_aborted(
@@ -293,8 +289,8 @@ class _Generate(_SlimeHook):
         mask = partial_rollout and bool(getattr(args, "mask_offpolicy_in_partial_rollout", False))
         if kept:
             samples = [to_sample(r, sample, None, sample_type) for r in kept]
-            if off_policy:
-                _mark_off_policy(samples, kept, off_policy, mask)
+            if stats.get("resumes"):
+                _mark_off_policy(samples, kept, mask)
             return TreeSamples(_with_resume(_with_tree_outcomes(samples, stats), restarted), sample, status=done, reward=reward)
         # Every edge fell under min_abs_advantage: one sample that trains nothing keeps
         # Slime's group shape (a list per sample) intact.

@@ -440,28 +440,14 @@ def _with_prefix_reuse(samples: List[Any], stats: Mapping[str, Any]) -> None:
     info.total_prompt_tokens = reused + int(stats.get("generated_tokens", 0))
 
 
-def _off_policy_ends(state: Any) -> Dict[int, int]:
-    """For each node of a resumed tree, where the tokens generated under an older policy
-    end on its path: the context length through its deepest off-policy ancestor (itself
-    included; the nodes a resume kept are closed under ancestors), 0 when none."""
-    from ...tree import SchedulerView
-
-    ends: Dict[int, int] = {}
-    for node in SchedulerView(state).nodes:
-        if node.off_policy:
-            ends[node.id] = len(node.context_tokens)
-        else:
-            ends[node.id] = ends.get(node.parent, 0) if node.parent is not None else 0
-    return ends
-
-
-def _mark_off_policy(samples: Sequence[Any], records: Sequence[Mapping[str, Any]], ends: Mapping[int, int], mask: bool) -> None:
+def _mark_off_policy(samples: Sequence[Any], records: Sequence[Mapping[str, Any]], mask: bool) -> None:
     """Mark each sample of a resumed tree with the response tokens an earlier collection
-    generated (``metadata["focus"]["off_policy_tokens"]``) and, with ``mask``
+    generated (``metadata["focus"]["off_policy_tokens"]``: its record's
+    ``off_policy_tokens``, counted in Go) and, with ``mask``
     (``--mask-offpolicy-in-partial-rollout``), zero their loss mask: the segments generated
     after the resume still train."""
     for sample, record in zip(samples, records):
-        cut = min(max(ends.get(record["node_id"], 0) - int(record["response_start"]), 0), len(sample.loss_mask))
+        cut = int(record["off_policy_tokens"])
         sample.metadata.setdefault("focus", {})["off_policy_tokens"] = cut
         if mask and cut:
             sample.loss_mask = [0] * cut + list(sample.loss_mask[cut:])

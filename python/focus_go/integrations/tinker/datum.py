@@ -53,7 +53,10 @@ def to_datum(record: Mapping[str, Any]) -> Any:
     ``stable_reinforce`` loss needs them. A path record ``train`` collected names each
     request its path is made of (key ``tinker_sequences``: ``[sequence_id, start, length]``
     per request, in order); its spans tile them, each request's prompt positions since the
-    previous request followed by its sampled tokens."""
+    previous request followed by its sampled tokens.
+
+    The record's ``off_policy_tokens`` is not read: Tinker has no partial rollout (``train``
+    never resumes a tree), so its records have none."""
     types = _types()
     import numpy as np
 
