@@ -27,7 +27,7 @@ func sections(w *export.Blob) map[string][]byte {
 // elemSize is the element size of the blob sections these tests read.
 func elemSize(name string) int {
 	switch name {
-	case "context", "critic_context", "span_mask", "trainable":
+	case "context", "critic_context", "span_mask", "trainable", "finished", "response_text":
 		return 1
 	case "actor_estimator", "estimator", "delta_tokens", "tokens":
 		return 4
