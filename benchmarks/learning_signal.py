@@ -79,7 +79,7 @@ async def gradient_cells(h: Harness, args, methods: List[Method], taus: List[Opt
             for p in make_problems(1000 + seed, args.problems, args.depth, args.k, args.scale):
                 for key in keys:
                     group = [m for m in methods if m.tree_key == key]
-                    ests = sorted({m.estimator for m in group})
+                    ests = sorted({m.first_estimator for m in group})
                     jobs.append((seed, key, p, collect_tree(h, p, group[0], seed, tau, seed, group[0].kappa_or(args.kappa),
                                                             args.segment_tokens, ests)))
         results = await asyncio.gather(*(j[3] for j in jobs))
@@ -93,8 +93,8 @@ async def gradient_cells(h: Harness, args, methods: List[Method], taus: List[Opt
             for seed, items in trees[m.tree_key].items():
                 for p, res in items:
                     v = p.values()
-                    rows.append((seed, tree_gradient(p, res.edges[m.estimator], res.rollouts, m.weighted), p.gradient(v)))
-                    adv_err.setdefault(seed, []).extend((adv - (v[s + (a,)] - v[s])) ** 2 for s, a, adv, _ in res.edges[m.estimator])
+                    rows.append((seed, tree_gradient(p, res.edges[m.first_estimator], res.rollouts, m.weighted), p.gradient(v)))
+                    adv_err.setdefault(seed, []).extend((adv - (v[s + (a,)] - v[s])) ** 2 for s, a, adv, _ in res.edges[m.first_estimator])
             num = sum(dot(gh, g) for _, gh, g in rows)
             den = sum(dot(gh, gh) for _, gh, _ in rows)
             alpha = num / den if den > 0 else 0.0
@@ -182,6 +182,20 @@ def report(args, methods: List[Method], grad: Dict, learn: Dict, default: str) -
             per = {k: sum(t[k] for t in tot) / trees for k in ("tokens", "rollouts", "prefix_reused", "prefill", "prefill_cached")}
             lines.append(f"| {label(n)} | {per['tokens']:.0f} | {per['rollouts']:.1f} | {per['tokens'] / per['rollouts'] / re_tokens:.2f} | "
                          f"{per['prefix_reused']:.0f} | {per['prefill']:.0f} | {per['prefill_cached']:.0f} |")
+        autos = [n for n in names if "/auto" in n and n in some]
+        if autos:
+            lines += ["", "The critic rule's choices (fresh seeds, the largest budget's learning rate): the share of batches "
+                      "prepared with DirectBranchTd (the rest TreeGroupBaseline) and the mean kappa it set:", ""]
+            lines.append("| method | " + " | ".join(f"tau={t}" for t in taus) + " |")
+            lines.append("|---|" + "---|" * len(taus))
+            for n in autos:
+                cells = []
+                for t in taus:
+                    c = learn[t][n]
+                    tot = [s["totals"] for s in c["fresh"][f"{c['best_lr'][big]:g}"]["summary"]]
+                    nb = sum(x.get("batches", 0) for x in tot) or 1
+                    cells.append(f"{sum(x.get('dbtd_batches', 0) for x in tot) / nb:.2f} DBTD, kappa {sum(x.get('kappa_sum', 0) for x in tot) / nb:.2f}")
+                lines.append(f"| {label(n)} | " + " | ".join(cells) + " |")
         for b in args.budgets:
             bs = str(b)
             lines += ["", f"Per generated token, the first {b} RE: mean J (fresh seeds) at the best learning rate (in brackets):", ""]
@@ -333,7 +347,7 @@ def parse_args(argv: Optional[List[str]]):
     ap.add_argument("--methods", default="", help="keep only these methods (comma-separated names; default: all)")
     ap.add_argument("--taus", default="0.05,0.2,0.5,const", help="critic noises ('const': Critic.constant(0.5))")
     ap.add_argument("--budgets", default="160,640", help="the budgets of the areas, in rollout-equivalents (RE)")
-    ap.add_argument("--lrs", default="32,128,512,2048,8192", help="the learning-rate grid")
+    ap.add_argument("--lrs", default="8,32,128,512,2048,8192,32768,131072", help="the learning-rate grid")
     ap.add_argument("--seeds", type=int, default=4, help="selection seeds (0: no learning runs)")
     ap.add_argument("--confirm-seeds", type=int, default=10, help="fresh seeds each method runs at its chosen rates")
     ap.add_argument("--learn-problems", type=int, default=4, help="problems per seed in a learning run")
