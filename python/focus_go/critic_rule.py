@@ -2,7 +2,7 @@
 reliability on earlier batches (docs/signal.md §R).
 
 ``CriticRule`` carries the rule's state across batches; the rule itself (the pooled
-kappa_hat of ALGORITHM.md §5.4, the threshold, the clamp) runs in Go. Observe each batch's
+kappa_hat, the threshold, the clamp) runs in Go. Observe each batch's
 trees after preparing them, and ask for the next batch's choice before collecting it:
 
 ```python
@@ -101,7 +101,7 @@ class CriticRule:
 
     Each observed batch adds its trees' ``CriticFit`` sums to a pool in which earlier
     batches weigh ``decay`` per batch. From the pool, kappa_hat = sigma_hat^2 / tau_hat^2
-    (ALGORITHM.md §5.4): the next batch gets ``critic_weight = clamp(kappa_hat, 0, 64)``, and
+    (docs/signal.md §R): the next batch gets ``critic_weight = clamp(kappa_hat, 0, 64)``, and
     ``DirectBranchTd`` when kappa_hat >= ``threshold`` (a reliable critic), else
     ``TreeGroupBaseline``. Before ``min_nodes`` targets are pooled it gives
     ``TreeGroupBaseline`` at the base ``critic_weight``.
