@@ -258,6 +258,8 @@ def report(args, methods: List[Method], grad: Dict, learn: Dict, default: str) -
                      + " | tokens / tree |")
         lines.append("|---|" + "---|" * (2 * len(grad) + 1))
         for m in methods:
+            if m.name not in next(iter(grad.values())):
+                continue  # a method added to a merged run without gradient cells
             ge = [mean_se(grad[t][m.name]["grad_err"])[0] for t in grad]
             am = [mean_se(grad[t][m.name]["adv_mse"])[0] for t in grad]
             tok = next(iter(grad.values()))[m.name]["tokens_per_tree"]
@@ -268,7 +270,7 @@ def report(args, methods: List[Method], grad: Dict, learn: Dict, default: str) -
             lines.append("| method | " + " | ".join(f"tau={t}" for t in grad) + " |")
             lines.append("|---|" + "---|" * len(grad))
             for n in names:
-                if n != default:
+                if n != default and n in grad[next(iter(grad))]:
                     lines.append(f"| {label(n)} | " + " | ".join(fmt_pm(*paired(grad[t][default]["grad_err"], grad[t][n]["grad_err"]), digits=3)
                                                                 for t in grad) + " |")
     return lines

@@ -74,7 +74,7 @@ async def token_run(h: Harness, args, method: Method, tau: Optional[float], lr: 
     if method.auto:
         from focus_go.critic_rule import CriticRule
 
-        rule = CriticRule() if method.threshold is None else CriticRule(threshold=method.threshold)
+        rule = CriticRule(threshold=method.threshold, max_kappa=method.max_kappa)
         totals.update(batches=0, dbtd_batches=0, kappa_sum=0.0)
     base_kappa = method.kappa_or(args.kappa)
     while totals["tokens"] < limit:

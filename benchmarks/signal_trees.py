@@ -116,7 +116,8 @@ class Method:
 
     Names: ``selective:<score>[+stop][+w][/tgb|/auto[T]]`` is Selective(B, B/2, score) with B the
     run's --budget, DirectBranchTd (``/tgb``: TreeGroupBaseline; ``/auto``: the critic rule,
-    which picks the estimator and kappa per batch, ``/autoT`` at threshold T; ``/free``:
+    which picks the estimator and kappa per batch, ``/autoT`` at threshold T, ``/autoTkK``
+    with kappa at most K; ``/free``:
     TreeGroupBaseline with ``Critic.constant(0.5)`` whatever the noise, a critic-free
     preset), ``+stop`` with
     stop_alike, ``+w`` the visitation weights; ``selective<B>/<W>:...`` the same at
@@ -134,6 +135,7 @@ class Method:
     warmup: Optional[int] = None  # Selective's warmup; None: budget // 2
     stop_alike: bool = False
     threshold: Optional[float] = None  # the critic rule's threshold ("/auto<T>"); None: the library's
+    max_kappa: Optional[float] = None  # the critic rule's max_kappa ("/auto<T>k<K>"); None: the library's
     free: bool = False  # "/free": TreeGroupBaseline with Critic.constant(0.5) at every noise (a critic-free preset)
 
     @property
@@ -176,22 +178,23 @@ def selective_prefix(budget: int, warmup: int, main_budget: int = 32) -> str:
 
 
 def parse_selective(spec: str, main_budget: int = 32) -> Method:
-    """A method from ``<B>/<W>:<score>[+stop][+w][/tgb|/free|/auto[T]]`` (the --selective option)."""
+    """A method from ``<B>/<W>:<score>[+stop][+w][/tgb|/free|/auto[T][kK]]`` (the --selective option)."""
     size, rest = spec.split(":", 1)
     budget, warmup = (int(x) for x in size.split("/"))
-    estimator, threshold = "DirectBranchTd", None
+    estimator, threshold, max_kappa = "DirectBranchTd", None, None
     free = rest.endswith("/free")
     if rest.endswith(("/tgb", "/free")):
         estimator, rest = "TreeGroupBaseline", rest.rsplit("/", 1)[0]
     elif "/auto" in rest:
         rest, t = rest.split("/auto")
-        estimator, threshold = "auto", (float(t) if t else None)
+        t, _, k = t.partition("k")
+        estimator, threshold, max_kappa = "auto", (float(t) if t else None), (float(k) if k else None)
     weighted = rest.endswith("+w")
     rest = rest.removesuffix("+w")
     stop = rest.endswith("+stop")
     score = rest.removesuffix("+stop")
     name = f"{selective_prefix(budget, warmup, main_budget)}:{spec.split(':', 1)[1]}"
-    return Method(name, "selective", budget, score, estimator, weighted, warmup=warmup, stop_alike=stop, threshold=threshold, free=free)
+    return Method(name, "selective", budget, score, estimator, weighted, warmup=warmup, stop_alike=stop, threshold=threshold, max_kappa=max_kappa, free=free)
 
 
 @functools.lru_cache(maxsize=None)

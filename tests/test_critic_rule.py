@@ -32,7 +32,7 @@ def test_fit_is_taken_at_kappa_zero(kappa):
 def test_rule_vector():
     """docs/signal.md §R.3's sequence under the default rule."""
     rule = CriticRule()
-    assert rule.rule == {"threshold": pytest.approx(rule.rule["threshold"]), "min_nodes": 8, "decay": 0.9}
+    assert rule.rule == {"threshold": 0.5, "min_nodes": 8, "decay": 0.9, "max_kappa": 64}
     first = rule.choose()
     assert (type(first.estimator), first.kappa, first.measured) == (TreeGroupBaseline, 1.0, False)
     assert first.reward_config == RewardConfig()
@@ -45,7 +45,7 @@ def test_rule_vector():
     rule.observe([FIG61])
     c = rule.choose()
     assert rule.state["batches"] == 2 and c.nodes == pytest.approx(8.4)
-    assert c.measured and isinstance(c.estimator, TreeGroupBaseline)
+    assert c.measured and isinstance(c.estimator, DirectBranchTd)  # kappa_hat 0.72 >= 0.5
     assert c.kappa == pytest.approx(0.72) and c.kappa_hat == c.kappa
     assert c.reward_config == RewardConfig(critic_weight=c.kappa)
 
@@ -53,6 +53,12 @@ def test_rule_vector():
     c = rule.choose()
     assert isinstance(c.estimator, DirectBranchTd)
     assert (c.sigma_hat2, c.tau_hat2, c.kappa) == pytest.approx((0.1782460, 0.0310520, 5.7402402), abs=1e-7)
+    assert CriticRule(max_kappa=1.0, state=rule.state).choose().kappa == 1.0
+
+    low = CriticRule()
+    low.observe([CriticFit(nodes=10, variance=2.5, squared_error=8.75, inverse_count=5)])
+    c = low.choose()
+    assert isinstance(c.estimator, TreeGroupBaseline) and c.kappa == pytest.approx(1 / 3)
 
 
 def test_state_resumes_and_is_json():
@@ -65,7 +71,7 @@ def test_state_resumes_and_is_json():
     assert isinstance(c.estimator, DirectBranchTd) and c.kappa == 64.0  # tau_hat^2 clipped to 0
 
 
-@pytest.mark.parametrize("kw", [{"threshold": -1.0}, {"min_nodes": 0.0}, {"decay": 0.0}, {"decay": 1.5},
+@pytest.mark.parametrize("kw", [{"threshold": -1.0}, {"min_nodes": 0.0}, {"decay": 0.0}, {"decay": 1.5}, {"max_kappa": 65.0},
                                 {"state": {"fit": {"nodes": -1}, "batches": 0}}])
 def test_bad_settings_are_refused(kw):
     with pytest.raises(ConfigError):
@@ -91,9 +97,9 @@ def test_critic_free_preset():
     """docs/signal.md §C: the preset's settings come from Go (capi/binding)."""
     p = critic_free(seed=3)
     assert isinstance(p, CriticFreePreset)
-    assert isinstance(p.search, Selective) and p.search.seed == 3
+    assert p.search == Selective(8, 4, score="value_refinement", stop_alike=False, seed=3)
     assert isinstance(p.estimator, TreeGroupBaseline)
-    assert isinstance(p.critic, Critic) and p.visitation_weights in (False, True)
+    assert isinstance(p.critic, Critic) and p.visitation_weights is True
     assert p.collector_kwargs() == {"critic": p.critic, "search": p.search, "estimator": p.estimator}
     assert "0.5" in repr(critic_free().critic)
     assert "5" in repr(critic_free(reward=RewardConfig(reward_min=0.0, reward_max=10.0)).critic)

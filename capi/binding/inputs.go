@@ -200,6 +200,7 @@ type CriticRuleRequest struct {
 	Threshold *float64             `json:"threshold"`
 	MinNodes  *float64             `json:"min_nodes"`
 	Decay     *float64             `json:"decay"`
+	MaxKappa  *float64             `json:"max_kappa"`
 	State     prepare.CriticRecord `json:"state"`
 	Batch     *[]prepare.CriticFit `json:"batch"`
 	BaseKappa float64              `json:"base_kappa"`
@@ -219,7 +220,7 @@ func CriticRule(req CriticRuleRequest) (CriticRuleAnswer, error) {
 	for _, f := range []struct {
 		v   *float64
 		dst *float64
-	}{{req.Threshold, &rule.Threshold}, {req.MinNodes, &rule.MinNodes}, {req.Decay, &rule.Decay}} {
+	}{{req.Threshold, &rule.Threshold}, {req.MinNodes, &rule.MinNodes}, {req.Decay, &rule.Decay}, {req.MaxKappa, &rule.MaxKappa}} {
 		if f.v != nil {
 			*f.dst = *f.v
 		}

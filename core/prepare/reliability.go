@@ -97,13 +97,15 @@ func (f CriticFit) KappaHat() (kappaHat float64, ok bool) {
 const (
 	// DefaultCriticThreshold is the pooled kappa_hat at or above which the rule
 	// trusts the critic (DirectBranchTd).
-	DefaultCriticThreshold = 1.0
+	DefaultCriticThreshold = 0.5
 	// DefaultCriticMinNodes is the pooled target count below which there is no
 	// measurement yet.
 	DefaultCriticMinNodes = 8.0
 	// DefaultCriticDecay is the weight each earlier batch keeps when a new
 	// batch is observed.
 	DefaultCriticDecay = 0.9
+	// DefaultCriticMaxKappa is the most kappa the rule sets.
+	DefaultCriticMaxKappa = MaxCriticWeight
 )
 
 // CriticRule picks the next batch's kappa and estimator from the critic's
@@ -118,11 +120,14 @@ type CriticRule struct {
 	// Decay in (0, 1]: the weight of the earlier batches' sums each time a
 	// batch is observed (1: every batch counts alike).
 	Decay float64 `json:"decay"`
+	// MaxKappa in [0, MaxCriticWeight]: the most kappa the rule sets
+	// (kappa = min(kappa_hat, MaxKappa)).
+	MaxKappa float64 `json:"max_kappa"`
 }
 
 // DefaultCriticRule returns the rule with its defaults.
 func DefaultCriticRule() CriticRule {
-	return CriticRule{Threshold: DefaultCriticThreshold, MinNodes: DefaultCriticMinNodes, Decay: DefaultCriticDecay}
+	return CriticRule{Threshold: DefaultCriticThreshold, MinNodes: DefaultCriticMinNodes, Decay: DefaultCriticDecay, MaxKappa: DefaultCriticMaxKappa}
 }
 
 // Validate checks the rule's fields.
@@ -137,6 +142,8 @@ func (r CriticRule) Validate() error {
 		return bad("min_nodes", r.MinNodes, "a finite number >= 1")
 	case !(r.Decay > 0 && r.Decay <= 1):
 		return bad("decay", r.Decay, "0 < decay <= 1")
+	case !(r.MaxKappa >= 0 && r.MaxKappa <= MaxCriticWeight):
+		return bad("max_kappa", r.MaxKappa, fmt.Sprintf("0 <= max_kappa <= %d", MaxCriticWeight))
 	}
 	return nil
 }
@@ -190,7 +197,7 @@ type CriticChoice struct {
 
 // Choose returns the next batch's estimator and kappa: without a measurement
 // TreeGroupBaseline at baseKappa (the user's critic_weight); with one, kappa =
-// kappa_hat clamped to [0, MaxCriticWeight], and DirectBranchTd when
+// min(kappa_hat, MaxKappa) (so in [0, MaxCriticWeight]), and DirectBranchTd when
 // kappa_hat >= Threshold, else TreeGroupBaseline.
 func (r CriticRule) Choose(s CriticRecord, baseKappa float64) CriticChoice {
 	c := CriticChoice{Estimator: TreeGroupBaselineName, Kappa: baseKappa, Nodes: s.Fit.Nodes}
@@ -203,7 +210,7 @@ func (r CriticRule) Choose(s CriticRecord, baseKappa float64) CriticChoice {
 	if tau2 > 0 {
 		c.KappaHat = min(sigma2/tau2, MaxCriticWeight)
 	}
-	c.Kappa = c.KappaHat
+	c.Kappa = min(c.KappaHat, r.MaxKappa)
 	if c.KappaHat >= r.Threshold {
 		c.Estimator = DirectBranchTdName
 	}

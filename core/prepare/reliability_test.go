@@ -69,7 +69,7 @@ func TestCriticRuleVector(t *testing.T) {
 	assert.Equal(t, 2, s.Batches)
 	c = r.Choose(s, 1)
 	assert.True(t, c.Measured)
-	assert.Equal(t, prepare.TreeGroupBaselineName, c.Estimator, "kappa_hat 0.72 < the threshold")
+	assert.Equal(t, prepare.DirectBranchTdName, c.Estimator, "kappa_hat 0.72 >= the threshold 0.5")
 	assert.InDelta(t, 0.72, c.Kappa, 1e-12)
 	assert.Equal(t, c.KappaHat, c.Kappa)
 
@@ -80,6 +80,22 @@ func TestCriticRuleVector(t *testing.T) {
 	assert.InDelta(t, 0.0310520, c.TauHat2, 1e-7)
 	assert.Equal(t, prepare.DirectBranchTdName, c.Estimator)
 	assert.InDelta(t, 5.7402402, c.Kappa, 1e-7)
+
+	// max_kappa caps the kappa, not the estimator's choice.
+	capped := r
+	capped.MaxKappa = 1
+	c = capped.Choose(s, 1)
+	assert.Equal(t, prepare.DirectBranchTdName, c.Estimator)
+	assert.Equal(t, 1.0, c.Kappa)
+
+	// At the threshold DirectBranchTd (kappa_hat 0.25/0.5); below it TreeGroupBaseline, still
+	// at kappa = kappa_hat (0.25/0.75).
+	c = r.Choose(r.Observe(prepare.CriticRecord{}, []prepare.CriticFit{{Nodes: 10, Variance: 2.5, SquaredError: 6.25, InverseCount: 5}}), 1)
+	assert.Equal(t, prepare.DirectBranchTdName, c.Estimator)
+	assert.InDelta(t, 0.5, c.Kappa, 1e-12)
+	c = r.Choose(r.Observe(prepare.CriticRecord{}, []prepare.CriticFit{{Nodes: 10, Variance: 2.5, SquaredError: 8.75, InverseCount: 5}}), 1)
+	assert.Equal(t, prepare.TreeGroupBaselineName, c.Estimator)
+	assert.InDelta(t, 1.0/3, c.Kappa, 1e-12)
 
 	// A batch whose errors are all return noise: tau_hat^2 clips to 0, kappa to 64.
 	s2 := r.Observe(prepare.CriticRecord{}, []prepare.CriticFit{{Nodes: 10, Variance: 2.5, SquaredError: 0.25, InverseCount: 5}})
@@ -94,6 +110,7 @@ func TestCriticRuleValidate(t *testing.T) {
 		"min_nodes": func(r *prepare.CriticRule) { r.MinNodes = 0 },
 		"decay":     func(r *prepare.CriticRule) { r.Decay = 0 },
 		"decay>1":   func(r *prepare.CriticRule) { r.Decay = 1.5 },
+		"max_kappa": func(r *prepare.CriticRule) { r.MaxKappa = 65 },
 	} {
 		r := prepare.DefaultCriticRule()
 		mutate(&r)

@@ -112,6 +112,8 @@ class CriticRule:
         min_nodes: The targets needed for a measurement; None for the default.
         decay: In (0, 1], the weight each earlier batch keeps per new batch; None for the
             default.
+        max_kappa: In [0, 64], the most ``critic_weight`` the rule sets; None for the
+            default.
         state: A ``state`` saved from an earlier rule (to resume a run); None starts empty.
 
     Raises:
@@ -124,9 +126,11 @@ class CriticRule:
         threshold: Optional[float] = None,
         min_nodes: Optional[float] = None,
         decay: Optional[float] = None,
+        max_kappa: Optional[float] = None,
         state: Optional[Mapping[str, Any]] = None,
     ) -> None:
-        self._settings = {k: v for k, v in (("threshold", threshold), ("min_nodes", min_nodes), ("decay", decay)) if v is not None}
+        settings = (("threshold", threshold), ("min_nodes", min_nodes), ("decay", decay), ("max_kappa", max_kappa))
+        self._settings = {k: v for k, v in settings if v is not None}
         self._state: Dict[str, Any] = dict(state) if state is not None else {"fit": dataclasses.asdict(CriticFit()), "batches": 0}
         self.rule: Dict[str, float] = self._call(None, 1.0)["rule"]  # checks the settings now
 
