@@ -63,6 +63,9 @@ from signal_trees import (  # noqa: E402,F401  (re-exported for tests/test_bench
 from signal_learning import area  # noqa: E402,F401
 
 ROOT = Path(__file__).resolve().parents[1]
+# The library's defaults, the same search with the critic rule (docs/signal.md §R), and the
+# critic-free preset (§C).
+DEFAULT_SELECTIVE = "8/4:value_refinement_per_token+stop,8/4:value_refinement_per_token+stop/auto,8/4:value_refinement+w/free"
 RESULTS = ROOT / "benchmarks" / "results"
 
 
@@ -343,9 +346,11 @@ def parse_args(argv: Optional[List[str]]):
     ap.add_argument("--scores", default=",".join(SCORES), help="the Selective scores, each with and without visitation weights")
     ap.add_argument("--tgb-scores", default="value_refinement,critic_adaptive",
                     help="the Selective scores also run with TreeGroupBaseline and visitation weights ('/tgb')")
-    ap.add_argument("--selective", default="",
-                    help="more Selective methods, comma-separated '<B>/<W>:<score>[+stop][+w][/tgb]' "
-                         "(Selective(B, W), stop_alike, visitation weights, TreeGroupBaseline)")
+    ap.add_argument("--selective", default=DEFAULT_SELECTIVE,
+                    help="more Selective methods, comma-separated '<B>/<W>:<score>[+stop][+w][/tgb|/free|/auto[T][kK]]' "
+                         "(Selective(B, W), stop_alike, visitation weights, TreeGroupBaseline, the critic-free preset's "
+                         "constant critic, the critic rule at threshold T and max_kappa K); default: the library's "
+                         "defaults, the same with the critic rule, and the critic-free preset")
     ap.add_argument("--methods", default="", help="keep only these methods (comma-separated names; default: all)")
     ap.add_argument("--taus", default="0.05,0.2,0.5,const", help="critic noises ('const': Critic.constant(0.5))")
     ap.add_argument("--budgets", default="160,640", help="the budgets of the areas, in rollout-equivalents (RE)")

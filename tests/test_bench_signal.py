@@ -86,7 +86,8 @@ def main_default_note(tmp_path) -> bool:
 def test_quick_run_writes_its_table(bench, tmp_path):
     assert bench.main(["--quick", "--out", str(tmp_path)]) == 0
     text = (tmp_path / "signal.md").read_text()
-    for name in ("selective:value_refinement", "selective:value_refinement+w/tgb", "root-only:8", "grpo:4", "grpo:8"):
+    for name in ("selective:value_refinement", "selective:value_refinement+w/tgb", "root-only:8", "grpo:4", "grpo:8",
+                 "selective:value_refinement_per_token+stop/auto", "selective:value_refinement+w/free"):
         assert f"| {name} |" in text
     # The library's defaults (Selective() with unweighted records) are named from
     # Selective()'s size, score and stop_alike (docs/signal.md §D).
