@@ -63,6 +63,9 @@ from signal_trees import (  # noqa: E402,F401  (re-exported for tests/test_bench
 from signal_learning import area  # noqa: E402,F401
 
 ROOT = Path(__file__).resolve().parents[1]
+# The library's defaults, the same search with the critic rule (docs/signal.md §R), and the
+# critic-free preset (§C).
+DEFAULT_SELECTIVE = "8/4:value_refinement_per_token+stop,8/4:value_refinement_per_token+stop/auto,8/4:value_refinement+w/free"
 RESULTS = ROOT / "benchmarks" / "results"
 
 
@@ -79,7 +82,7 @@ async def gradient_cells(h: Harness, args, methods: List[Method], taus: List[Opt
             for p in make_problems(1000 + seed, args.problems, args.depth, args.k, args.scale):
                 for key in keys:
                     group = [m for m in methods if m.tree_key == key]
-                    ests = sorted({m.estimator for m in group})
+                    ests = sorted({m.first_estimator for m in group})
                     jobs.append((seed, key, p, collect_tree(h, p, group[0], seed, tau, seed, group[0].kappa_or(args.kappa),
                                                             args.segment_tokens, ests)))
         results = await asyncio.gather(*(j[3] for j in jobs))
@@ -93,8 +96,8 @@ async def gradient_cells(h: Harness, args, methods: List[Method], taus: List[Opt
             for seed, items in trees[m.tree_key].items():
                 for p, res in items:
                     v = p.values()
-                    rows.append((seed, tree_gradient(p, res.edges[m.estimator], res.rollouts, m.weighted), p.gradient(v)))
-                    adv_err.setdefault(seed, []).extend((adv - (v[s + (a,)] - v[s])) ** 2 for s, a, adv, _ in res.edges[m.estimator])
+                    rows.append((seed, tree_gradient(p, res.edges[m.first_estimator], res.rollouts, m.weighted), p.gradient(v)))
+                    adv_err.setdefault(seed, []).extend((adv - (v[s + (a,)] - v[s])) ** 2 for s, a, adv, _ in res.edges[m.first_estimator])
             num = sum(dot(gh, g) for _, gh, g in rows)
             den = sum(dot(gh, gh) for _, gh, _ in rows)
             alpha = num / den if den > 0 else 0.0
@@ -182,6 +185,20 @@ def report(args, methods: List[Method], grad: Dict, learn: Dict, default: str) -
             per = {k: sum(t[k] for t in tot) / trees for k in ("tokens", "rollouts", "prefix_reused", "prefill", "prefill_cached")}
             lines.append(f"| {label(n)} | {per['tokens']:.0f} | {per['rollouts']:.1f} | {per['tokens'] / per['rollouts'] / re_tokens:.2f} | "
                          f"{per['prefix_reused']:.0f} | {per['prefill']:.0f} | {per['prefill_cached']:.0f} |")
+        autos = [n for n in names if "/auto" in n and n in some]
+        if autos:
+            lines += ["", "The critic rule's choices (fresh seeds, the largest budget's learning rate): the share of batches "
+                      "prepared with DirectBranchTd (the rest TreeGroupBaseline) and the mean kappa it set:", ""]
+            lines.append("| method | " + " | ".join(f"tau={t}" for t in taus) + " |")
+            lines.append("|---|" + "---|" * len(taus))
+            for n in autos:
+                cells = []
+                for t in taus:
+                    c = learn[t][n]
+                    tot = [s["totals"] for s in c["fresh"][f"{c['best_lr'][big]:g}"]["summary"]]
+                    nb = sum(x.get("batches", 0) for x in tot) or 1
+                    cells.append(f"{sum(x.get('dbtd_batches', 0) for x in tot) / nb:.2f} DBTD, kappa {sum(x.get('kappa_sum', 0) for x in tot) / nb:.2f}")
+                lines.append(f"| {label(n)} | " + " | ".join(cells) + " |")
         for b in args.budgets:
             bs = str(b)
             lines += ["", f"Per generated token, the first {b} RE: mean J (fresh seeds) at the best learning rate (in brackets):", ""]
@@ -244,6 +261,8 @@ def report(args, methods: List[Method], grad: Dict, learn: Dict, default: str) -
                      + " | tokens / tree |")
         lines.append("|---|" + "---|" * (2 * len(grad) + 1))
         for m in methods:
+            if m.name not in next(iter(grad.values())):
+                continue  # a method added to a merged run without gradient cells
             ge = [mean_se(grad[t][m.name]["grad_err"])[0] for t in grad]
             am = [mean_se(grad[t][m.name]["adv_mse"])[0] for t in grad]
             tok = next(iter(grad.values()))[m.name]["tokens_per_tree"]
@@ -254,7 +273,7 @@ def report(args, methods: List[Method], grad: Dict, learn: Dict, default: str) -
             lines.append("| method | " + " | ".join(f"tau={t}" for t in grad) + " |")
             lines.append("|---|" + "---|" * len(grad))
             for n in names:
-                if n != default:
+                if n != default and n in grad[next(iter(grad))]:
                     lines.append(f"| {label(n)} | " + " | ".join(fmt_pm(*paired(grad[t][default]["grad_err"], grad[t][n]["grad_err"]), digits=3)
                                                                 for t in grad) + " |")
     return lines
@@ -327,13 +346,15 @@ def parse_args(argv: Optional[List[str]]):
     ap.add_argument("--scores", default=",".join(SCORES), help="the Selective scores, each with and without visitation weights")
     ap.add_argument("--tgb-scores", default="value_refinement,critic_adaptive",
                     help="the Selective scores also run with TreeGroupBaseline and visitation weights ('/tgb')")
-    ap.add_argument("--selective", default="",
-                    help="more Selective methods, comma-separated '<B>/<W>:<score>[+stop][+w][/tgb]' "
-                         "(Selective(B, W), stop_alike, visitation weights, TreeGroupBaseline)")
+    ap.add_argument("--selective", default=DEFAULT_SELECTIVE,
+                    help="more Selective methods, comma-separated '<B>/<W>:<score>[+stop][+w][/tgb|/free|/auto[T][kK]]' "
+                         "(Selective(B, W), stop_alike, visitation weights, TreeGroupBaseline, the critic-free preset's "
+                         "constant critic, the critic rule at threshold T and max_kappa K); default: the library's "
+                         "defaults, the same with the critic rule, and the critic-free preset")
     ap.add_argument("--methods", default="", help="keep only these methods (comma-separated names; default: all)")
     ap.add_argument("--taus", default="0.05,0.2,0.5,const", help="critic noises ('const': Critic.constant(0.5))")
     ap.add_argument("--budgets", default="160,640", help="the budgets of the areas, in rollout-equivalents (RE)")
-    ap.add_argument("--lrs", default="32,128,512,2048,8192", help="the learning-rate grid")
+    ap.add_argument("--lrs", default="8,32,128,512,2048,8192,32768,131072", help="the learning-rate grid")
     ap.add_argument("--seeds", type=int, default=4, help="selection seeds (0: no learning runs)")
     ap.add_argument("--confirm-seeds", type=int, default=10, help="fresh seeds each method runs at its chosen rates")
     ap.add_argument("--learn-problems", type=int, default=4, help="problems per seed in a learning run")

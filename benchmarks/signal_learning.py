@@ -70,18 +70,36 @@ async def token_run(h: Harness, args, method: Method, tau: Optional[float], lr: 
     totals = {"trees": 0, "tokens": 0, "rollouts": 0, "prefix_reused": 0, "prefill": 0, "prefill_cached": 0}
     visits = [0] * len(problems)
     nxt = 0
+    rule = None
+    if method.auto:
+        from focus_go.critic_rule import CriticRule
+
+        rule = CriticRule(threshold=method.threshold, max_kappa=method.max_kappa)
+        totals.update(batches=0, dbtd_batches=0, kappa_sum=0.0)
+    base_kappa = method.kappa_or(args.kappa)
     while totals["tokens"] < limit:
+        kappa, estimator = base_kappa, method.estimator
+        if rule is not None:
+            from focus_go import RewardConfig
+
+            choice = rule.choose(RewardConfig(critic_weight=base_kappa))
+            kappa, estimator = choice.kappa, choice.estimator.name
+            totals["batches"] += 1
+            totals["dbtd_batches"] += estimator == "DirectBranchTd"
+            totals["kappa_sum"] += kappa
         per_tree = totals["tokens"] / totals["trees"] if totals["trees"] else method.budget * re_tokens
         n = max(1, min(len(problems), math.ceil((limit - totals["tokens"]) / per_tree)))
         batch = [problems[(nxt + i) % len(problems)] for i in range(n)]
         nxt = (nxt + n) % len(problems)
         trees = await asyncio.gather(*(
             collect_tree(h, p, method, _u64("learn", seed, p.index, visits[p.index]) % (1 << 62), tau, seed,
-                         method.kappa_or(args.kappa), args.segment_tokens)
+                         kappa, args.segment_tokens, (estimator,), fit=rule is not None)
             for p in batch))
+        if rule is not None:
+            rule.observe([t.fit for t in trees])
         for p, t in zip(batch, trees):
             visits[p.index] += 1
-            g = tree_gradient(p, t.edges[method.estimator], t.rollouts, method.weighted)
+            g = tree_gradient(p, t.edges[estimator], t.rollouts, method.weighted)
             for s, row in g.items():
                 th = p.theta.setdefault(s, [0.0] * p.k)
                 for j in range(p.k):

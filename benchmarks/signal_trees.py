@@ -21,14 +21,16 @@ import math
 import re
 import struct
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 ACTION_CHARS = "ABCDEFGH"  # single tokens in the simulator's tokenizer; K <= 4 (loss / win tokens)
 FILLER_CHAR = "."  # a single token too: the rest of every segment
 State = Tuple[int, ...]
 
-# Estimator short names in method names: "/tgb" selects TreeGroupBaseline.
-ESTIMATORS = {"dbtd": "DirectBranchTd", "grpo": "GroupBaseline", "tgb": "TreeGroupBaseline"}
+# Estimator short names in method names: "/tgb" selects TreeGroupBaseline, "/auto" the
+# critic rule (focus_go.critic_rule.CriticRule: DirectBranchTd or TreeGroupBaseline and kappa
+# per batch, from the critic's reliability on the run's earlier batches).
+ESTIMATORS = {"dbtd": "DirectBranchTd", "grpo": "GroupBaseline", "tgb": "TreeGroupBaseline", "auto": "auto"}
 
 
 def _u64(*parts: object) -> int:
@@ -112,8 +114,12 @@ class Method:
     """One way to turn a problem into a gradient: a search, an estimator, and whether the
     edges are multiplied by their visitation factors.
 
-    Names: ``selective:<score>[+stop][+w][/tgb]`` is Selective(B, B/2, score) with B the
-    run's --budget, DirectBranchTd (``/tgb``: TreeGroupBaseline), ``+stop`` with
+    Names: ``selective:<score>[+stop][+w][/tgb|/auto[T]]`` is Selective(B, B/2, score) with B the
+    run's --budget, DirectBranchTd (``/tgb``: TreeGroupBaseline; ``/auto``: the critic rule,
+    which picks the estimator and kappa per batch, ``/autoT`` at threshold T, ``/autoTkK``
+    with kappa at most K; ``/free``:
+    TreeGroupBaseline with ``Critic.constant(0.5)`` whatever the noise, a critic-free
+    preset), ``+stop`` with
     stop_alike, ``+w`` the visitation weights; ``selective<B>/<W>:...`` the same at
     Selective(B, W);
     ``root-only:<B>`` is Independent(B) + DirectBranchTd and ``grpo:<B>`` Independent(B) +
@@ -128,12 +134,26 @@ class Method:
     kappa: Optional[float] = None  # its own critic_weight ("@k<kappa>" methods); None: the run's --kappa
     warmup: Optional[int] = None  # Selective's warmup; None: budget // 2
     stop_alike: bool = False
+    threshold: Optional[float] = None  # the critic rule's threshold ("/auto<T>"); None: the library's
+    max_kappa: Optional[float] = None  # the critic rule's max_kappa ("/auto<T>k<K>"); None: the library's
+    free: bool = False  # "/free": TreeGroupBaseline with Critic.constant(0.5) at every noise (a critic-free preset)
+
+    @property
+    def auto(self) -> bool:
+        """The estimator and kappa follow the critic rule, batch by batch."""
+        return self.estimator == "auto"
+
+    @property
+    def first_estimator(self) -> str:
+        """The estimator of a run's first batch (the rule's, before any measurement)."""
+        return "TreeGroupBaseline" if self.auto else self.estimator
 
     @property
     def tree_key(self) -> Tuple:
         """Methods with the same key share their trees in the gradient cells (each estimator
         prepares the same tree; weights are applied afterwards)."""
-        return (self.search, self.budget, self.score, "" if self.kappa is None else repr(self.kappa), self.warmup_n, self.stop_alike)
+        return (self.search, self.budget, self.score, "" if self.kappa is None else repr(self.kappa), self.warmup_n, self.stop_alike,
+                self.free)
 
     @property
     def warmup_n(self) -> int:
@@ -146,7 +166,7 @@ class Method:
     def reads_critic(self) -> bool:
         """False for Independent + a group baseline: its trees and advantages ignore the
         critic, so one run serves every critic noise."""
-        return not (self.search == "independent" and self.estimator != "DirectBranchTd")
+        return not (self.free or self.search == "independent" and self.estimator != "DirectBranchTd")
 
 
 SCORES = ["value_refinement", "gradient_variance", "shallow_first", "critic_adaptive", "posterior_variance", "uniform"]
@@ -158,17 +178,23 @@ def selective_prefix(budget: int, warmup: int, main_budget: int = 32) -> str:
 
 
 def parse_selective(spec: str, main_budget: int = 32) -> Method:
-    """A method from ``<B>/<W>:<score>[+stop][+w][/tgb]`` (the --selective option)."""
+    """A method from ``<B>/<W>:<score>[+stop][+w][/tgb|/free|/auto[T][kK]]`` (the --selective option)."""
     size, rest = spec.split(":", 1)
     budget, warmup = (int(x) for x in size.split("/"))
-    estimator = "TreeGroupBaseline" if rest.endswith("/tgb") else "DirectBranchTd"
-    rest = rest.removesuffix("/tgb")
+    estimator, threshold, max_kappa = "DirectBranchTd", None, None
+    free = rest.endswith("/free")
+    if rest.endswith(("/tgb", "/free")):
+        estimator, rest = "TreeGroupBaseline", rest.rsplit("/", 1)[0]
+    elif "/auto" in rest:
+        rest, t = rest.split("/auto")
+        t, _, k = t.partition("k")
+        estimator, threshold, max_kappa = "auto", (float(t) if t else None), (float(k) if k else None)
     weighted = rest.endswith("+w")
     rest = rest.removesuffix("+w")
     stop = rest.endswith("+stop")
     score = rest.removesuffix("+stop")
     name = f"{selective_prefix(budget, warmup, main_budget)}:{spec.split(':', 1)[1]}"
-    return Method(name, "selective", budget, score, estimator, weighted, warmup=warmup, stop_alike=stop)
+    return Method(name, "selective", budget, score, estimator, weighted, warmup=warmup, stop_alike=stop, threshold=threshold, max_kappa=max_kappa, free=free)
 
 
 @functools.lru_cache(maxsize=None)
@@ -251,12 +277,14 @@ class TreeResult:
     prefix_reused: int  # the library's prefix_tokens_reused: the branches' checkpoint prefixes
     prefill: int  # prompt and context tokens sent with every generate call (no cache)
     prefill_cached: int  # the same through a per-tree prefix cache (see collect_tree)
+    fit: Any = None  # the tree's focus_go.critic_rule.CriticFit, when asked for
 
 
 async def collect_tree(h: Harness, bandit: Bandit, method: Method, seed: int, tau: Optional[float], noise_seed: int,
-                       kappa: float, segment_tokens: int, estimators: Sequence[str] = ()) -> TreeResult:
+                       kappa: float, segment_tokens: int, estimators: Sequence[str] = (), fit: bool = False) -> TreeResult:
     """Collect one tree for ``bandit`` with ``method``'s search and prepare it with each of
-    ``estimators`` (default: the method's own).
+    ``estimators`` (default: the method's own); with ``fit``, also return the tree's
+    ``CriticFit`` (what a ``CriticRule`` observes).
 
     Prefill, modelled: every generate call sends its whole context; ``prefill`` counts those
     tokens, ``prefill_cached`` only those that no earlier call of the same tree sent or
@@ -265,6 +293,7 @@ async def collect_tree(h: Harness, bandit: Bandit, method: Method, seed: int, ta
     the tree already holds."""
     from focus_go import Agent, Collector, Critic, DirectBranchTd, Env, GroupBaseline, Independent, RewardConfig, Segments, Selective, Step, TreeGroupBaseline
     from focus_go.backends import Policy, SamplingParams
+    from focus_go.critic_rule import critic_fit
     from focus_go.preparation import prepare_samples
     from focus_go.types import GenerateResult
 
@@ -347,7 +376,7 @@ async def collect_tree(h: Harness, bandit: Bandit, method: Method, seed: int, ta
         return out
 
     by_name = {"DirectBranchTd": DirectBranchTd, "GroupBaseline": GroupBaseline, "TreeGroupBaseline": TreeGroupBaseline}
-    critic = Critic.constant(0.5) if tau is None else Critic.from_function(score)
+    critic = Critic.constant(0.5) if tau is None or method.free else Critic.from_function(score)
     policy = Policy(format=h.format, model="bandit", complete=complete, default_params=SamplingParams(temperature=1.0))
     agent = Agent(policy=policy, env=BanditEnv(), context=Segments(segment_tokens), max_segments=depth + 1)
     search = (Independent(method.budget, seed=seed) if method.search == "independent"
@@ -372,7 +401,7 @@ async def collect_tree(h: Harness, bandit: Bandit, method: Method, seed: int, ta
                     finally:
                         batch._go.close() if batch._go is not None else None
                 return TreeResult(edges, int(stats["rollouts"]), int(stats["generated_tokens"]), int(stats["prefix_tokens_reused"]),
-                                  counts["prefill"], counts["cached"])
+                                  counts["prefill"], counts["cached"], critic_fit(state, reward) if fit else None)
             finally:
                 state.close()
 

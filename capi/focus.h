@@ -224,6 +224,15 @@ focus_status focus_tree_values(focus_handle tree, char *reward, size_t len, focu
 focus_status focus_critic_targets(focus_handle tree, char *reward, size_t len, focus_bytes *out,
                                   focus_bytes *err);
 
+/* *out = {"nodes", "variance", "squared_error", "inverse_count"}: the tree's sums behind
+ * kappa_hat (ALGORITHM.md §5.4; docs/signal.md §R), over its critic targets. */
+focus_status focus_critic_fit(focus_handle tree, char *reward, size_t len, focus_bytes *out, focus_bytes *err);
+/* The critic rule (docs/signal.md §R). request: {"threshold", "min_nodes", "decay" (each
+ * optional: the defaults), "state": {"fit": {...}, "batches"}, "batch": [fit, ...] (optional:
+ * observed first), "base_kappa"}. *out = {"rule", "state", "choice": {"estimator", "kappa",
+ * "measured", "kappa_hat", "tau_hat2", "sigma_hat2", "nodes"}}. */
+focus_status focus_critic_rule(char *request, size_t len, focus_bytes *out, focus_bytes *err);
+
 /* Prepares a batch with the named estimator ("DirectBranchTd", "GroupBaseline", or ""
  * for critic targets only). *out is the batch handle; *summary is its metadata as JSON:
  * {"problem_id", "reward_config", "stats", "failures", "n_actor", "n_critic"}. The samples

@@ -119,6 +119,14 @@ var abiInputs = []struct {
 		}
 		return nil
 	}},
+	{"critic rule request", func(data []byte) error {
+		var req binding.CriticRuleRequest
+		if err := binding.Decode("critic rule request", data, &req); err != nil {
+			return err
+		}
+		_, err := binding.CriticRule(req)
+		return err
+	}},
 }
 
 var abiSeeds = []string{
@@ -137,6 +145,7 @@ var abiSeeds = []string{
 	`{"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}]}`,
 	`{"faults":[{"kind":"hang","count":-1}],"latency":{"first_token":"5ms"},"warmup":"x"}`,
 	`[{"kind":"http_error","status":503,"count":2}]`,
+	`{"threshold":1,"state":{"fit":{"nodes":3,"variance":0.25,"squared_error":0.5,"inverse_count":1.8},"batches":1},"batch":[{"nodes":-1}],"base_kappa":65}`,
 }
 
 func FuzzABIJSONInputs(f *testing.F) {

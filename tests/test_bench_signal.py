@@ -86,7 +86,8 @@ def main_default_note(tmp_path) -> bool:
 def test_quick_run_writes_its_table(bench, tmp_path):
     assert bench.main(["--quick", "--out", str(tmp_path)]) == 0
     text = (tmp_path / "signal.md").read_text()
-    for name in ("selective:value_refinement", "selective:value_refinement+w/tgb", "root-only:8", "grpo:4", "grpo:8"):
+    for name in ("selective:value_refinement", "selective:value_refinement+w/tgb", "root-only:8", "grpo:4", "grpo:8",
+                 "selective:value_refinement_per_token+stop/auto", "selective:value_refinement+w/free"):
         assert f"| {name} |" in text
     # The library's defaults (Selective() with unweighted records) are named from
     # Selective()'s size, score and stop_alike (docs/signal.md §D).
@@ -150,3 +151,21 @@ def test_selective_specs_and_stop_alike(bench):
                 assert t.tokens == 4 * depth * seg
     finally:
         h.close()
+
+
+def test_auto_and_free_methods(bench, tmp_path):
+    """'/auto[T]' runs the critic rule (focus_go.critic_rule.CriticRule) batch by batch; '/free'
+    is TreeGroupBaseline under Critic.constant(0.5) at every noise (one run serves them all)."""
+    auto = bench.parse_selective("8/4:value_refinement_per_token+stop/auto")
+    assert (auto.name, auto.estimator, auto.threshold, auto.first_estimator) == (
+        "selective8/4:value_refinement_per_token+stop/auto", "auto", None, "TreeGroupBaseline")
+    assert bench.parse_selective("8/4:value_refinement/auto2.5").threshold == 2.5
+    free = bench.parse_selective("8/4:value_refinement+w/free")
+    assert (free.estimator, free.weighted, free.free, free.reads_critic) == ("TreeGroupBaseline", True, True, False)
+    assert free.tree_key != bench.parse_selective("8/4:value_refinement+w/tgb").tree_key
+    assert bench.main(["--quick", "--out", str(tmp_path), "--scores", "value_refinement", "--tgb-scores", "",
+                       "--selective", "8/4:value_refinement/auto,8/4:value_refinement/free"]) == 0
+    text = (tmp_path / "signal.md").read_text()
+    assert "| selective:value_refinement/auto |" in text and "| selective:value_refinement/free |" in text
+    rule_rows = text.split("The critic rule's choices")[1].split("\n\n")[1]
+    assert "DBTD, kappa" in rule_rows

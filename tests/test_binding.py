@@ -143,7 +143,7 @@ def test_simulated_server_options_are_strict():
 PUBLISHED = {
     "collection spec", "policy config", "sampling params", "reward config", "openai config", "openai request",
     "messages", "estimate request", "result", "parse request", "profile request", "render request",
-    "math grade request", "root messages request", "batch",
+    "math grade request", "root messages request", "batch", "critic rule request",
 }
 
 

@@ -16,7 +16,7 @@ from urllib.parse import urlparse
 import pytest
 
 from focus_go import MathEnv
-from focus_go.errors import CollectionError
+from focus_go.errors import CollectionError, ConfigError
 from focus_go.integrations import JsonlDirectory
 
 from slime_contract import Sample, check_fanout, generate_and_rm, load_function, make_args
@@ -526,6 +526,25 @@ def test_generate_visitation_weights(server, args):
     ratios = {n: weighted[n] / plain[n] for n in plain if abs(plain[n]) > 1e-12}
     assert ratios and all(r > 0 for r in ratios.values())
     assert any(abs(r - 1.0) > 1e-9 for r in ratios.values()), "a Selective tree has factors other than 1"
+
+
+def test_generate_critic_rule(server, args):
+    # make_generate(critic_rule=...) sets each tree's estimator and kappa from the trees that
+    # finished before it (docs/signal.md §R) and observes each finished tree as a batch.
+    from focus.critic_rule import CriticRule
+    from focus.integrations.slime import make_generate
+
+    rule = CriticRule(min_nodes=1)
+    generate = make_generate(small_collector_for, profile="token_chunk", critic_rule=rule)
+    try:
+        first = asyncio.run(generate(args, slime_group(server, n=1)[0], {}))
+        second = asyncio.run(generate(args, slime_group(server, n=1)[0], {}))
+    finally:
+        generate.close()
+    assert {s.metadata["focus"]["estimator"] for s in first} == {"TreeGroupBaseline"}  # no measurement yet
+    assert rule.state["batches"] == 2 and second
+    with pytest.raises(ConfigError, match="critic_rule"):
+        make_generate(small_collector_for, critic_rule="auto")
 
 
 def test_log_rollout_reports_the_trees_truncation_and_path_lengths():

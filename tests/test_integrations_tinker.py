@@ -23,7 +23,7 @@ from tinker.lib.public_interfaces.api_future import AwaitableConcurrentFuture  #
 from focus_go import MathEnv  # noqa: E402
 from focus_go.backends import PolicyFormat, SamplingParams, SGLangPolicy  # noqa: E402
 from collectors import math_collector  # noqa: E402
-from focus_go.errors import CollectionError  # noqa: E402
+from focus_go.errors import CollectionError, ConfigError  # noqa: E402
 from focus_go.integrations import JsonlDirectory  # noqa: E402
 from focus_go.integrations.tinker import PPO_CLIP, StepReport, to_datum, train, update_actor  # noqa: E402
 
@@ -635,3 +635,30 @@ def test_train_passes_visitation_weights_to_each_collection(training_client, mod
 
     reports = asyncio.run(main())
     assert len(reports) == 1 and seen and all(v is flag for v in seen)
+
+
+def test_train_critic_rule_sets_each_batch_from_earlier_ones(training_client, model, problems, monkeypatch):
+    # The rule observes every batch's trees after its collection and sets the collectors of
+    # the batches that start later (docs/signal.md §R); the first batch has no measurement.
+    import focus_go.integrations.tinker.loop as tinker_mod
+    from focus_go.critic_rule import CriticRule
+
+    seen = []
+    real = tinker_mod._collect
+
+    async def spy(collector, *a, **kw):
+        seen.append((type(collector.estimator).__name__, collector.reward.critic_weight, rule.state["batches"]))
+        return await real(collector, *a, **kw)
+
+    monkeypatch.setattr(tinker_mod, "_collect", spy)
+    rule = CriticRule(min_nodes=1)
+    reports = asyncio.run(train(training_client, model=model, problems=problems, collector_for=make_collector_for([]),
+                                steps=3, learning_rate=1e-5, profile="token_chunk", critic_rule=rule, async_depth=0))
+    assert len(reports) == 3 and rule.state["batches"] == 3
+    assert [b for _, _, b in seen] == [0, 1, 2]
+    assert seen[0][:2] == ("TreeGroupBaseline", 1.0)
+    choice = rule.choose()
+    assert choice.measured and choice.nodes > 0
+    with pytest.raises(ConfigError, match="critic_rule"):
+        asyncio.run(train(training_client, model=model, problems=problems, collector_for=make_collector_for([]),
+                          steps=1, learning_rate=1e-5, critic_rule="auto"))

@@ -2,6 +2,7 @@ package binding
 
 import (
 	"encoding/json"
+	"math"
 	"reflect"
 
 	"github.com/focus-go/focus-go/backends/openai"
@@ -9,6 +10,7 @@ import (
 	"github.com/focus-go/focus-go/core/generate"
 	"github.com/focus-go/focus-go/core/prepare"
 	"github.com/focus-go/focus-go/core/session"
+	"github.com/focus-go/focus-go/core/status"
 )
 
 // Input is one published JSON input of the C ABI.
@@ -29,7 +31,7 @@ var Inputs = []Input{
 	{"collection spec", []string{"focus_collect_start"}, reflect.TypeFor[session.Spec]()},
 	{"policy config", []string{"focus_policy_open"}, reflect.TypeFor[PolicyConfig]()},
 	{"sampling params", []string{"focus_policy_generate", "focus_sglang_request", "focus_sglang_parse"}, reflect.TypeFor[generate.SamplingParams]()},
-	{"reward config", []string{"focus_tree_values", "focus_critic_targets", "focus_prepare", "focus_tree_html", "focus_tree_export"}, reflect.TypeFor[prepare.RewardConfig]()},
+	{"reward config", []string{"focus_tree_values", "focus_critic_targets", "focus_critic_fit", "focus_prepare", "focus_tree_html", "focus_tree_export"}, reflect.TypeFor[prepare.RewardConfig]()},
 	{"openai config", []string{"focus_openai_open"}, reflect.TypeFor[OpenAIConfig]()},
 	{"openai request", []string{"focus_openai_generate"}, reflect.TypeFor[OpenAIRequest]()},
 	{"messages", []string{"focus_openai_validate"}, reflect.TypeFor[[]openai.Message]()},
@@ -41,6 +43,7 @@ var Inputs = []Input{
 	{"math grade request", []string{"focus_math_grade"}, reflect.TypeFor[GradeRequest]()},
 	{"root messages request", []string{"focus_rules_root_messages"}, reflect.TypeFor[RootMessagesRequest]()},
 	{"batch", []string{"focus_batch_from_json"}, reflect.TypeFor[prepare.Batch]()},
+	{"critic rule request", []string{"focus_critic_rule"}, reflect.TypeFor[CriticRuleRequest]()},
 }
 
 var inputsByName = func() map[string]Input {
@@ -189,4 +192,58 @@ type RootMessagesRequest struct {
 	SystemPrompt string          `json:"system_prompt"`
 	Prompt       json.RawMessage `json:"prompt"`
 	Observation  json.RawMessage `json:"observation"`
+}
+
+// CriticRuleRequest is focus_critic_rule's request: the rule's settings (absent: the
+// defaults of prepare.DefaultCriticRule), the state carried across batches, the batch to
+// observe first (absent: none, only choose) and the user's critic_weight, which the rule
+// keeps until it has a measurement.
+type CriticRuleRequest struct {
+	Threshold *float64             `json:"threshold"`
+	MinNodes  *float64             `json:"min_nodes"`
+	Decay     *float64             `json:"decay"`
+	MaxKappa  *float64             `json:"max_kappa"`
+	State     prepare.CriticRecord `json:"state"`
+	Batch     *[]prepare.CriticFit `json:"batch"`
+	BaseKappa float64              `json:"base_kappa"`
+}
+
+// CriticRuleAnswer is focus_critic_rule's answer: the rule in force, the state after the
+// batch, and the choice for the next batch.
+type CriticRuleAnswer struct {
+	Rule   prepare.CriticRule   `json:"rule"`
+	State  prepare.CriticRecord `json:"state"`
+	Choice prepare.CriticChoice `json:"choice"`
+}
+
+// CriticRule answers a CriticRuleRequest: the batch observed (if any), then the choice.
+func CriticRule(req CriticRuleRequest) (CriticRuleAnswer, error) {
+	rule := prepare.DefaultCriticRule()
+	for _, f := range []struct {
+		v   *float64
+		dst *float64
+	}{{req.Threshold, &rule.Threshold}, {req.MinNodes, &rule.MinNodes}, {req.Decay, &rule.Decay}, {req.MaxKappa, &rule.MaxKappa}} {
+		if f.v != nil {
+			*f.dst = *f.v
+		}
+	}
+	if err := rule.Validate(); err != nil {
+		return CriticRuleAnswer{}, err
+	}
+	if err := req.State.Validate(); err != nil {
+		return CriticRuleAnswer{}, err
+	}
+	if req.BaseKappa < 0 || req.BaseKappa > prepare.MaxCriticWeight || math.IsNaN(req.BaseKappa) {
+		return CriticRuleAnswer{}, status.Errorf(status.InvalidArgument, "critic rule: base_kappa = %g, want 0 <= base_kappa <= %d", req.BaseKappa, prepare.MaxCriticWeight)
+	}
+	state := req.State
+	if req.Batch != nil {
+		for _, f := range *req.Batch {
+			if err := (prepare.CriticRecord{Fit: f}).Validate(); err != nil {
+				return CriticRuleAnswer{}, err
+			}
+		}
+		state = rule.Observe(state, *req.Batch)
+	}
+	return CriticRuleAnswer{Rule: rule, State: state, Choice: rule.Choose(state, req.BaseKappa)}, nil
 }

@@ -82,6 +82,17 @@ type SamplingDefaults struct {
 	TopP        float64 `json:"top_p"`
 }
 
+// CriticFreeDefaults are the critic-free preset (search.CriticFree, docs/signal.md
+// §C): its Selective, its estimator, the constant critic prediction (in [0, 1]
+// units of the reward range) and whether its records carry the visitation
+// weights.
+type CriticFreeDefaults struct {
+	Selective         SelectiveDefaults `json:"selective"`
+	Estimator         string            `json:"estimator"`
+	Prediction        float64           `json:"prediction"`
+	VisitationWeights bool              `json:"visitation_weights"`
+}
+
 // Defaults are the library's defaults and the choices the binding offers.
 type Defaults struct {
 	Selective   SelectiveDefaults    `json:"selective"`
@@ -91,6 +102,8 @@ type Defaults struct {
 	Reward      prepare.RewardConfig `json:"reward"`
 	Sampling    SamplingDefaults     `json:"sampling"`
 	Records     RecordsDefaults      `json:"records"`
+	// CriticFree is the critic-free preset.
+	CriticFree CriticFreeDefaults `json:"critic_free"`
 	// Scores are the Selective scores Validate accepts; Truncations the
 	// RewardConfig truncation modes.
 	Scores      []string `json:"scores"`
@@ -101,8 +114,17 @@ type Defaults struct {
 // packages that own them.
 func DefaultValues() Defaults {
 	sel := search.Selective(search.DefaultBudget, search.DefaultWarmup)
+	free := search.CriticFree()
 	lim := collect.DefaultAgentLimits()
 	return Defaults{
+		CriticFree: CriticFreeDefaults{
+			Selective: SelectiveDefaults{
+				Budget: free.Budget, Warmup: free.Warmup, PerPass: free.PerPass, MaxChildren: free.MaxChildren,
+				Score: free.Score, Seed: free.Seed, StopAlike: free.StopAlike,
+			},
+			Estimator: search.CriticFreeEstimator, Prediction: search.CriticFreePrediction,
+			VisitationWeights: search.CriticFreeVisitationWeights,
+		},
 		Selective: SelectiveDefaults{
 			Budget: sel.Budget, Warmup: sel.Warmup, PerPass: sel.PerPass, MaxChildren: sel.MaxChildren,
 			Score: sel.Score, Seed: sel.Seed, StopAlike: sel.StopAlike,

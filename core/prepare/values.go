@@ -162,31 +162,8 @@ func CriticTargets(v *TreeValues) []CriticSample {
 // sigma_hat^2 = mean p(1-p) with p the normalised G_bar, tau_hat^2 =
 // max(0, mean[(V_phi - G_bar)^2 - sigma_hat^2/n_s]), kappa_hat =
 // sigma_hat^2/tau_hat^2. ok is false when there are no targets or tau_hat^2 is
-// 0. It is reported only, never used to tune kappa.
+// 0. The tree's own value is reported only; docs/signal.md §R's CriticRule
+// pools it over earlier batches to set kappa.
 func (v *TreeValues) KappaHat() (kappaHat float64, ok bool) {
-	scale := v.Config.RewardMax - v.Config.RewardMin
-	norm := func(x float64) float64 { return (x - v.Config.RewardMin) / scale }
-	var ids []int
-	sigma2 := 0.0
-	for id := range v.Tree.Nodes {
-		if v.Tree.Nodes[id].Critic != nil && v.HasBackup(id) {
-			p := min(max(norm(v.Backup[id]), 0), 1)
-			sigma2 += p * (1 - p)
-			ids = append(ids, id)
-		}
-	}
-	if len(ids) == 0 {
-		return 0, false
-	}
-	sigma2 /= float64(len(ids))
-	tau2 := 0.0
-	for _, id := range ids {
-		d := norm(*v.Tree.Nodes[id].Critic) - norm(v.Backup[id])
-		tau2 += d*d - sigma2/float64(v.Count[id])
-	}
-	tau2 /= float64(len(ids))
-	if tau2 <= 0 {
-		return 0, false
-	}
-	return sigma2 / tau2, true
+	return v.CriticFit().KappaHat()
 }

@@ -161,6 +161,8 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "focus_tree_summary": (ctypes.c_int32, [c_handle, _str_out, _err_p]),
     "focus_tree_values": (ctypes.c_int32, [c_handle, ctypes.c_char_p, ctypes.c_size_t, _str_out, _err_p]),
     "focus_critic_targets": (ctypes.c_int32, [c_handle, ctypes.c_char_p, ctypes.c_size_t, _str_out, _err_p]),
+    "focus_critic_fit": (ctypes.c_int32, [c_handle, ctypes.c_char_p, ctypes.c_size_t, _str_out, _err_p]),
+    "focus_critic_rule": (ctypes.c_int32, [ctypes.c_char_p, ctypes.c_size_t, _str_out, _err_p]),
     "focus_prepare": (
         ctypes.c_int32,
         [c_handle, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(c_handle), _str_out, _err_p],

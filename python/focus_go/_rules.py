@@ -48,7 +48,7 @@ def _checked(name: bytes, data: bytes) -> str:
 
 def defaults() -> Dict[str, Any]:
     """The library's defaults: ``{"selective", "independent", "segments", "agent", "reward",
-    "sampling", "records", "scores", "truncations"}`` (a fresh copy each call), read from
+    "sampling", "records", "critic_free", "scores", "truncations"}`` (a fresh copy each call), read from
     the binding's schema (``_schema``)."""
     return _schema.rules_defaults()
 

@@ -14,6 +14,7 @@ from typing import Any, Callable, Dict, List, Optional, Protocol, Tuple
 from .. import CollectorFor, CriticSink, Problem, Workspace, _check_layout, _check_min_abs_advantage, _collect
 from ..._bridge import _cancelled_trees
 from ...collector import Collector, _native_tokenizer
+from ...critic_rule import CriticRule, _fit_into
 from ...errors import CollectionError, ConfigError, ConfigTypeError, InternalError
 from .abort import _aborted, _slime_aborted, _unless_aborted
 from .rewards import _with_reward_model
@@ -156,8 +157,12 @@ class _Generate(_SlimeHook):
         allow_partial: bool,
         layout: str = "spans",
         visitation_weights: bool = False,
+        critic_rule: Optional[CriticRule] = None,
     ) -> None:
         super().__init__(collector_for, profile, workspace_for)
+        if critic_rule is not None and not isinstance(critic_rule, CriticRule):
+            raise ConfigError(f"make_generate: critic_rule must be a CriticRule, got {type(critic_rule).__name__}")
+        self.critic_rule = critic_rule
         _check_min_abs_advantage(min_abs_advantage)  # validate the threshold now, not per sample
         _check_layout(layout)
         self.critic_sink = critic_sink
@@ -240,10 +245,11 @@ class _Generate(_SlimeHook):
         )
         group = getattr(sample, "group_index", None)
         stats: Dict[str, Any] = {}
-
-        def on_state(state: Any) -> None:
-            stats.update(state.stats)
-
+        on_state: Callable[[Any], None] = lambda state: stats.update(state.stats)
+        fits: List[Any] = []
+        if self.critic_rule is not None:  # from the trees finished before this one started
+            self.critic_rule.apply(collector)
+            on_state = _fit_into(fits, collector.reward, on_state)
         try:
             aborted, collected = await _unless_aborted(
                 _collect(
@@ -280,6 +286,8 @@ class _Generate(_SlimeHook):
             return _aborted_tree(sample, partial)
         if _aborted(collected.failures):
             return _aborted_tree(sample)
+        if self.critic_rule is not None:
+            self.critic_rule.observe(fits)
         kept, critic, dropped = collected.actor, collected.critic, collected.dropped
         if self.critic_sink is not None:
             self.critic_sink(critic)
@@ -386,6 +394,7 @@ def make_generate(
     allow_partial: bool = False,
     layout: str = "spans",
     visitation_weights: bool = False,
+    critic_rule: Optional[CriticRule] = None,
 ) -> GenerateHook:
     """Build Slime's custom generate function from your ``CollectorFor``.
 
@@ -482,6 +491,11 @@ def make_generate(
             edge's visitation factor (``ActorSample.visitation``), so a searched tree trains
             as an unbiased on-policy gradient; False (the default) gives the unweighted
             advantage.
+        critic_rule: Sets each tree's ``critic_weight`` and estimator (``DirectBranchTd`` or
+            ``TreeGroupBaseline``) from the critic's reliability measured on the trees that
+            finished before it started (``focus_go.critic_rule.CriticRule``, docs/signal.md
+            §R), over the collector's own ``reward``; each finished tree is observed as a
+            batch of one. None (the default) keeps the collectors' settings.
 
     Returns:
         The generate hook. It also has ``close()`` for the router policies it opened.
@@ -495,6 +509,7 @@ def make_generate(
         allow_partial=allow_partial,
         layout=layout,
         visitation_weights=visitation_weights,
+        critic_rule=critic_rule,
     )
 
 

@@ -8,7 +8,6 @@ import asyncio
 import collections
 import dataclasses
 import hashlib
-import json
 import math
 import random
 import os
@@ -18,6 +17,7 @@ from types import MappingProxyType
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
 
 from .. import CollectorFor, CriticSink, Problem, Workspace, _check_min_abs_advantage, _collect
+from ...critic_rule import CriticRule, _fit_into
 from ...errors import CollectionError, ConfigError
 from .checkpoint import (
     TrainCheckpoint,
@@ -32,6 +32,7 @@ from .checkpoint import (
     load_checkpoint,
 )
 from .datum import _add_sequence_ids, _types
+from .metrics_log import _MetricsLog
 from .transcripts import _Transcripts
 from .update import PPO_CLIP, _update
 
@@ -110,35 +111,6 @@ async def _gather_all(coros: Sequence[Any]) -> List[Any]:
             t.cancel()
         if pending:
             await asyncio.gather(*pending, return_exceptions=True)
-
-
-class _MetricsLog:
-    """One JSON line per step to ``path`` (always, when given) and to wandb (when asked)."""
-
-    def __init__(self, path: Optional[Union[str, "os.PathLike[str]"]], wandb_project: Optional[str]):
-        self._file = None
-        self._wandb = None
-        if wandb_project is not None:
-            try:
-                import wandb
-            except ImportError as exc:
-                raise ConfigError("train: wandb_project was given but wandb is not installed (pip install wandb)") from exc
-            self._wandb = wandb.init(project=wandb_project)
-        if path is not None:
-            self._file = open(path, "a", encoding="utf-8")
-
-    def write(self, step: int, values: Mapping[str, Any]) -> None:
-        if self._file is not None:
-            self._file.write(json.dumps({"step": step, **values}, sort_keys=True) + "\n")
-            self._file.flush()
-        if self._wandb is not None:
-            self._wandb.log(dict(values), step=step)
-
-    def close(self) -> None:
-        if self._file is not None:
-            self._file.close()
-        if self._wandb is not None:
-            self._wandb.finish()
 
 
 def _warmup(collector: Any) -> int:
@@ -230,6 +202,7 @@ async def train(
     seed: int = 0,
     num_groups_to_log: int = 4,
     rollout_json_export: bool = True,
+    critic_rule: Optional[CriticRule] = None,
 ) -> List[StepReport]:
     """Run the one-step asynchronous Tinker loop and return one ``StepReport`` per update.
 
@@ -384,6 +357,11 @@ async def train(
             ``return``, ``done``, ``segments``, ``tree_tokens_sampled``) to
             ``iteration_NNNNNN/rollouts.jsonl`` beside it, as the cookbook's
             ``rollout_json_export``.
+        critic_rule: Sets each tree's ``critic_weight`` and estimator (``DirectBranchTd`` or
+            ``TreeGroupBaseline``) from the critic's reliability measured on the batches
+            finished before its batch started (``focus_go.critic_rule.CriticRule``,
+            docs/signal.md §R), over the collector's own ``reward``; it observes every
+            batch's trees. None (the default) keeps the collectors' settings.
 
     Returns:
         One report per update.
@@ -393,6 +371,8 @@ async def train(
 
     if not isinstance(steps, int) or steps < 0:
         raise ConfigError(f"train: steps must be an integer >= 0, got {steps!r}")
+    if critic_rule is not None and not isinstance(critic_rule, CriticRule):
+        raise ConfigError(f"train: critic_rule must be a CriticRule, got {type(critic_rule).__name__}")
     if not isinstance(async_depth, int) or isinstance(async_depth, bool) or async_depth < 0:
         raise ConfigError(f"train: async_depth must be an integer >= 0, got {async_depth!r}")
     if not isinstance(problems_per_step, int) or isinstance(problems_per_step, bool) or problems_per_step < 1:
@@ -475,6 +455,7 @@ async def train(
 
     sampling = SamplingParams(temperature=float(temperature))
     order = _Order(len(problems), seed if shuffle else None)
+    rule_fits: Dict[int, List[Any]] = {}  # batch -> its trees' CriticFit, for critic_rule
 
     async def collect_tree(index: int, sampler: Any) -> Any:
         problem = problems[order.index(index)]
@@ -485,6 +466,10 @@ async def train(
             if epoch:
                 # Fresh sampling seeds for a problem seen again.
                 collector.search = dataclasses.replace(collector.search, seed=_epoch_seed(collector.search.seed, epoch))
+            on_state = transcripts.on_state(*divmod(index, k))
+            if critic_rule is not None:  # kappa and estimator from the batches finished so far
+                critic_rule.apply(collector)
+                on_state = _fit_into(rule_fits.setdefault(index // k, []), collector.reward, on_state)
             warmup = _warmup(collector)
             if warmup > 1 and share_warmup_prompt:
                 policy.share_first_prompt(warmup)
@@ -493,7 +478,7 @@ async def train(
                 collected = await _collect(
                     collector, problem, group_index=index, workspace_for=workspace_for, allow_partial=allow_partial,
                     min_abs_advantage=min_abs_advantage, layout=layout, visitation_weights=visitation_weights,
-                    on_state=transcripts.on_state(*divmod(index, k)),
+                    on_state=on_state,
                 )
             except CollectionError as exc:
                 if not allow_partial:
@@ -514,6 +499,8 @@ async def train(
         start = time.monotonic()
         trees = await _gather_all([collect_tree(batch * k + i, sampler) for i in range(k)])
         transcripts.flush(batch)
+        if critic_rule is not None:
+            critic_rule.observe(rule_fits.pop(batch, []))
         failed = [t[2] for t in trees if isinstance(t[2], CollectionError)]
         if len(failed) == len(trees):
             for exc in failed[1:]:

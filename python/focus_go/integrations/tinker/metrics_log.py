@@ -1,0 +1,38 @@
+"""The ``train`` loop's per-step metrics log: JSON lines and wandb."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Mapping, Optional, Union
+
+from ...errors import ConfigError
+
+
+class _MetricsLog:
+    """One JSON line per step to ``path`` (always, when given) and to wandb (when asked)."""
+
+    def __init__(self, path: Optional[Union[str, "os.PathLike[str]"]], wandb_project: Optional[str]):
+        self._file = None
+        self._wandb = None
+        if wandb_project is not None:
+            try:
+                import wandb
+            except ImportError as exc:
+                raise ConfigError("train: wandb_project was given but wandb is not installed (pip install wandb)") from exc
+            self._wandb = wandb.init(project=wandb_project)
+        if path is not None:
+            self._file = open(path, "a", encoding="utf-8")
+
+    def write(self, step: int, values: Mapping[str, Any]) -> None:
+        if self._file is not None:
+            self._file.write(json.dumps({"step": step, **values}, sort_keys=True) + "\n")
+            self._file.flush()
+        if self._wandb is not None:
+            self._wandb.log(dict(values), step=step)
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+        if self._wandb is not None:
+            self._wandb.finish()
