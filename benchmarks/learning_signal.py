@@ -132,10 +132,14 @@ def fmt_pm(m: float, se: float, digits: int = 4) -> str:
     return f"{m:+.{digits}f} ± {se:.{digits}f}{sig}"
 
 
+def fresh_runs(cell: Dict, budget: str) -> List[Dict]:
+    """A method's fresh-seed run summaries at its best learning rate for ``budget``."""
+    return cell["fresh"][f"{cell['best_lr'][budget]:g}"]["summary"]
+
+
 def fresh(cell: Dict, budget: str, view: str = "tokens") -> List[float]:
     """A method's fresh-seed areas at its best learning rate for ``budget``."""
-    lr = cell["best_lr"][budget]
-    return [s[view][budget] for s in cell["fresh"][f"{lr:g}"]["summary"]]
+    return [s[view][budget] for s in fresh_runs(cell, budget)]
 
 
 def best_of(learn_tau: Dict, names: Sequence[str], budget: str) -> Optional[str]:
@@ -180,7 +184,7 @@ def report(args, methods: List[Method], grad: Dict, learn: Dict, default: str) -
         for n in names:
             if n not in some:
                 continue
-            tot = [s["totals"] for s in some[n]["fresh"][f"{some[n]['best_lr'][big]:g}"]["summary"]]
+            tot = [s["totals"] for s in fresh_runs(some[n], big)]
             trees = sum(t["trees"] for t in tot)
             per = {k: sum(t[k] for t in tot) / trees for k in ("tokens", "rollouts", "prefix_reused", "prefill", "prefill_cached")}
             lines.append(f"| {label(n)} | {per['tokens']:.0f} | {per['rollouts']:.1f} | {per['tokens'] / per['rollouts'] / re_tokens:.2f} | "
@@ -194,8 +198,7 @@ def report(args, methods: List[Method], grad: Dict, learn: Dict, default: str) -
             for n in autos:
                 cells = []
                 for t in taus:
-                    c = learn[t][n]
-                    tot = [s["totals"] for s in c["fresh"][f"{c['best_lr'][big]:g}"]["summary"]]
+                    tot = [s["totals"] for s in fresh_runs(learn[t][n], big)]
                     nb = sum(x.get("batches", 0) for x in tot) or 1
                     cells.append(f"{sum(x.get('dbtd_batches', 0) for x in tot) / nb:.2f} DBTD, kappa {sum(x.get('kappa_sum', 0) for x in tot) / nb:.2f}")
                 lines.append(f"| {label(n)} | " + " | ".join(cells) + " |")
