@@ -389,8 +389,9 @@ def _partial_from_json(text: str) -> Optional[_PartialTree]:
 
 
 def _take_partial_tree(source: Any) -> Optional[str]:
-    """The partial tree an earlier aborted collection stored on ``source`` (its JSON),
-    removed from the sample (and its placeholder response cleared); None when none."""
+    """Take the partial tree an earlier aborted collection stored on ``source``: return its
+    JSON and remove it from the sample, clearing the placeholder response that went with it.
+    Returns None if the sample holds no partial tree."""
     metadata = getattr(source, "metadata", None)
     if not isinstance(metadata, dict) or PARTIAL_TREE_KEY not in metadata:
         return None
