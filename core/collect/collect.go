@@ -354,10 +354,7 @@ func (e *engine) prepareLaunch(l *launch) error {
 	}
 	l.snap = snap
 	l.depth = nd.Depth
-	for id := l.start; id >= 0; id = e.t.Nodes[id].Parent {
-		n, _ := e.t.EdgeTrainable(id)
-		l.generated += n
-	}
+	l.generated = e.t.PathGeneratedTokens(l.start)
 	// Room for a few segments more, so most rollouts never copy the prefix.
 	room := min(e.cfg.MaxTotalTokens-l.generated, 4*e.cfg.Segments)
 	l.prefix = e.t.AppendContextTokens(make([]uint32, 0, e.t.ContextLen(l.start)+room), l.start)

@@ -147,12 +147,9 @@ func (e *engine) restore(ctx context.Context, id int) error {
 		}
 		return status.Wrap(status.CodeOf(err), err, "collect: resume: fork the env to replay node %d", id)
 	}
-	generated := 0
+	generated := 0 // on the path to the first node replayed
 	if len(path) > 0 {
-		for n := e.t.Nodes[path[0]].Parent; n > 0; n = e.t.Nodes[n].Parent {
-			g, _ := e.t.EdgeTrainable(n)
-			generated += g
-		}
+		generated = e.t.PathGeneratedTokens(e.t.Nodes[path[0]].Parent)
 	}
 	for _, n := range path {
 		g, err := e.replayStep(ctx, env, n, generated)

@@ -118,11 +118,12 @@ func ReturnsAlike(rs []Rollout) bool {
 }
 
 // PathGeneratedTokens is the number of generated (trainable) tokens on the
-// edges from the root to node id.
+// edges from the root to node id (each edge's count as EdgeTrainable gives it).
 func (t *Tree) PathGeneratedTokens(id int) int {
 	c := 0
 	for ; id > 0; id = t.Nodes[id].Parent {
-		c += t.Nodes[id].GeneratedTokens()
+		n, _ := t.EdgeTrainable(id)
+		c += n
 	}
 	return c
 }
