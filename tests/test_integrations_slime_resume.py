@@ -14,9 +14,8 @@ from focus_go.sim import SimServer
 
 from slime_contract import Sample
 from slime_contract import rollout as slime
-import test_integrations_slime_rollout as rollout_tests
 from collectors import math_collector
-from test_integrations_slime_rollout import generated, slime_args, slime_groups
+from test_integrations_slime_rollout import generate_state, generated, hook, slime_args, slime_groups  # noqa: F401 (fixtures)
 
 BUDGET = 32
 
@@ -25,30 +24,6 @@ def deep_collector_for(policy, problem):
     """Four warmup rollouts, then branching rounds up to a budget of 32: an abort after
     the warmup leaves finished rollouts to keep."""
     return math_collector(policy, problem, segment=16, budget=BUDGET, warmup=4)
-
-
-@pytest.fixture
-def generate_state():
-    slime.install_generate_state()
-    yield
-    slime.uninstall()
-
-
-@pytest.fixture
-def hook():
-    from focus.integrations.slime import make_generate
-
-    made = []
-
-    def make(collector_for=deep_collector_for):
-        rollout_tests.generate_hook = make_generate(collector_for, profile="token_chunk")
-        made.append(rollout_tests.generate_hook)
-        return rollout_tests.generate_hook
-
-    yield make
-    for h in made:
-        h.close()
-    rollout_tests.generate_hook = None
 
 
 def aborted_rollout(server, args, groups, requests):
@@ -85,7 +60,7 @@ def kept_of(partial):
 @pytest.mark.parametrize("mask", [False, True])
 def test_partial_rollout_resumes_an_aborted_tree(generate_state, hook, mask):
     with SimServer(seed=0, latency={"per_token": 0.004}) as server:
-        hook()
+        hook(deep_collector_for)
         args = slime_args(server, partial_rollout=True, mask_offpolicy_in_partial_rollout=mask)
         groups = slime_groups(server, n_groups=2)
         handed_back = aborted_rollout(server, args, groups, 120)
@@ -131,7 +106,7 @@ def test_partial_rollout_resumes_an_aborted_tree(generate_state, hook, mask):
 
 
 def test_a_partial_tree_that_cannot_be_resumed_is_collected_again(server, generate_state, hook, caplog):
-    generate = hook()
+    generate = hook(deep_collector_for)
     args = slime_args(server, partial_rollout=True, n_samples_per_prompt=1)
     [[sample]] = slime_groups(server, n=1)
     # A partial tree of another problem, as if stored by an earlier aborted rollout.
@@ -154,7 +129,7 @@ def test_a_partial_tree_that_cannot_be_resumed_is_collected_again(server, genera
 
 def test_without_partial_rollout_nothing_is_kept(generate_state, hook):
     with SimServer(seed=0, latency={"per_token": 0.004}) as server:
-        hook()
+        hook(deep_collector_for)
         args = slime_args(server)
         groups = slime_groups(server, n_groups=1)
         aborted_rollout(server, args, groups, 60)
