@@ -29,7 +29,8 @@ func serverConfig(w wirePolicyConfig) server.Config {
 	}
 	return server.Config{Backend: w.Backend, URLs: urls, Model: w.Model, ServedModel: w.ServedModel,
 		APIKey: w.APIKey, Headers: w.Headers, Timeout: seconds(w.TimeoutSeconds),
-		MaxConcurrency: w.MaxConcurrency, Capacity: w.Capacity, Routing: fleet.Routing(w.Routing), MaxRetries: w.MaxRetries}
+		MaxConcurrency: w.MaxConcurrency, Capacity: w.Capacity, Routing: fleet.Routing(w.Routing), MaxRetries: w.MaxRetries,
+		AllowWeightChange: w.AllowWeightChange, VocabSize: w.VocabSize}
 }
 
 func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }

@@ -26,7 +26,6 @@ type Server struct {
 	tmpl    *jinja.Template
 	dir     string
 	ownDir  bool
-	root    string // the temporary folder holding an own model directory (removed by Close)
 	name    string
 	vllmVer [3]int
 	url     string
@@ -125,29 +124,21 @@ func Start(cfg Config) (*Server, error) {
 			return nil, err
 		}
 	default:
-		// <tmp>/focus-sim-NNN/focus-sim-model: every simulator's model directory has the
-		// same name, as replicas of one model do (a fleet compares its replicas' model names).
-		root, err := os.MkdirTemp("", "focus-sim-")
+		// <tmp>/focus-sim-NNN/focus-sim-model, shared by the simulators of this process:
+		// they serve one model path, as replicas of one model do (a fleet refuses replicas
+		// whose model paths differ).
+		dir, err := sharedDir.acquire()
 		if err != nil {
-			return nil, status.Wrap(status.Internal, err, "sim: creating a temporary model directory")
-		}
-		dir := filepath.Join(root, "focus-sim-model")
-		s.dir, s.ownDir, s.root = dir, true, root
-		if err := os.Mkdir(dir, 0o755); err != nil {
-			os.RemoveAll(root)
-			return nil, status.Wrap(status.Internal, err, "sim: creating a temporary model directory")
-		}
-		if err := writeModelDir(dir); err != nil {
-			os.RemoveAll(root)
 			return nil, err
 		}
+		s.dir, s.ownDir = dir, true
 	}
 	fail := func(err error) (*Server, error) {
 		if s.tk != nil {
 			s.tk.Close()
 		}
 		if s.ownDir {
-			os.RemoveAll(s.root)
+			sharedDir.release()
 		}
 		return nil, err
 	}
@@ -245,7 +236,7 @@ func (s *Server) Close() error {
 			err = cerr
 		}
 		if s.ownDir {
-			if rerr := os.RemoveAll(s.root); err == nil {
+			if rerr := sharedDir.release(); err == nil {
 				err = rerr
 			}
 		}
@@ -652,4 +643,48 @@ func (s *Server) decode(ids []uint32, skipSpecial bool) string {
 // tokenString is how one token reads in logprob listings.
 func (s *Server) tokenString(id uint32) string {
 	return strings.ToValidUTF8(string(s.model.v.tokens[id]), "\uFFFD")
+}
+
+// modelDir is the generated model directory the simulators of a process share: made by
+// the first that needs it, removed when the last of them closes.
+type modelDir struct {
+	mu    sync.Mutex
+	users int
+	root  string // <tmp>/focus-sim-NNN
+}
+
+var sharedDir modelDir
+
+func (d *modelDir) acquire() (string, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.users == 0 {
+		root, err := os.MkdirTemp("", "focus-sim-")
+		if err != nil {
+			return "", status.Wrap(status.Internal, err, "sim: creating a temporary model directory")
+		}
+		dir := filepath.Join(root, "focus-sim-model")
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			os.RemoveAll(root)
+			return "", status.Wrap(status.Internal, err, "sim: creating a temporary model directory")
+		}
+		if err := writeModelDir(dir); err != nil {
+			os.RemoveAll(root)
+			return "", err
+		}
+		d.root = root
+	}
+	d.users++
+	return filepath.Join(d.root, "focus-sim-model"), nil
+}
+
+func (d *modelDir) release() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.users--; d.users > 0 {
+		return nil
+	}
+	root := d.root
+	d.root = ""
+	return os.RemoveAll(root)
 }

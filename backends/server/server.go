@@ -38,6 +38,12 @@ type Config struct {
 	Routing fleet.Routing
 	// MaxRetries is how many times a request that failed in a retryable way is retried.
 	MaxRetries int
+	// AllowWeightChange accepts servers whose weight version changes during the run
+	// (fleet.Config.AllowWeightChange).
+	AllowWeightChange bool
+	// VocabSize is the tokenizer's vocabulary size: answers with ids at or above it are
+	// malformed (fleet.Config.VocabSize); 0: not checked.
+	VocabSize int
 }
 
 // Policy is an opened Go-native policy: the fleet over its replicas, and the clients it
@@ -71,7 +77,8 @@ func Open(cfg Config) (*Policy, error) {
 		p.clients = append(p.clients, c)
 		replicas = append(replicas, r)
 	}
-	f, err := fleet.New(fleet.Config{Replicas: replicas, Limit: cfg.MaxConcurrency, Routing: cfg.Routing})
+	f, err := fleet.New(fleet.Config{Replicas: replicas, Limit: cfg.MaxConcurrency, Routing: cfg.Routing,
+		AllowWeightChange: cfg.AllowWeightChange, VocabSize: cfg.VocabSize})
 	if err != nil {
 		p.Close()
 		return nil, err
@@ -98,7 +105,8 @@ func open(cfg Config, url string) (fleet.Replica, client, error) {
 		r.Policy = c
 		r.Check = func(ctx context.Context) (fleet.Checked, error) {
 			info, err := c.StartupCheck(ctx)
-			return fleet.Checked{Info: info, Capacity: info.MaxRunningRequests, Model: info.ModelPath, Tokenizer: info.TokenizerPath}, err
+			return fleet.Checked{Info: info, Capacity: info.MaxRunningRequests, Model: info.ModelPath, Tokenizer: info.TokenizerPath,
+				WeightVersion: info.WeightVersion}, err
 		}
 		return r, c, nil
 	default: // vllm.Name

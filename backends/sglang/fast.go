@@ -51,6 +51,8 @@ func (s *scanner) meta(m *metaInfo, p generate.Resolved) bool {
 			return s.Small(func(iter *jsoniter.Iterator) { m.completionTokens = max(readCount(iter), -1) })
 		case "cached_tokens":
 			return s.Small(func(iter *jsoniter.Iterator) { m.cachedTokens = max(readCount(iter), 0) })
+		case "weight_version":
+			return s.Small(func(iter *jsoniter.Iterator) { m.weightVersion = readVersion(iter) })
 		case "output_token_logprobs":
 			if s.Null() {
 				return true

@@ -78,6 +78,8 @@ func TestReadFastMatchesTheGeneralReader(t *testing.T) {
 		{"matched stop token", reply(`[5,6,7]`, `{"type":"stop","matched":151645}`, `,"completion_tokens":3`, lps), plain, true},
 		{"matched stop string", reply("", `{"type":"stop","matched":"</answer>"}`, "", lps), plain, true},
 		{"abort", reply("", `{"type":"abort","message":"client \"gone\""}`, "", `[]`), plain, true},
+		{"weight version", `{"text":"t","meta_info":{"finish_reason":{"type":"length"},"weight_version":"step-20","output_token_logprobs":[[-1,2,null]]}}`, plain, true},
+		{"weight version not a string", `{"text":"t","meta_info":{"finish_reason":{"type":"length"},"weight_version":7,"output_token_logprobs":[[-1,2,null]]}}`, plain, true},
 		{"escaped text", `{"text":"a\n\"b\"\u00e9","meta_info":{"finish_reason":{"type":"length"},"output_token_logprobs":[]}}`, plain, true},
 		{"null output_ids and logprobs", reply(`null`, `null`, "", `null`), plain, true},
 		{"unknown fields of every kind", `{"x":[1,{"a":[true,false,null,"s",-2.5e3]}],"text":"t","meta_info":{"y":{},"z":[],"finish_reason":"stop","output_token_logprobs":[[-1,2,null]]}}`, plain, true},

@@ -22,6 +22,7 @@ type response struct {
 
 type metaInfo struct {
 	finishType, abortMessage string
+	weightVersion            string // "" when absent or not a string
 	hasFinish                bool
 	matched                  generate.StopMatch
 	matchedErr               error
@@ -109,7 +110,7 @@ func resultOf(r *response, prompt []uint32, p generate.Resolved) (*generate.Resu
 	res := &generate.Result{
 		Tokens: m.outIDs, PrefixTokens: prompt, Text: r.text, StopReason: m.finishType,
 		Logprobs: m.outLogprobs, PromptTokens: m.promptTokens, CachedTokens: m.cachedTokens,
-		ExactGeneration: true,
+		ExactGeneration: true, WeightVersion: m.weightVersion,
 	}
 	if res.Logprobs == nil {
 		res.Logprobs = []float64{}
@@ -185,6 +186,8 @@ func readMeta(iter *jsoniter.Iterator, m *metaInfo, p generate.Resolved) {
 			}
 		case "cached_tokens":
 			m.cachedTokens = max(readCount(iter), 0)
+		case "weight_version":
+			m.weightVersion = readVersion(iter)
 		case "output_token_logprobs":
 			if iter.WhatIsNext() == jsoniter.NilValue {
 				iter.Skip()
@@ -220,6 +223,15 @@ func readMeta(iter *jsoniter.Iterator, m *metaInfo, p generate.Resolved) {
 			return
 		}
 	}
+}
+
+// readVersion reads meta_info.weight_version: a string ("" when it is anything else).
+func readVersion(iter *jsoniter.Iterator) string {
+	if iter.WhatIsNext() != jsoniter.StringValue {
+		iter.Skip()
+		return ""
+	}
+	return iter.ReadString()
 }
 
 // readCount reads a non-negative count; null or absent gives -1.

@@ -105,6 +105,21 @@ func TestReferenceExchange(t *testing.T) {
 	}, roundEntropy(res))
 }
 
+// The weight version SGLang puts in every answer's meta_info is the Result's.
+func TestTheAnswersWeightVersionIsKept(t *testing.T) {
+	for _, tc := range []struct{ field, want string }{
+		{`"weight_version":"step-20",`, "step-20"},
+		{`"weight_version":null,`, ""},
+		{"", ""},
+	} {
+		body := strings.Replace(referenceResponse, `"prompt_tokens":5,`, tc.field+`"prompt_tokens":5,`, 1)
+		_, c := start(t, send(200, body))
+		res, err := c.Generate(context.Background(), generate.Request{Tokens: referencePrompt, Params: referenceParams()})
+		require.NoError(t, err)
+		assert.Equal(t, tc.want, res.WeightVersion, "%s", tc.field)
+	}
+}
+
 // roundEntropy makes the float sum comparable with the literal above.
 func roundEntropy(r *generate.Result) *generate.Result {
 	r.Entropy = math.Round(r.Entropy*1e12) / 1e12

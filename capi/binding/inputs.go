@@ -97,6 +97,10 @@ type PolicyConfig struct {
 	Capacity       int               `json:"capacity"`
 	Routing        string            `json:"routing"`
 	MaxRetries     int               `json:"max_retries"`
+	// AllowWeightChange accepts a weight version that changes during the run.
+	AllowWeightChange bool `json:"allow_weight_change"`
+	// VocabSize is the tokenizer's vocabulary size (0: ids are not checked against it).
+	VocabSize int `json:"vocab_size"`
 }
 
 // OpenAIConfig is focus_openai_open's config: a native API policy (OpenAI Chat

@@ -4,8 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
-	"path"
-	"strings"
+	"slices"
 	"sync"
 	"time"
 
@@ -64,9 +63,9 @@ type Checked struct {
 	Info any
 	// Capacity is the requests it batches at once; 0 when it does not say.
 	Capacity int
-	// Model and Tokenizer are the model and tokenizer it serves; "" when it does not say.
-	// Every replica of a fleet must serve the same ones (StartupCheck).
-	Model, Tokenizer string
+	// Model, Tokenizer and WeightVersion are its Identity; "" where it does not say.
+	// Every replica of a fleet must serve the same one (StartupCheck).
+	Model, Tokenizer, WeightVersion string
 }
 
 // MaxSlots bounds a replica's capacity and a fleet's limit (requests in flight).
@@ -91,6 +90,13 @@ type Config struct {
 	// UnhealthyAfter is how many broken answers in a row take a replica down; 0:
 	// DefaultUnhealthyAfter.
 	UnhealthyAfter int
+	// AllowWeightChange accepts a replica whose weight version changes during the run (a
+	// trainer updating its weights): each Result then names the version that produced it.
+	// Without it, a new weight version is refused like another model (identity.go).
+	AllowWeightChange bool
+	// VocabSize, when set, is the tokenizer's vocabulary size: an answer with a token id at
+	// or above it is malformed (health.go).
+	VocabSize int
 }
 
 type replica struct {
@@ -99,10 +105,12 @@ type replica struct {
 	inFlight int       // requests holding one of its slots
 	queue    []*waiter // requests waiting for one, oldest first
 	health
-	served    int64
-	failed    int64
-	model     string // what its startup check said it serves ("" before, or when it does not say)
-	tokenizer string
+	served  int64
+	failed  int64
+	ident   Identity // what its server said it serves (identity.go)
+	refused *refusal // it served another identity: no more requests
+	warned  bool     // its unknown identity was warned about
+	recheck bool     // it went down: its probe runs its Check first
 }
 
 type waiter struct {
@@ -117,6 +125,9 @@ type Fleet struct {
 	routing  Routing
 	cooldown time.Duration
 	after    int // Config.UnhealthyAfter
+	vocab    int // Config.VocabSize
+
+	allowWeights bool // Config.AllowWeightChange
 
 	mu        sync.Mutex
 	limit     int
@@ -131,8 +142,12 @@ type Fleet struct {
 	changed   chan struct{}  // closed (and replaced) when demand falls or capacity changes
 	peak      int
 	admitted  int64
-	moved     int64 // trees that left the replica holding their prefix
-	closed    bool  // Close was called: no more admissions
+	moved     int64    // trees that left the replica holding their prefix
+	closed    bool     // Close was called: no more admissions
+	ident     Identity // the fleet's identity: the first replica's that names its model
+	from      int      // the replica it came from; -1 before one named its model
+	versions  []string // the weight versions served, in the order seen
+	warnings  []string // identity warnings, each once
 }
 
 // New validates cfg and builds a Fleet. It contacts no server.
@@ -150,8 +165,9 @@ func New(cfg Config) (*Fleet, error) {
 	if cfg.Limit > MaxSlots {
 		return nil, status.Errorf(status.InvalidArgument, "fleet: limit %d is too large: at most %d requests in flight", cfg.Limit, MaxSlots)
 	}
-	if cfg.Limit < 0 || cfg.Cooldown < 0 || cfg.UnhealthyAfter < 0 {
-		return nil, status.Errorf(status.InvalidArgument, "fleet: limit %d and cooldown %v must not be negative", cfg.Limit, cfg.Cooldown)
+	if cfg.Limit < 0 || cfg.Cooldown < 0 || cfg.UnhealthyAfter < 0 || cfg.VocabSize < 0 {
+		return nil, status.Errorf(status.InvalidArgument, "fleet: limit %d, cooldown %v, unhealthy_after %d and vocab_size %d must not be negative",
+			cfg.Limit, cfg.Cooldown, cfg.UnhealthyAfter, cfg.VocabSize)
 	}
 	if cfg.Cooldown == 0 {
 		cfg.Cooldown = DefaultCooldown
@@ -160,6 +176,7 @@ func New(cfg Config) (*Fleet, error) {
 		cfg.UnhealthyAfter = DefaultUnhealthyAfter
 	}
 	f := &Fleet{routing: cfg.Routing, cooldown: cfg.Cooldown, after: cfg.UnhealthyAfter, limit: cfg.Limit,
+		vocab: cfg.VocabSize, allowWeights: cfg.AllowWeightChange, from: -1,
 		byTree: map[uint64]*Ticket{}, affinity: map[uint64]int{}, changed: make(chan struct{})}
 	for i, r := range cfg.Replicas {
 		if r.Policy == nil {
@@ -204,68 +221,6 @@ func (f *Fleet) SetCapacity(i, n int) {
 	f.grant()
 	f.signal()
 	f.mu.Unlock()
-}
-
-// StartupCheck runs every replica's Check in order and returns what each server said. A
-// capacity a server reports replaces the replica's configured one (the caller's figure is
-// for servers that do not say). The first replica that fails ends the check with its error.
-// Every replica must serve the model (and tokenizer) of the first that names one: a replica
-// of another model is a status.InvalidArgument error naming both, since its samples would
-// mix two models in one data set.
-func (f *Fleet) StartupCheck(ctx context.Context) ([]any, error) {
-	infos := make([]any, len(f.reps))
-	first := -1 // the first replica that named its model
-	for i, r := range f.reps {
-		if r.Check == nil {
-			continue
-		}
-		c, err := r.Check(ctx)
-		if err != nil {
-			if len(f.reps) > 1 {
-				return nil, status.Wrap(status.CodeOf(err), err, "fleet: replica %d of %d (%s)", i+1, len(f.reps), r.Name)
-			}
-			return nil, err
-		}
-		infos[i] = c.Info
-		f.mu.Lock()
-		f.reps[i].model, f.reps[i].tokenizer = c.Model, c.Tokenizer
-		f.mu.Unlock()
-		if c.Model != "" && first < 0 {
-			first = i
-		} else if first >= 0 {
-			if err := f.sameModel(first, i); err != nil {
-				return nil, err
-			}
-		}
-		f.SetCapacity(i, c.Capacity)
-	}
-	return infos, nil
-}
-
-// sameModel refuses replica i when it serves another model or tokenizer than replica ref.
-// Names are compared by their last path element, so that a local copy of a model
-// (/models/Qwen3-4B) and its hub name (Qwen/Qwen3-4B) agree.
-func (f *Fleet) sameModel(ref, i int) error {
-	a, b := f.reps[ref], f.reps[i]
-	what, x, y := "model", a.model, b.model
-	if sameName(x, y) {
-		what, x, y = "tokenizer", a.tokenizer, b.tokenizer
-		if sameName(x, y) {
-			return nil
-		}
-	}
-	return status.Errorf(status.InvalidArgument,
-		"fleet: replica %d of %d (%s) serves %s %q, but replica %d (%s) serves %q: every replica must serve the same %s "+
-			"(its samples would mix two models in one data set)", i+1, len(f.reps), b.Name, what, y, ref+1, a.Name, x, what)
-}
-
-// sameName reports whether two model (or tokenizer) names name the same one: equal last
-// path elements, or one of them not given.
-func sameName(x, y string) bool {
-	if x == "" || y == "" {
-		return true
-	}
-	return path.Base(strings.TrimRight(x, "/\\")) == path.Base(strings.TrimRight(y, "/\\"))
 }
 
 // Capacity is the requests in flight the fleet allows at once: Config.Limit when set, else
@@ -423,10 +378,12 @@ func (f *Fleet) consume(tree uint64) {
 
 // Generate sends req to a replica (see Routing) once it has a free slot. A request that
 // the replica could not serve (it cannot be reached, answers 5xx after its own retries,
-// passes its deadline, answers something unreadable, an empty completion or one without
-// logprobs: see health.go) goes to another replica, and the tree then stays there; the
+// passes its deadline, answers something unreadable or malformed, an empty completion,
+// one without logprobs, or aborts: see health.go), or that a replica refused for serving
+// another model (identity.go), goes to another replica, and the tree then stays there; the
 // replica's health counts the answer. The last replica's answer is returned when every
-// one was tried.
+// one was tried; a malformed one is a status.Backend error naming the replica and what
+// it answered.
 func (f *Fleet) Generate(ctx context.Context, req generate.Request) (*generate.Result, error) {
 	var tried uint64 // replicas already tried (bit i); past 64 replicas retries may repeat one
 	var res *generate.Result
@@ -436,13 +393,32 @@ func (f *Fleet) Generate(ctx context.Context, req generate.Request) (*generate.R
 		if i, err = f.take(ctx, req.Tree, tried, attempt == 0); err != nil {
 			return nil, err
 		}
-		res, err = f.reps[i].Policy.Generate(ctx, req)
-		v := judge(ctx, res, err)
+		res, err = f.serve(ctx, i, req)
+		v, malformed := judge(ctx, res, err, f.vocab)
+		if malformed != "" {
+			res, err = nil, status.Errorf(status.Backend, "fleet: replica %d of %d (%s) answered %s",
+				i+1, len(f.reps), f.reps[i].Name, malformed)
+		}
 		f.finish(i, err, v)
-		if v != broken && v != gone {
+		if v != broken && v != gone && v != refused {
 			return res, err
 		}
 		tried |= 1 << (uint(i) % 64)
+	}
+	return res, err
+}
+
+// serve sends req to replica i: first its Check when it comes back from down, then the
+// request, whose answer's weight version is checked (identity.go).
+func (f *Fleet) serve(ctx context.Context, i int, req generate.Request) (*generate.Result, error) {
+	if err := f.recheck(ctx, i); err != nil {
+		return nil, err
+	}
+	res, err := f.reps[i].Policy.Generate(ctx, req)
+	if err == nil && res != nil {
+		if err := f.answered(i, res); err != nil {
+			return nil, err
+		}
 	}
 	return res, err
 }
@@ -467,7 +443,7 @@ func (f *Fleet) choose(tree uint64, tried uint64) int {
 	n := len(f.reps)
 	usable := func(i int) bool {
 		r := f.reps[i]
-		return r.slots > 0 && tried&(1<<(uint(i)%64)) == 0 && r.up(now, r.inFlight)
+		return r.slots > 0 && r.refused == nil && tried&(1<<(uint(i)%64)) == 0 && r.up(now, r.inFlight)
 	}
 	if n == 1 {
 		return 0
@@ -515,7 +491,7 @@ func (f *Fleet) choose(tree uint64, tried uint64) int {
 	// Every replica is down or tried: the untried one that comes back first, else any.
 	best := -1
 	for i, r := range f.reps {
-		if r.slots > 0 && tried&(1<<(uint(i)%64)) == 0 && (best < 0 || r.downUntil.Before(f.reps[best].downUntil)) {
+		if r.slots > 0 && r.refused == nil && tried&(1<<(uint(i)%64)) == 0 && (best < 0 || r.downUntil.Before(f.reps[best].downUntil)) {
 			best = i
 		}
 	}
@@ -544,7 +520,9 @@ func (f *Fleet) finish(i int, err error, v verdict) {
 	} else {
 		r.served++
 	}
-	r.record(v, f.cooldown, f.after)
+	if r.record(v, f.cooldown, f.after) {
+		r.recheck = true
+	}
 	f.grant()
 	f.signal()
 }
@@ -641,8 +619,14 @@ func (t *Ticket) Release() {
 
 // ReplicaLoad is one replica's part of Load.
 type ReplicaLoad struct {
-	Name     string `json:"name"`
-	Model    string `json:"model"` // the model its startup check named ("" before it, or when the server does not say)
+	Name string `json:"name"`
+	// Model, Tokenizer and WeightVersion are its Identity as its server last reported it
+	// ("" before its startup check, or where the server does not say).
+	Model         string `json:"model"`
+	Tokenizer     string `json:"tokenizer,omitempty"`
+	WeightVersion string `json:"weight_version,omitempty"`
+	// Refused says why it gets no requests: it served another identity (identity.go).
+	Refused  string `json:"refused,omitempty"`
 	Capacity int    `json:"capacity"`
 	InFlight int    `json:"in_flight"`
 	Queued   int    `json:"queued"`
@@ -665,6 +649,15 @@ type Load struct {
 	Moved        int64         `json:"moved"`
 	Routing      Routing       `json:"routing"`
 	Replicas     []ReplicaLoad `json:"replicas"`
+	// Identity is the model the fleet serves (identity.go): the first replica's that
+	// named its model, with the latest weight version served.
+	Identity Identity `json:"identity"`
+	// WeightVersions lists every weight version answers came from, in the order seen
+	// (more than one only with Config.AllowWeightChange).
+	WeightVersions []string `json:"weight_versions,omitempty"`
+	// Warnings are the identity warnings (a replica that does not say what it serves, a
+	// replica refused), each once.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // Load reports the capacity, the requests in flight, waiting and reserved, and each
@@ -673,12 +666,18 @@ func (f *Fleet) Load() Load {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	now := time.Now()
-	l := Load{Capacity: f.capacity(), Reserved: f.reserved, PeakInFlight: f.peak, Admitted: f.admitted, Moved: f.moved, Routing: f.routing}
+	l := Load{Capacity: f.capacity(), Reserved: f.reserved, PeakInFlight: f.peak, Admitted: f.admitted, Moved: f.moved, Routing: f.routing,
+		Identity: f.ident, WeightVersions: slices.Clone(f.versions), Warnings: slices.Clone(f.warnings)}
 	for _, r := range f.reps {
 		l.InFlight += r.inFlight
 		l.Queued += len(r.queue)
-		l.Replicas = append(l.Replicas, ReplicaLoad{Name: r.Name, Model: r.model, Capacity: r.slots, InFlight: r.inFlight,
-			Queued: len(r.queue), Served: r.served, Failed: r.failed, Down: r.isDown(now), Downs: r.downs})
+		rl := ReplicaLoad{Name: r.Name, Model: r.ident.Model, Tokenizer: r.ident.Tokenizer, WeightVersion: r.ident.WeightVersion,
+			Capacity: r.slots, InFlight: r.inFlight, Queued: len(r.queue), Served: r.served, Failed: r.failed,
+			Down: r.isDown(now) || r.refused != nil, Downs: r.downs}
+		if r.refused != nil {
+			rl.Refused = r.refused.Error()
+		}
+		l.Replicas = append(l.Replicas, rl)
 	}
 	return l
 }

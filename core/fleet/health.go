@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"time"
 
@@ -12,8 +13,18 @@ import (
 // A replica's health comes from what it answers, not only from whether it can be reached:
 // one that cannot be reached (or answers 5xx) goes down at once; one whose answers are
 // broken (a request past its deadline, a body that cannot be read, an empty completion,
-// a completion without a single logprob) goes down after DefaultUnhealthyAfter such
-// answers in a row. A replica that goes down gets no request for the cooldown, doubled
+// a completion without a single logprob, an aborted request, or a malformed answer: a
+// "stop" with no tokens, or a token id outside the vocabulary) goes down after
+// DefaultUnhealthyAfter such answers in a row. Every broken answer fails its request over
+// to another replica; a malformed one is never returned (the last replica's becomes a
+// status.Backend error naming it and what it answered), while the last replica's abort
+// is returned as an abort (the collection's stop_on_abort sees it).
+//
+// A server that samples end-of-sequence as its first token still returns that token:
+// SGLang appends each sampled id to output_ids before its stop check (finish_reason
+// {"type": "stop", "matched": <the EOS id>}, completion_tokens 1), and vLLM keeps a stop
+// token in the completion's token_ids. So a "stop" with no tokens is not a model that
+// chose to say nothing; it is a malformed answer. A replica that goes down gets no request for the cooldown, doubled
 // each time it goes down again (up to maxBackoff times), then one probe request at a time
 // until an answer is good; its trees move to the replicas that are up.
 
@@ -33,38 +44,59 @@ const (
 	neutral                // says nothing about the replica: the caller cancelled, or the request was wrong (4xx)
 	broken                 // the replica answered, but not usefully
 	gone                   // the replica could not be reached or answered 5xx
+	refused                // the replica serves another model (identity.go)
 )
 
-// judge classifies one answer of a replica.
-func judge(ctx context.Context, res *generate.Result, err error) verdict {
+// judge classifies one answer of a replica; malformed, when not "", says what was wrong
+// with an answer that must not be used (vocab > 0: the vocabulary size).
+func judge(ctx context.Context, res *generate.Result, err error, vocab int) (v verdict, malformed string) {
 	if err != nil {
 		switch {
 		case ctx.Err() != nil:
-			return neutral
+			return neutral, ""
+		case isRefusal(err):
+			return refused, ""
 		case unreachable(err):
-			return gone
+			return gone, ""
 		}
 		switch status.CodeOf(err) {
 		case status.Timeout, status.Backend:
-			return broken
+			return broken, ""
 		}
-		return neutral
+		return neutral, ""
 	}
 	if res == nil {
-		return broken
+		return broken, "no result"
 	}
-	if len(res.Tokens) == 0 && res.StopReason == generate.StopReasonLength {
-		return broken // an empty completion that says it hit its length
+	if vocab > 0 {
+		for k, id := range res.Tokens {
+			if int64(id) >= int64(vocab) {
+				return broken, fmt.Sprintf("token id %d (generated token %d of %d), outside the vocabulary of %d ids (0 to %d)",
+					id, k+1, len(res.Tokens), vocab, vocab-1)
+			}
+		}
+	}
+	switch {
+	case len(res.Tokens) == 0 && res.StopReason == generate.StopReasonStop:
+		// A server returns the end-of-sequence id it stopped at (see above).
+		return broken, `finish reason "stop" with no tokens (a server that stops at its first token returns that token)`
+	case res.StopReason == generate.StopReasonAbort:
+		if ctx.Err() != nil {
+			return neutral, "" // the caller's own abort
+		}
+		return broken, ""
+	case len(res.Tokens) == 0 && res.StopReason == generate.StopReasonLength:
+		return broken, "" // an empty completion that says it hit its length
 	}
 	if len(res.Tokens) > 0 && len(res.Logprobs) == len(res.Tokens) {
 		for _, lp := range res.Logprobs {
 			if !math.IsNaN(lp) {
-				return healthy
+				return healthy, ""
 			}
 		}
-		return broken // not one logprob: nothing of it can train
+		return broken, "" // not one logprob: nothing of it can train
 	}
-	return healthy
+	return healthy, ""
 }
 
 // health is a replica's state as its answers left it.

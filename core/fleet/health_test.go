@@ -26,8 +26,8 @@ func TestStartupCheckRefusesReplicasOfAnotherModel(t *testing.T) {
 		b     Check
 		match string
 	}{
-		{"model", checked("Qwen/Qwen3-8B", "tok"), `replica 2 of 2 (b) serves model "Qwen/Qwen3-8B", but replica 1 (a) serves "Qwen/Qwen3-4B"`},
-		{"tokenizer", checked("Qwen/Qwen3-4B", "other"), `replica 2 of 2 (b) serves tokenizer "other", but replica 1 (a) serves "tok"`},
+		{"model", checked("Qwen/Qwen3-8B", "tok"), `replica 2 of 2 (b) serves model "Qwen/Qwen3-8B", tokenizer "tok", but replica 1 (a) serves model "Qwen/Qwen3-4B", tokenizer "tok": the model differs`},
+		{"tokenizer", checked("Qwen/Qwen3-4B", "other"), `replica 2 of 2 (b) serves model "Qwen/Qwen3-4B", tokenizer "other", but replica 1 (a) serves model "Qwen/Qwen3-4B", tokenizer "tok": the tokenizer differs`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f, err := New(Config{Replicas: []Replica{
@@ -59,16 +59,6 @@ func TestStartupCheckRecordsEveryReplicasModel(t *testing.T) {
 	assert.Equal(t, []string{"m", "m", ""}, models)
 }
 
-func TestStartupCheckComparesModelNamesByTheirLastElement(t *testing.T) {
-	f, err := New(Config{Replicas: []Replica{
-		{Name: "a", Policy: newGated(), Check: checked("/models/Qwen3-4B/", "")},
-		{Name: "b", Policy: newGated(), Check: checked("Qwen/Qwen3-4B", "")},
-	}})
-	require.NoError(t, err)
-	_, err = f.StartupCheck(context.Background())
-	require.NoError(t, err)
-}
-
 // answering is a fake replica that answers every request with answer.
 type answering struct {
 	answer func() (*generate.Result, error)
@@ -89,6 +79,16 @@ func TestABrokenReplicaIsTakenOutAndItsTreesMove(t *testing.T) {
 		name   string
 		answer func() (*generate.Result, error)
 	}{
+		// What SGLang and vLLM never send (health.go): a stop with no tokens.
+		{"zero-token stop", func() (*generate.Result, error) {
+			return &generate.Result{Tokens: []uint32{}, Logprobs: []float64{}, StopReason: generate.StopReasonStop}, nil
+		}},
+		{"aborts every request", func() (*generate.Result, error) {
+			return &generate.Result{Tokens: []uint32{}, Logprobs: []float64{}, StopReason: generate.StopReasonAbort, AbortMessage: "Abort in waiting queue"}, nil
+		}},
+		{"ids outside the vocabulary", func() (*generate.Result, error) {
+			return &generate.Result{Tokens: []uint32{1, testVocab}, Logprobs: []float64{-0.5, -1}, StopReason: generate.StopReasonStop}, nil
+		}},
 		{"timeout", func() (*generate.Result, error) {
 			return nil, status.Wrap(status.Timeout, context.DeadlineExceeded, "sglang: request deadline")
 		}},
@@ -104,7 +104,7 @@ func TestABrokenReplicaIsTakenOutAndItsTreesMove(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			bad, ok := &answering{answer: tc.answer}, &answering{answer: good}
-			f, err := New(Config{Replicas: []Replica{{Name: "bad", Policy: bad}, {Name: "ok", Policy: ok}}, Cooldown: time.Hour})
+			f, err := New(Config{Replicas: []Replica{{Name: "bad", Policy: bad}, {Name: "ok", Policy: ok}}, Cooldown: time.Hour, VocabSize: testVocab})
 			require.NoError(t, err)
 			for tree := uint64(1); tree <= 8; tree++ {
 				for k := 0; k < 3; k++ {
@@ -120,6 +120,56 @@ func TestABrokenReplicaIsTakenOutAndItsTreesMove(t *testing.T) {
 			assert.False(t, l.Replicas[1].Down)
 			assert.Positive(t, l.Moved, "the trees that started on it moved")
 		})
+	}
+}
+
+// testVocab is the vocabulary size of the health tests' fleets.
+const testVocab = 1000
+
+// A single replica's malformed answer is an error naming the replica and what it answered.
+func TestAMalformedAnswerOfTheOnlyReplicaIsAnError(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		res  generate.Result
+		want string
+	}{
+		{"zero-token stop", generate.Result{Tokens: []uint32{}, Logprobs: []float64{}, StopReason: generate.StopReasonStop},
+			`fleet: replica 1 of 1 (http://a) answered finish reason "stop" with no tokens`},
+		{"id outside the vocabulary", generate.Result{Tokens: []uint32{5, 7, 1000}, Logprobs: []float64{-1, -1, -1}, StopReason: generate.StopReasonLength},
+			"fleet: replica 1 of 1 (http://a) answered token id 1000 (generated token 3 of 3), outside the vocabulary of 1000 ids (0 to 999)"},
+		{"a huge id", generate.Result{Tokens: []uint32{math.MaxUint32}, Logprobs: []float64{-1}, StopReason: generate.StopReasonStop},
+			"answered token id 4294967295 (generated token 1 of 1), outside the vocabulary"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := &answering{answer: func() (*generate.Result, error) { r := tc.res; return &r, nil }}
+			f, err := New(Config{Replicas: []Replica{{Name: "http://a", Policy: a}}, VocabSize: testVocab})
+			require.NoError(t, err)
+			res, err := f.Generate(context.Background(), generate.Request{Tree: 1})
+			assert.Nil(t, res)
+			require.Error(t, err)
+			assert.Equal(t, status.Backend, status.CodeOf(err))
+			assert.Contains(t, err.Error(), tc.want)
+			assert.Equal(t, int64(1), f.Load().Replicas[0].Failed)
+		})
+	}
+}
+
+// The last replica's abort stays an abort (a collection's stop_on_abort sees it), and an
+// id inside the vocabulary or a vocabulary left unset checks nothing.
+func TestAnAbortOfTheOnlyReplicaIsReturnedAndAGoodAnswerPasses(t *testing.T) {
+	abort := &answering{answer: func() (*generate.Result, error) {
+		return &generate.Result{Tokens: []uint32{3}, Logprobs: []float64{-1}, StopReason: generate.StopReasonAbort}, nil
+	}}
+	f, err := New(Config{Replicas: []Replica{{Name: "a", Policy: abort}}})
+	require.NoError(t, err)
+	res, err := f.Generate(context.Background(), generate.Request{Tree: 1})
+	require.NoError(t, err)
+	assert.Equal(t, generate.StopReasonAbort, res.StopReason)
+	for _, vocab := range []int{0, 3} {
+		g, err := New(Config{Replicas: []Replica{{Name: "a", Policy: &answering{answer: good}}}, VocabSize: vocab})
+		require.NoError(t, err)
+		_, err = g.Generate(context.Background(), generate.Request{Tree: 1})
+		require.NoError(t, err, "ids 1 and 2 are inside a vocabulary of %d", vocab)
 	}
 }
 

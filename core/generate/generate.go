@@ -330,6 +330,9 @@ type Result struct {
 	CachedTokens int `json:"cached_tokens"`
 	// AbortMessage is the server's reason for an "abort" finish, if it gave one.
 	AbortMessage string `json:"abort_message,omitempty"`
+	// WeightVersion is the version of the weights that produced it, where the server says
+	// (SGLang's meta_info.weight_version) or its fleet knows; "" otherwise.
+	WeightVersion string `json:"weight_version,omitempty"`
 }
 
 // SampleEntropy is -mean(logprobs), the sample estimate of the per-token entropy, over
