@@ -224,7 +224,7 @@ func (e *engine) segment(ctx context.Context, l *launch, env Env, p *path, k int
 	p.depth++
 	node := tree.Node{
 		Spans: []tree.PackedSequence{span}, Reward: step.Reward, Text: text + obsText,
-		Observation: obsText, Done: step.Done, SearchPass: l.pass, Inexact: inexact,
+		Observation: obsText, Done: step.Done, SearchPass: l.pass, Inexact: inexact, WeightVersion: res.WeightVersion,
 	}
 	if !node.Done && (p.generated >= cfg.MaxTotalTokens || p.depth >= cfg.MaxSegments) {
 		node.Truncated, node.Reward = true, cfg.Reward.TruncatedReward

@@ -11,7 +11,7 @@ import (
 // The JSON form is the Tree struct's tags: {"problem_id", "nodes": [{"id",
 // "parent", "children", "depth", "spans": [{"tokens", "trainable",
 // "logprobs"}], "reward", "text", "observation", "done", "truncated",
-// "failed", "critic", "search_pass", "inexact" (left out when ""), "off_policy" (left out when false)}], "stats": {...}}. Floats use the
+// "failed", "critic", "search_pass", "inexact" (left out when ""), "off_policy" (left out when false), "weight_version" (left out when "")}], "stats": {...}}. Floats use the
 // shortest representation that parses back to the same bits, so a round trip
 // is lossless. Unknown fields are rejected so a misspelt key is an error, not
 // a silently defaulted value.
@@ -25,21 +25,22 @@ var jsonAPI = jsoniter.Config{
 // nodeWire is Node as read: pointers make the structural fields required
 // instead of silently defaulting to 0 (which would attach a node to the root).
 type nodeWire struct {
-	ID          *int             `json:"id"`
-	Parent      *int             `json:"parent"`
-	Children    []int            `json:"children"`
-	Depth       *int             `json:"depth"`
-	Spans       []PackedSequence `json:"spans"`
-	Reward      float64          `json:"reward"`
-	Text        string           `json:"text"`
-	Observation string           `json:"observation"`
-	Done        bool             `json:"done"`
-	Truncated   bool             `json:"truncated"`
-	Failed      string           `json:"failed"`
-	Critic      *float64         `json:"critic"`
-	SearchPass  int              `json:"search_pass"`
-	Inexact     string           `json:"inexact"`
-	OffPolicy   bool             `json:"off_policy"`
+	ID            *int             `json:"id"`
+	Parent        *int             `json:"parent"`
+	Children      []int            `json:"children"`
+	Depth         *int             `json:"depth"`
+	Spans         []PackedSequence `json:"spans"`
+	Reward        float64          `json:"reward"`
+	Text          string           `json:"text"`
+	Observation   string           `json:"observation"`
+	Done          bool             `json:"done"`
+	Truncated     bool             `json:"truncated"`
+	Failed        string           `json:"failed"`
+	Critic        *float64         `json:"critic"`
+	SearchPass    int              `json:"search_pass"`
+	Inexact       string           `json:"inexact"`
+	OffPolicy     bool             `json:"off_policy"`
+	WeightVersion string           `json:"weight_version"`
 }
 
 type treeWire struct {
@@ -105,7 +106,7 @@ func fromWire(w *treeWire) (*Tree, error) {
 			ID: *nw.ID, Parent: *nw.Parent, Children: nw.Children, Depth: *nw.Depth,
 			Spans: nw.Spans, Reward: nw.Reward, Text: nw.Text, Observation: nw.Observation,
 			Done: nw.Done, Truncated: nw.Truncated, Failed: nw.Failed, Critic: nw.Critic,
-			SearchPass: nw.SearchPass, Inexact: nw.Inexact, OffPolicy: nw.OffPolicy,
+			SearchPass: nw.SearchPass, Inexact: nw.Inexact, OffPolicy: nw.OffPolicy, WeightVersion: nw.WeightVersion,
 		}
 	}
 	if err := t.Validate(); err != nil {

@@ -49,6 +49,22 @@ func TestJSONFieldNames(t *testing.T) {
 	}
 }
 
+// An edge's weight version is kept through a round trip and left out when not known.
+func TestJSONKeepsTheWeightVersion(t *testing.T) {
+	tr := small(t)
+	data, err := tree.Marshal(tr)
+	require.NoError(t, err)
+	assert.NotContains(t, string(data), "weight_version")
+	tr.Nodes[1].WeightVersion = "step-20"
+	data, err = tree.Marshal(tr)
+	require.NoError(t, err)
+	assert.Contains(t, string(data), `"weight_version":"step-20"`)
+	back, err := tree.Unmarshal(data)
+	require.NoError(t, err)
+	assert.Equal(t, "step-20", back.Nodes[1].WeightVersion)
+	assert.Equal(t, "", back.Nodes[2].WeightVersion)
+}
+
 func TestUnmarshalBadInput(t *testing.T) {
 	valid, err := tree.Marshal(small(t))
 	require.NoError(t, err)

@@ -87,6 +87,9 @@ type Node struct {
 	// from (collect.WithResume), under an older policy: a trainer that masks off-policy
 	// tokens (Slime's --mask-offpolicy-in-partial-rollout) masks its edge.
 	OffPolicy bool `json:"off_policy,omitempty"`
+	// WeightVersion is the version of the weights that generated the edge, where the
+	// server says (SGLang's weight_version; see core/fleet's identity check); "" otherwise.
+	WeightVersion string `json:"weight_version,omitempty"`
 }
 
 // Terminal reports whether the node ends its path (done or truncated).
