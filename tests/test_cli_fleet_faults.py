@@ -12,7 +12,7 @@ from typing import Any, Dict, List
 
 import pytest
 
-from cli_faults import FaultyProxy
+from cli_faults import OOV_ID, FaultyProxy
 from focus_go.__main__ import main
 from focus_go.cli.run import EXIT_DEGRADED
 
@@ -98,7 +98,21 @@ def test_a_replica_of_another_model_is_refused_naming_both(tmp_path, server, pro
         assert other.generates == 0
     err = capsys.readouterr().err
     assert f"replica 2 of 2 ({other.url}) serves model \"/models/Other-Model-7B\"" in err
-    assert f"replica 1 ({server.url}) serves \"{server.model}\"" in err
+    assert f"replica 1 ({server.url}) serves model \"{server.model}\"" in err
+
+
+@pytest.mark.parametrize("first, second", [
+    ("/ckpt/run7/iter_0000100/hf", "/ckpt/run7/iter_0000200/hf"),  # two checkpoints of one run
+    ("orgA/Qwen3-4B", "orgB/Qwen3-4B"),  # two organisations' models of one name
+])
+def test_replicas_are_compared_by_their_whole_model_path(tmp_path, server, problems_file, capsys, first, second):
+    out = tmp_path / "out"
+    with FaultyProxy(server.url, model=first) as a, FaultyProxy(server.url, model=second) as b:
+        assert collect(problems_file, out, [a.url, b.url], server.model) == 1
+        assert a.generates == b.generates == 0
+    err = capsys.readouterr().err
+    assert f"replica 2 of 2 ({b.url}) serves model \"{second}\"" in err
+    assert f"but replica 1 ({a.url}) serves model \"{first}\"" in err and "the model differs" in err
 
 
 def test_run_json_records_every_replicas_model(tmp_path, server, problems_file):
@@ -107,6 +121,77 @@ def test_run_json_records_every_replicas_model(tmp_path, server, problems_file):
         assert collect(problems_file, out, [server.url, same.url], server.model, "--limit", "1") == 0
     run = json.loads((out / "run.json").read_text())
     assert [r["model"] for r in run["fleet"]["replicas"]] == [server.model, server.model]
+    assert run["fleet"]["identity"] == {"model": server.model, "tokenizer": server.model, "weight_version": "default"}
+    assert run["fleet"]["weight_versions"] == ["default"]
+    assert run["settings"]["allow_weight_change"] is False
+    tree = json.loads(next((out / "trees").glob("*.json")).read_text())
+    assert {n.get("weight_version") for n in tree["nodes"][1:]} == {"default"}, "each edge names its weights"
+
+
+def test_a_replica_that_names_no_model_is_a_warning_given_once(tmp_path, server, problems_file, capsys):
+    out = tmp_path / "out"
+    with FaultyProxy(server.url, model="") as unnamed:
+        assert collect(problems_file, out, [unnamed.url, server.url], server.model, "--limit", "1") == 0
+    err = capsys.readouterr().err
+    warning = f"warning: fleet: replica 1 of 2 ({unnamed.url}) does not say which model it serves"
+    assert err.count(warning) == 1
+    fleet = json.loads((out / "run.json").read_text())["fleet"]
+    assert len(fleet["warnings"]) == 1 and fleet["identity"]["model"] == server.model
+
+
+# ---- 2b. the weights may not change under a run unless the user says so
+
+
+def test_a_weight_update_mid_run_is_refused(tmp_path, server, problems_file):
+    out = tmp_path / "out"
+    with FaultyProxy(server.url, weight_version="step-2", version_after=3) as proxy:
+        assert collect(problems_file, out, [proxy.url], server.model, "--limit", "1") != 0
+    failures = lines(out / "failures.jsonl")
+    assert failures and any("the weight version differs" in f["error"] for f in failures)
+    assert any('answered with model' in f["error"] and '"step-2"' in f["error"] and '"default"' in f["error"]
+               and "--allow-weight-change" in f["error"] for f in failures)
+    assert json.loads((out / "run.json").read_text())["fleet"]["weight_versions"] == ["default"]
+
+
+def test_an_allowed_weight_update_is_recorded_on_every_edge(tmp_path, server, problems_file):
+    out = tmp_path / "out"
+    with FaultyProxy(server.url, weight_version="step-2", version_after=3) as proxy:
+        assert collect(problems_file, out, [proxy.url], server.model, "--limit", "1", "--allow-weight-change") == 0
+    run = json.loads((out / "run.json").read_text())
+    assert run["fleet"]["weight_versions"] == ["default", "step-2"]
+    assert run["settings"]["allow_weight_change"] is True
+    tree = json.loads(next((out / "trees").glob("*.json")).read_text())
+    versions = [n.get("weight_version") for n in tree["nodes"][1:]]
+    assert set(versions) == {"default", "step-2"} and versions.count("default") == 3
+
+
+def test_a_replica_that_comes_back_serving_another_model_is_refused(server):
+    from focus_go.backends import SGLangPolicy
+    from focus_go.errors import BackendError, FocusError
+    from focus_go.generation.types import SamplingParams
+
+    params = SamplingParams(max_tokens=4, temperature=0.0)
+    with FaultyProxy(server.url) as proxy:
+        policy = SGLangPolicy(model=server.model, base_url=proxy.url, profile="token_chunk", timeout=5)
+        try:
+            policy.startup_check()
+            assert len(policy.generate_tokens([1, 2, 3], params).tokens) > 0
+            proxy.mode = "down"  # killed ...
+            with pytest.raises(BackendError):
+                policy.generate_tokens([1, 2, 3], params)
+            proxy.mode, proxy.model = "pass", "/models/Another-Model"  # ... and back with another model
+            served = proxy.generates
+            for _ in range(2):
+                with pytest.raises(FocusError) as info:
+                    policy.generate_tokens([1, 2, 3], params)
+                message = str(info.value)
+                assert f'replica 1 of 1 ({proxy.url}) came back serving model "/models/Another-Model"' in message
+                assert f'but replica 1 ({proxy.url}) serves model "{server.model}"' in message
+            assert proxy.generates == served, "nothing was generated by the other model"
+            replica = policy.load()["replicas"][0]
+            assert replica["model"] == "/models/Another-Model" and "came back serving" in replica["refused"]
+        finally:
+            policy.close()
 
 
 # ---- 4. a server that accepts and never answers costs one timed-out round per tree
@@ -177,7 +262,7 @@ def test_huge_sizes_on_the_command_line_exit_cleanly(tmp_path, problems_file, fl
 # ---- 3. a replica that answers but is broken is taken out; its trees move
 
 
-@pytest.mark.parametrize("mode", ["hang", "garbage", "empty", "null_logprobs"])
+@pytest.mark.parametrize("mode", ["hang", "garbage", "empty", "null_logprobs", "zero_stop", "abort", "oov"])
 def test_a_broken_replica_is_taken_out_and_nothing_is_lost(tmp_path, server, problems_file, mode):
     out = tmp_path / "out"
     with FaultyProxy(server.url, mode=mode) as broken:
@@ -191,6 +276,20 @@ def test_a_broken_replica_is_taken_out_and_nothing_is_lost(tmp_path, server, pro
     assert bad["down"] and bad["downs"] >= 1 and bad["failed"] >= 1 and bad["served"] == 0
     assert not good["down"] and good["served"] > 0
     assert fleet["moved"] >= 1
+
+
+@pytest.mark.parametrize("mode, answered", [
+    ("zero_stop", 'answered finish reason "stop" with no tokens'),
+    ("oov", f"answered token id {OOV_ID} (generated token 1 of "),
+])
+def test_a_malformed_answer_of_the_only_replica_fails_naming_it(tmp_path, server, problems_file, mode, answered):
+    out = tmp_path / "out"
+    with FaultyProxy(server.url, mode=mode) as proxy:
+        assert collect(problems_file, out, [proxy.url], server.model, "--limit", "1") == 1
+    rollouts = [f for f in lines(out / "failures.jsonl") if f["kind"] == "rollout"]
+    assert rollouts and all(f"replica 1 of 1 ({proxy.url}) {answered}" in f["error"] for f in rollouts)
+    summary = json.loads((out / "run.json").read_text())["summary"]
+    assert summary["completed"] == 0 and summary["actor_records"] == 0
 
 
 # ---- 6. --max-in-flight below the number of replicas is shared, not pinned to one

@@ -170,3 +170,19 @@ def test_cli_takes_several_servers(tmp_path, capsys):
         assert [r["name"] for r in fleet["replicas"]] == [s.url for s in sims]
         assert sum(s.stats()["sequences"] for s in sims) > 0
         assert all(s.stats()["peak_running"] <= 16 for s in sims)
+
+
+def test_allow_weight_change_must_be_a_bool(server):
+    with pytest.raises(ConfigTypeError, match="allow_weight_change must be True or False"):
+        SGLangPolicy(model=server.model, base_url=server.url, profile="token_chunk", allow_weight_change="yes")
+    with pytest.raises(ConfigTypeError, match="allow_weight_change"):
+        VLLMPolicy(model=server.model, base_url=server.url + "/v1", api_key="EMPTY", profile="token_chunk", allow_weight_change=1)
+
+
+def test_the_fleet_records_its_identity_and_warns_of_none():
+    with servers(2) as (a, b), sglang([a.url, b.url], a.model, allow_weight_change=True) as policy:
+        policy.startup_check()
+        load = policy.load()
+        assert load["identity"] == {"model": a.model, "tokenizer": a.model, "weight_version": "default"}
+        assert [r["weight_version"] for r in load["replicas"]] == ["default", "default"]
+        assert not load.get("warnings")

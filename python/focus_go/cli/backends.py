@@ -178,7 +178,8 @@ def open_backend(args: argparse.Namespace, profile: Optional[str] = "token_chunk
     urls = server_urls(args.sglang or args.vllm)
     url = urls[0] if len(urls) == 1 else ", ".join(urls)
     fleet = {"max_concurrency": getattr(args, "max_in_flight", None), "capacity": getattr(args, "capacity", None),
-             "routing": getattr(args, "routing", None) or "affinity"}
+             "routing": getattr(args, "routing", None) or "affinity",
+             "allow_weight_change": bool(getattr(args, "allow_weight_change", False))}
     try:
         fmt = PolicyFormat.resolve(model, tokenizer=tokenizer, profile=profile) if tokenizer else None
         if args.sglang:

@@ -132,6 +132,10 @@ def add_parser(commands: Any) -> None:
     b.add_argument("--routing", choices=("affinity", "round_robin"), default="affinity",
                    help="with several server URLs: keep each tree on the replica holding its prefix (affinity) "
                         "or send requests round-robin")
+    b.add_argument("--allow-weight-change", action="store_true",
+                   help="accept servers whose weight version changes during the run (a trainer updating them); "
+                        "each tree edge then records the version that generated it. Without it such a server is "
+                        "refused like one serving another model")
     b.add_argument("--sim-seed", type=int, default=0, help="simulator seed")
     b.add_argument("--sim-latency", type=_finite, default=0.0, metavar="SECONDS", help="simulator latency per generated token")
     s = p.add_argument_group("search and sampling")

@@ -42,7 +42,7 @@ RESUMABLE_FLAGS = ("--concurrency", "--capacity", "--max-in-flight", "--routing"
 recorded in run.json and must match)."""
 
 
-RECORDED_SINCE: Dict[str, Any] = {"visitation_weights": False, "stop_alike": False}
+RECORDED_SINCE: Dict[str, Any] = {"visitation_weights": False, "stop_alike": False, "allow_weight_change": False}
 """Settings an older run.json does not record, with the value its data was collected with
 (records were unweighted before ``--visitation-weights`` existed, and every tree spent its
 whole budget before ``--stop-alike``)."""

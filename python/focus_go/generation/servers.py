@@ -164,7 +164,9 @@ class _TokenServerPolicy(Policy[Any]):
         if format is None:
             format = PolicyFormat.resolve(model, profile=profile)
         super().__init__(format=format, model=model, served_model=served_model, default_params=default_params)
-        self._client = _GoClient({"backend": self._backend, "model": model, **config})
+        # An answer with an id outside the tokenizer's vocabulary counts against its server.
+        vocab = getattr(format.codec.tokenizer, "vocab_size", 0)
+        self._client = _GoClient({"backend": self._backend, "model": model, "vocab_size": vocab, **config})
         self.server_info: Dict[str, Any] = {}
 
     @property
@@ -225,8 +227,12 @@ class _TokenServerPolicy(Policy[Any]):
 
     def load(self) -> Dict[str, Any]:
         """The scheduling state: ``capacity``, ``in_flight``, ``queued``, ``reserved``,
-        ``peak_in_flight``, ``admitted``, ``routing`` and per server ``replicas``
-        (``name``, ``capacity``, ``in_flight``, ``served``, ``failed``, ``down``)."""
+        ``peak_in_flight``, ``admitted``, ``routing``, per server ``replicas`` (``name``,
+        ``model``, ``tokenizer``, ``weight_version``, ``capacity``, ``in_flight``,
+        ``served``, ``failed``, ``down``, and ``refused`` naming both models when it
+        served another), the fleet's ``identity`` (``model``, ``tokenizer``,
+        ``weight_version``), the ``weight_versions`` served, and ``warnings`` (a server
+        that does not say which model it serves, a server refused), each once."""
         return self._client.load()
 
     def close(self) -> None:
@@ -258,14 +264,18 @@ def _check_urls(base_url: Any) -> List[str]:
     raise ConfigTypeError(f"base_url must be a URL string or a non-empty list of URL strings, got {base_url!r}")
 
 
-def _fleet_config(base_url: Any, max_concurrency: Optional[int], capacity: Optional[int], routing: str) -> Dict[str, Any]:
+def _fleet_config(
+    base_url: Any, max_concurrency: Optional[int], capacity: Optional[int], routing: str, allow_weight_change: bool
+) -> Dict[str, Any]:
     urls = _check_urls(base_url)
+    if not isinstance(allow_weight_change, bool):
+        raise ConfigTypeError(f"allow_weight_change must be True or False, got {type(allow_weight_change).__name__} {allow_weight_change!r}")
     if capacity is not None and (isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 1):
         raise ConfigError(f"capacity must be a positive int (requests one server batches at once) or None, got {capacity!r}")
     if routing not in ROUTINGS:
         raise ConfigError(f"routing is {routing!r}; expected one of {', '.join(ROUTINGS)}")
     return {"base_url": urls[0], "base_urls": urls, "max_concurrency": _check_max_concurrency(max_concurrency),
-            "capacity": capacity or 0, "routing": routing}
+            "capacity": capacity or 0, "routing": routing, "allow_weight_change": allow_weight_change}
 
 
 def _check_max_concurrency(value: Optional[int]) -> int:
@@ -316,6 +326,10 @@ class SGLangPolicy(_TokenServerPolicy):
         capacity: The requests one server batches at once when it does not say; None for
             256.
         routing: ``"affinity"`` (prefix affinity, the default) or ``"round_robin"``.
+        allow_weight_change: Accept servers whose weight version changes during the run
+            (a trainer updating their weights). False (the default): a server whose
+            ``weight_version`` differs from the run's is refused like a server of another
+            model; True: each generated edge records the version that produced it.
 
     Raises:
         ConfigError: A URL list, limit or routing is invalid.
@@ -337,8 +351,9 @@ class SGLangPolicy(_TokenServerPolicy):
         max_concurrency: Optional[int] = None,
         capacity: Optional[int] = None,
         routing: str = "affinity",
+        allow_weight_change: bool = False,
     ) -> None:
-        fleet = _fleet_config(base_url, max_concurrency, capacity, routing)
+        fleet = _fleet_config(base_url, max_concurrency, capacity, routing, allow_weight_change)
         config = {
             **fleet,
             "api_key": api_key or "",
@@ -390,6 +405,10 @@ class VLLMPolicy(_TokenServerPolicy):
         capacity: The requests one server batches at once; None for 256, vLLM's default
             ``max_num_seqs`` (vLLM does not report its own).
         routing: ``"affinity"`` (prefix affinity, the default) or ``"round_robin"``.
+        allow_weight_change: Accept servers whose weight version changes during the run
+            (a trainer updating their weights). False (the default): a server whose
+            ``weight_version`` differs from the run's is refused like a server of another
+            model; True: each generated edge records the version that produced it.
 
     Raises:
         ConfigError: A URL list, limit or routing is invalid.
@@ -411,8 +430,9 @@ class VLLMPolicy(_TokenServerPolicy):
         max_concurrency: Optional[int] = None,
         capacity: Optional[int] = None,
         routing: str = "affinity",
+        allow_weight_change: bool = False,
     ) -> None:
-        fleet = _fleet_config(base_url, max_concurrency, capacity, routing)
+        fleet = _fleet_config(base_url, max_concurrency, capacity, routing, allow_weight_change)
         config = {
             **fleet,
             "api_key": api_key,
