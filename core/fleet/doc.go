@@ -7,7 +7,9 @@
 // spreading new trees over the least-loaded replicas and failing a request over to another
 // replica when its own cannot serve it. A replica's health comes from what it answers
 // (health.go): broken answers take it down for a growing cooldown, and a probe brings it
-// back. StartupCheck refuses replicas that serve different models.
+// back. Every replica must serve one model identity (identity.go): StartupCheck refuses
+// replicas that differ, and a replica that comes back, or answers from new weights, serving
+// another is refused.
 //
 // A Fleet is safe for concurrent use by any number of collections. Each replica has as
 // many slots as its server batches (its reported capacity); a caller's limit caps the

@@ -131,11 +131,12 @@ func (f *Fleet) compare(i int, id Identity, how string) *refusal {
 	}
 	r.ident = id
 	if id.Model == "" {
-		f.unknown(i)
-		return nil
+		f.unknown(i) // its weight version is still compared
 	}
 	if f.from < 0 {
-		f.ident, f.from = id, i
+		if id.Model != "" {
+			f.ident, f.from = id, i
+		}
 		f.version(id.WeightVersion)
 		return nil
 	}

@@ -104,6 +104,9 @@ class _SlimeHook:
                     profile=self.profile,
                     default_params=_sampling_from_args(args, self._evaluation),
                     max_concurrency=limit,
+                    # Slime updates the servers' weights between rollout steps, under this
+                    # one policy: each tree edge records the weight version that generated it.
+                    allow_weight_change=True,
                 )
                 self._policies[key] = policy
         return policy
