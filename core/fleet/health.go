@@ -15,18 +15,21 @@ import (
 // broken (a request past its deadline, a body that cannot be read, an empty completion,
 // a completion without a single logprob, an aborted request, or a malformed answer: a
 // "stop" with no tokens, or a token id outside the vocabulary) goes down after
-// DefaultUnhealthyAfter such answers in a row. Every broken answer fails its request over
-// to another replica; a malformed one is never returned (the last replica's becomes a
-// status.Backend error naming it and what it answered), while the last replica's abort
-// is returned as an abort (the collection's stop_on_abort sees it).
+// DefaultUnhealthyAfter such answers in a row. A replica that goes down gets no request
+// for the cooldown, doubled each time it goes down again (up to maxBackoff times), then one
+// probe request at a time until an answer is good; its trees move to the replicas that
+// are up.
+//
+// Every broken answer fails its request over to another replica. A malformed one is never
+// returned: the last replica's becomes a status.Backend error naming it and what it
+// answered. The last replica's abort is returned as an abort (a collection's
+// stop_on_abort sees it).
 //
 // A server that samples end-of-sequence as its first token still returns that token:
 // SGLang appends each sampled id to output_ids before its stop check (finish_reason
 // {"type": "stop", "matched": <the EOS id>}, completion_tokens 1), and vLLM keeps a stop
 // token in the completion's token_ids. So a "stop" with no tokens is not a model that
-// chose to say nothing; it is a malformed answer. A replica that goes down gets no request for the cooldown, doubled
-// each time it goes down again (up to maxBackoff times), then one probe request at a time
-// until an answer is good; its trees move to the replicas that are up.
+// chose to say nothing; it is a malformed answer.
 
 const (
 	// DefaultUnhealthyAfter is how many broken answers in a row take a replica down.

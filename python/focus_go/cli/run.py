@@ -110,11 +110,11 @@ def _too_long(args: argparse.Namespace, item: LoadedProblem, n: str, limit: int,
             "model info): no room to generate; shorten it or leave the problem out")
 
 
-def print_fleet_warnings(backend: Backend, said: Set[str], stderr: TextIO) -> Set[str]:
-    """Print the fleet's warnings not printed before (a server that does not say which
-    model it serves, a server refused for serving another); returns every one said."""
-    load = backend.policy.load() if hasattr(backend.policy, "load") else {}
-    for warning in load.get("warnings") or ():
+def print_fleet_warnings(load: Optional[Dict[str, Any]], said: Set[str], stderr: TextIO) -> Set[str]:
+    """Print the warnings of the fleet's ``load()`` not printed before (a server that does
+    not say which model it serves, a server refused for serving another); returns every
+    one said."""
+    for warning in (load or {}).get("warnings") or ():
         if warning not in said:
             print(f"focus-go collect: warning: {warning}", file=stderr)
             said = said | {warning}
@@ -474,7 +474,7 @@ def _run_locked(args: argparse.Namespace, problems: List[LoadedProblem], run: Se
         except FocusError as exc:
             print(f"focus-go collect: {backend.description} is not ready: {exc}", file=stderr)
             return EXIT_FAILED
-        warned = print_fleet_warnings(backend, set(), stderr)
+        warned = print_fleet_warnings(backend.policy.load() if hasattr(backend.policy, "load") else None, set(), stderr)
         if args.critic_url:
             try:
                 wait_until_ready(lambda: check_critic(args.critic_url, args.timeout), f"the critic at {args.critic_url}",
@@ -535,7 +535,7 @@ def _run_locked(args: argparse.Namespace, problems: List[LoadedProblem], run: Se
             output.close()
             try:
                 load = backend.policy.load() if hasattr(backend.policy, "load") else None
-                print_fleet_warnings(backend, warned, stderr)
+                print_fleet_warnings(load, warned, stderr)
                 write_atomic(out / "run.json", json.dumps({**head, "summary": totals.as_json(), "fleet": load}, indent=2) + "\n")
             except OSError as exc:
                 write_error = write_error or exc
