@@ -17,8 +17,9 @@ type Config struct {
 	// and the fault dice.
 	Seed int64 `json:"seed"`
 	// ModelDir is where the generated tokenizer.json, tokenizer_config.json and config.json
-	// are written. Empty: a fresh temporary directory that Close removes. A configured
-	// directory is left in place.
+	// are written. Empty: a temporary directory shared by the simulators of this process
+	// (replicas of one model serve one path), removed when the last of them closes. A
+	// configured directory is left in place.
 	ModelDir string `json:"model_dir"`
 	// TokenizerDir serves an existing byte-level BPE tokenizer (e.g. a Qwen3 checkpoint
 	// directory) instead of the generated one; ModelDir is then ignored and nothing is

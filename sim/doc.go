@@ -73,8 +73,8 @@
 // calls of its methods; SetFaults takes effect for requests that have not yet drawn their
 // fault. Latency, queueing and the prefix cache are per server (Config.Latency,
 // Config.Cache). Close ends in-flight sequences with finish reason abort, waits for every
-// handler and hijacked connection, frees the port and removes a temporary model directory;
-// a configured ModelDir is left in place. The tokenizer is generated once per process.
+// handler and hijacked connection, frees the port and, when it is the last simulator using
+// the temporary model directory, removes it; a configured ModelDir is left in place. The tokenizer is generated once per process.
 //
 // Cost: the server is meant to be a cheap instrument, so that a benchmark at zero latency
 // measures its client. Per server it keeps the script branches requests have explored (a
