@@ -39,6 +39,7 @@ from .settings import (
     _call_settings,
     _check_args,
     _check_rollout_mode,
+    _check_training,
     _router_url,
     _sampling_from_args,
     router_concurrency,
@@ -213,6 +214,7 @@ class _Generate(_SlimeHook):
         sample = _source_sample(sample)
         _check_args(args)
         _check_rollout_mode(args)
+        _check_training(args)
         # Under --partial-rollout an aborted tree left its partial tree on the sample.
         resume = _take_partial_tree(sample)
         settings = _call_settings(args, sampling_params, evaluation=False)
