@@ -115,3 +115,13 @@ def test_debug_rollout_data_logs_nothing_as_slime_does(server, slime_observabili
     args, trees = _trees(server, 1024)
     args.load_debug_rollout_data = True
     assert log_rollout(0, args, [s for t in trees for s in t], None, 1.0) is True and LOGGED == []
+
+
+def test_focus_metrics_also_reach_the_extra_metrics(server, slime_observability):
+    from focus.integrations.slime import log_rollout
+
+    args, trees = _trees(server, 1024)
+    extra = {}
+    assert log_rollout(0, args, [s for t in trees for s in t], extra, 1.0) is True
+    assert "passrate/pass@1" in extra and "rollout/focus/truncated_ratio" in extra
+    assert {k: v for k, v in LOGGED[0][0].items() if k in extra} == extra

@@ -182,7 +182,8 @@ def log_rollout(rollout_id: int, args: Any, samples: List[Any], rollout_extra_me
     tree was resumed or restarted). Slime's own ``rollout/prefix_cache_hit_rate`` is the
     trees' prefix reuse (each tree's first sample carries it as ``prefix_cache_info``).
 
-    Samples without tree counts, or Slime not importable: the metrics go into
+    focus's metrics are also added to ``rollout_extra_metrics`` when it is a dict. Samples
+    without tree counts, or Slime not importable: the metrics go into
     ``rollout_extra_metrics`` (or, if it is not a dict, through Slime's logger) and the
     hook returns False, so Slime's default logging runs. Name it with
     ``--custom-rollout-log-function-path focus.integrations.slime.log_rollout``."""
@@ -195,13 +196,11 @@ def log_rollout(rollout_id: int, args: Any, samples: List[Any], rollout_extra_me
     if module is not None:
         if not getattr(args, "load_debug_rollout_data", False):  # Slime logs nothing then
             _slime_log(args, rollout_id, _slime_rollout_log(args, samples, rollout_extra_metrics, rollout_time, metrics, module), "rollout/step")
-        return True
-    if metrics:
-        if isinstance(rollout_extra_metrics, dict):
-            rollout_extra_metrics.update(metrics)
-        else:
-            _slime_log(args, rollout_id, metrics, "rollout/step")
-    return False
+    if isinstance(rollout_extra_metrics, dict):
+        rollout_extra_metrics.update(metrics)
+    elif metrics and module is None:
+        _slime_log(args, rollout_id, metrics, "rollout/step")
+    return module is not None
 
 
 def _eval_group_size(args: Any, name: str) -> int:
