@@ -500,9 +500,20 @@ def make_generate(
     ``--rollout-sample-hook-path`` with partial or fully-async rollout (Slime's sample hooks
     rebuild the list without the tree's status and index), Slime's stock
     ``check_reward_nonzero_std`` dynamic sampling filters (use ``tree_has_signal``), a
-    ``--custom-rm-path`` that does not load, and sampling_params a tree cannot
+    ``--custom-rm-path`` that does not load, sampling_params a tree cannot
     honour (``min_new_tokens`` > 0, ``no_stop_trim`` false,
-    ``spaces_between_special_tokens`` true, ``custom_params``, unknown keys).
+    ``spaces_between_special_tokens`` true, ``custom_params``, unknown keys), and the
+    training settings that would train something other than the tree's advantages
+    (``--loss-type sft_loss``, the ``ppo`` and REINFORCE++ estimators, ``--kl-coef``,
+    ``--normalize-advantages``, ``--use-opd``, no reward post-process, ``--use-kl-loss``
+    or ``--entropy-coef`` next to a token-sum reducer without
+    ``--calculate-per-token-loss``; docs/slime.md, "Training settings").
+
+    Rewards have no range: any finite reward of the environment or of Slime's reward model
+    trains as given. A tree that meets a reward outside the collector's ``[reward_min,
+    reward_max]`` is collected again over the range widened to it (the hook remembers the
+    widest range seen, so this happens once per new end of the scale), and a reward that
+    is not finite is refused naming the reward model.
 
     Example:
         ```python

@@ -1,8 +1,8 @@
 """Slime's reward flags on trees: ``--custom-rm-path`` and ``--rm-type`` score each
 finished rollout of the tree.
 
-When either is set, the environment of every call is wrapped (``_with_reward_model``): the
-step that ends a rollout (``done``) gets the reward model's score of that rollout as its
+The environment of every call is wrapped (``_with_reward_model``); when either flag is set,
+the step that ends a rollout (``done``) gets the reward model's score of that rollout as its
 reward, in place of the environment's (kept in the step's ``info["env_reward"]``); the
 environment still decides when a rollout ends, and rewards on earlier steps stay. The
 search and the advantages then see the reward model's rewards.
