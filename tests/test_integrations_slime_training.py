@@ -162,3 +162,20 @@ def test_kl_loss_share_per_tree_equals_slimes_default():
     summed_alone = share(sum_policy_tokens([0] * len(lengths), lengths, masks, False), False)
     assert ours == pytest.approx(default, rel=1e-9)
     assert abs(summed_alone) < abs(default) / 20  # what the refusal above prevents
+
+
+# A user module exposing focus's reducer under its own name is recognised too.
+my_reducer = None
+
+
+def test_a_reexported_sum_reducer_is_recognised():
+    from focus.integrations.slime import sum_policy_tokens
+    from focus_go.errors import ConfigError
+    from focus_go.integrations.slime.settings import _check_training
+
+    global my_reducer
+    my_reducer = sum_policy_tokens
+    with pytest.raises(ConfigError, match="--entropy-coef 0.01"):
+        _check_training(make_args(entropy_coef=0.01, custom_pg_loss_reducer_function_path=f"{__name__}.my_reducer"))
+    _check_training(make_args(entropy_coef=0.01, calculate_per_token_loss=True,
+                              custom_pg_loss_reducer_function_path=f"{__name__}.my_reducer"))

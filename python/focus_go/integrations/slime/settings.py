@@ -309,19 +309,16 @@ def _check_loss_terms(args: Any) -> None:
             "with --calculate-per-token-loss (Slime then sums every term over tokens and divides the step by its "
             "token count)"
         )
-    if (path in _TOKEN_SUM_REDUCERS or reducer is _sum_policy_tokens()) and not getattr(args, "calculate_per_token_loss", False):
+    is_sum = getattr(reducer, "__qualname__", None) == "sum_policy_tokens" and getattr(reducer, "__module__", "").endswith(
+        "integrations.slime.loss"
+    )
+    if (path in _TOKEN_SUM_REDUCERS or is_sum) and not getattr(args, "calculate_per_token_loss", False):
         raise ConfigError(
             f"{named} with --custom-pg-loss-reducer-function-path {path}: Slime averages those terms per rollout while "
             "sum_policy_tokens sums the policy loss over tokens, so their weight next to it falls by each tree's "
             "trained tokens (about 1,000x); add --calculate-per-token-loss: Slime then sums them over tokens too, "
             "each token keeps the weights Slime's default gives it, and the step is divided by its token count"
         )
-
-
-def _sum_policy_tokens() -> Any:
-    from .loss import sum_policy_tokens
-
-    return sum_policy_tokens
 
 
 def _check_training(args: Any) -> None:
