@@ -226,3 +226,22 @@ def test_env_reward_on_another_scale_and_evaluation(server):
     finally:
         hook.close()
     assert out.reward in (-1.0, 1.0) and out.status == Sample.Status.COMPLETED
+
+
+GROWING = [1.0]
+
+
+async def rm_growing(args, sample):
+    GROWING[0] *= 2.0
+    return GROWING[0]
+
+
+def test_a_scale_that_keeps_growing_is_refused(server):
+    """An RM that sets a new extreme in every tree: the hook collects the tree again at
+    most MAX_RESCALES times, then refuses naming the RM and RewardConfig."""
+    from focus_go.errors import ConfigError
+    from focus_go.integrations.slime.rewards import MAX_RESCALES
+
+    GROWING[0] = 1.0
+    with pytest.raises(ConfigError, match=rf"--custom-rm-path {__name__}\.rm_growing returned .*after {MAX_RESCALES} .*RewardConfig"):
+        _tree_of(server, small_collector_for, True, custom_rm_path=f"{__name__}.rm_growing")

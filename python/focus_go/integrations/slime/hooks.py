@@ -17,7 +17,7 @@ from ...collector import Collector, _native_tokenizer
 from ...critic_rule import CriticRule, _fit_into
 from ...errors import CollectionError, ConfigError, ConfigTypeError, InternalError
 from .abort import _aborted, _slime_aborted, _unless_aborted
-from .rewards import MAX_RESCALES, RewardScaleGrew, _RewardScale, _RewardWatch, _with_reward_model
+from .rewards import MAX_RESCALES, RewardRefused, RewardScaleGrew, _RewardScale, _RewardWatch, _with_reward_model
 from .samples import (
     TreeSamples,
     _aborted_tree,
@@ -158,7 +158,7 @@ class _SlimeHook:
         try:
             return await collect()
         except RewardScaleGrew as grew:
-            raise ConfigError(
+            raise RewardRefused(
                 f"{grew}, after {MAX_RESCALES} collections over wider ranges; declare the reward model's scale with "
                 "RewardConfig(reward_min=..., reward_max=...) in collector_for"
             ) from None
@@ -254,7 +254,7 @@ class _Generate(_SlimeHook):
                 lambda: self._collect_once(args, sample, problem, settings, resume, False, partial_rollout, cancelled), problem
             )
         except ConfigError as exc:
-            if resume is None:
+            if resume is None or isinstance(exc, RewardRefused):
                 raise
             if getattr(exc, "state", None) is not None:
                 exc.state.close()

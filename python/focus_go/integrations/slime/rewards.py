@@ -209,10 +209,11 @@ class _RewardWatch:
             self.error = error
 
     def settle(self, scale: _RewardScale, problem_id: Any) -> None:
-        """After the collection: raise the recorded error, if any; widen ``scale`` to the
-        rewards outside the range and raise ``RewardScaleGrew`` if there were any."""
+        """After the collection: raise the recorded error, if any, as a RewardRefused;
+        widen ``scale`` to the rewards outside the range and raise ``RewardScaleGrew`` if
+        there were any."""
         if self.error is not None:
-            raise self.error
+            raise RewardRefused(str(self.error)) from self.error
         if self.outside:
             scale.widen([v for v, _ in self.outside])
             value, source = self.outside[0]
@@ -220,6 +221,12 @@ class _RewardWatch:
                 f"problem {problem_id!r}: {source} returned {value:g}, outside the reward range "
                 f"[{self.low:g}, {self.high:g}] the tree was collected over"
             )
+
+
+class RewardRefused(ConfigError):
+    """A reward that cannot train (not finite, or an answer of the reward model that is not
+    a number), or a reward scale that kept growing: the collection's error, not the
+    partial tree's."""
 
 
 class RewardScaleGrew(Exception):
