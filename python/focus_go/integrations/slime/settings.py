@@ -263,12 +263,6 @@ def _check_args(args: Any) -> None:
 # replaces their advantage; gspo and cispo change only the policy-loss form (a
 # sequence-level ratio, CISPO's clipped importance weight).
 _TREE_ESTIMATORS = ("grpo", "gspo", "cispo")
-# focus's reducers that sum the policy loss over tokens (paths of the package and its alias).
-_TOKEN_SUM_REDUCERS = frozenset(
-    f"{pkg}.integrations.slime.{name}"
-    for pkg in ("focus", "focus_go")
-    for name in ("sum_policy_tokens", "loss.sum_policy_tokens")
-)
 _UNSET: Any = object()
 
 
@@ -312,11 +306,11 @@ def _check_loss_terms(args: Any) -> None:
     is_sum = getattr(reducer, "__qualname__", None) == "sum_policy_tokens" and getattr(reducer, "__module__", "").endswith(
         "integrations.slime.loss"
     )
-    if (path in _TOKEN_SUM_REDUCERS or is_sum) and not getattr(args, "calculate_per_token_loss", False):
+    if is_sum and not getattr(args, "calculate_per_token_loss", False):
         raise ConfigError(
             f"{named} with --custom-pg-loss-reducer-function-path {path}: Slime averages those terms per rollout while "
             "sum_policy_tokens sums the policy loss over tokens, so their weight next to it falls by each tree's "
-            "trained tokens (about 1,000x); add --calculate-per-token-loss: Slime then sums them over tokens too, "
+            "trained tokens; add --calculate-per-token-loss: Slime then sums them over tokens too, "
             "each token keeps the weights Slime's default gives it, and the step is divided by its token count"
         )
 
