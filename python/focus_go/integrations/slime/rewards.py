@@ -249,7 +249,9 @@ class _ScoredByRewardModel:
     _focus_rm: Tuple[Any, Any, Callable[[List[int]], str], _RewardWatch, bool]
     _focus_path: List[Tuple[str, Any]]
 
-    async def step(self, action: Any) -> Step:  # type: ignore[override]
+    def step(self, action: Any) -> Any:  # type: ignore[override]
+        """The env's step, its reward watched; a coroutine when the env's step is async or
+        the reward model scores the step (a sync env stays sync otherwise)."""
         if isinstance(action, TokenChunk):
             self._focus_path.append(("tokens", list(action.tokens)))
         elif isinstance(action, ToolTurn):
@@ -258,13 +260,25 @@ class _ScoredByRewardModel:
             self._focus_path.append(("text", action))
         result = super().step(action)  # type: ignore[misc]
         if inspect.isawaitable(result):
-            result = await result
+            return self._focus_after_async(result)
+        return self._focus_after(result)
+
+    async def _focus_after_async(self, pending: Any) -> Step:
+        after = self._focus_after(await pending)
+        return await after if inspect.isawaitable(after) else after
+
+    def _focus_after(self, result: Step) -> Any:
         args, source, decode, watch, scored = self._focus_rm
         if not result.done or not scored:
             if not result.done and isinstance(result.observation, str):
                 self._focus_path.append(("text", result.observation))
             watch.check(float(result.reward), f"the environment {type(self).__bases__[1].__name__}")
             return result
+        return self._focus_scored(result)
+
+    async def _focus_scored(self, result: Step) -> Step:
+        """The step that ends a rollout, its reward the reward model's score."""
+        args, source, decode, watch, _ = self._focus_rm
         try:
             reward = await _score(args, _rollout_sample(source, self._focus_path, decode))
         except ConfigError as exc:
