@@ -179,3 +179,18 @@ def test_a_reexported_sum_reducer_is_recognised():
         _check_training(make_args(entropy_coef=0.01, custom_pg_loss_reducer_function_path=f"{__name__}.my_reducer"))
     _check_training(make_args(entropy_coef=0.01, calculate_per_token_loss=True,
                               custom_pg_loss_reducer_function_path=f"{__name__}.my_reducer"))
+
+
+def test_path_samples_need_preserve_advantages(server):
+    from focus.integrations.slime import make_generate
+    from focus_go.errors import ConfigError
+
+    hook = make_generate(small_collector_for, profile="token_chunk", layout="paths")
+    args = make_args(sglang_router_port=urlparse(server.url).port, hf_checkpoint=server.model,
+                     custom_reward_post_process_path=None, rewards_normalization=False)
+    p = server.problems()[0]
+    try:
+        with pytest.raises(ConfigError, match="layout=\"paths\".*preserve_advantages"):
+            asyncio.run(hook(args, Sample(group_index=0, index=0, prompt=p.prompt, label=p.label), {}))
+    finally:
+        hook.close()

@@ -215,6 +215,12 @@ class _Generate(_SlimeHook):
         _check_args(args)
         _check_rollout_mode(args)
         _check_training(args)
+        if self.layout == "paths" and getattr(args, "custom_reward_post_process_path", "") is None:
+            raise ConfigError(
+                "make_generate(layout=\"paths\") without --custom-reward-post-process-path: Slime would send each path "
+                "sample's last advantage as its reward and lose its per-token advantages; pass "
+                "--custom-reward-post-process-path focus.integrations.slime.preserve_advantages"
+            )
         # Under --partial-rollout an aborted tree left its partial tree on the sample.
         resume = _take_partial_tree(sample)
         settings = _call_settings(args, sampling_params, evaluation=False)
