@@ -320,18 +320,6 @@ def test_advantages_refuses_normalization_and_shapes_by_lengths():
         advantages(make_args(), {"rewards": [0.5, 1.0], "kl": [[0.0]]})
 
 
-def test_advantages_apply_the_reward_kl():
-    """--kl-coef as Slime's REINFORCE++-baseline applies it: advantage - kl_coef * kl per token."""
-    from focus.integrations.slime import advantages
-
-    data = {"rewards": [0.5, [1.0, 0.0]], "kl": [[0.2, -0.4], [1.0, 2.0]]}
-    advantages(make_args(kl_coef=0.5), data)
-    assert data["advantages"] == [[0.4, 0.7], [0.5, -1.0]]
-    data = {"rewards": [0.5], "kl": [[0.2, -0.4]]}
-    advantages(make_args(kl_coef=0.0), data)
-    assert data["advantages"] == [[0.5, 0.5]]
-
-
 def test_sum_policy_tokens_plain_lists():
     from focus.integrations.slime import sum_policy_tokens
 

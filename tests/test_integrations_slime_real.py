@@ -86,6 +86,11 @@ def test_loss_scale_against_slimes_default_reducer():
     assert result["sum_policy_tokens"]["ones_ratio"] == pytest.approx(tokens, rel=1e-3)
     assert result["normalized_policy_tokens"]["ones_ratio"] == pytest.approx(1.0, abs=1e-3)
     assert result["normalized_policy_tokens"]["grad_norm_ratio"] == pytest.approx(1.0, abs=0.05)
+    # The KL-loss and entropy shares of each tree's loss with sum_policy_tokens and
+    # --calculate-per-token-loss equal Slime's default (within 1%: here to rounding); with
+    # sum_policy_tokens alone the KL share falls by the tree's trained tokens.
+    assert result["kl_share"]["max_rel_diff"] < 1e-4
+    assert result["kl_share"]["default_over_alone_min"] > 10
 
 
 def test_pass_rates_match_slimes_compute_pass_rate():

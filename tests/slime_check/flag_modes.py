@@ -1,6 +1,7 @@
 """The ``make slime-check`` modes of the flags a Slime user sets on top of launch.sh's
-(issue #37): a rollout sample filter, dynamic sampling, reward models, the reward KL, the
-rollout metrics, and the multi-turn guide's tool environment. Each is checked against
+(issue #37): a rollout sample filter, dynamic sampling, reward models (on any scale), the
+refused training settings, the KL-loss weight next to focus's reducer, the rollout metrics,
+and the multi-turn guide's tool environment. Each is checked against
 Slime's own rollout, conversion and advantage code, through modes.py's harness (one
 process per mode, run by run.py)."""
 
@@ -99,7 +100,8 @@ def mode_dynamic_sampling_n2(res: Result) -> None:
     _dynamic_sampling(res, 2)
 
 
-def _reward_model(res: Result, flags: List[str], calls: Callable[[], int], expect_successes: Optional[str]) -> None:
+def _reward_model(res: Result, flags: List[str], calls: Callable[[], int], expect_successes: Optional[str],
+                  scale: Optional[tuple] = None) -> None:
     """A Slime reward flag scores each finished rollout of the trees: Slime's rollout runs
     (its own list-branch call of the RM, with the tree's samples, does not fail), the RM
     is called once per rollout that finished done, and the trees' outcomes are its
@@ -126,6 +128,13 @@ def _reward_model(res: Result, flags: List[str], calls: Callable[[], int], expec
                    "a done rollout did not get the RM's reward 1")
     elif expect_successes == "none":
         res.expect(all(f["successes"] == 0 for f in trees.values()), "a rollout succeeded although the RM gave 0")
+    if scale is not None:  # an RM outside [0, 1]: every finished rollout kept, none a failure
+        budget = int(os.environ["FOCUS_BUDGET"])
+        res.expect(all(f["finished_rollouts"] == budget for f in trees.values()),
+                   f"a tree finished fewer rollouts than its budget {budget}: {res.numbers['tree_outcomes']}")
+        low = min(float(s.reward) for s in data)
+        res.numbers["lowest_advantage"] = low
+        res.expect(scale[0] >= 0 or low < 0, "no sample has a negative advantage although the RM gave negative rewards")
     train(manager, data, res)
 
 
@@ -162,39 +171,144 @@ def mode_rm_type(res: Result) -> None:
     _reward_model(res, ["--rm-type", "math"], lambda: len(graded), None)
 
 
-def mode_kl_coef(res: Result) -> None:
-    """--kl-coef 0.1 with --use-rollout-logprobs: Slime's compute_advantages_and_returns
-    computes each token's KL to the reference policy (reference log-probs here the
-    rollout's, shifted per token) and focus's advantages hook must apply it as Slime's
-    REINFORCE++-baseline applies the reward KL: advantage = reward - kl_coef * kl."""
+def mode_custom_rm_plus_minus_one(res: Result) -> None:
+    """--custom-rm-path slime_check_hooks.rm_plus_minus_one (rewards -1 and +1, outside the
+    collector's [0, 1]): every finished rollout trains, the -1 answers included."""
+    import slime_check_hooks
+
+    _reward_model(res, ["--custom-rm-path", "slime_check_hooks.rm_plus_minus_one"],
+                  lambda: len(slime_check_hooks.CALLS["rm_plus_minus_one"]), None, scale=(-1.0, 1.0))
+
+
+def mode_rm_type_dapo(res: Result) -> None:
+    """--rm-type dapo --reward-key score: Slime's own DAPO rule RM (score 1 or -1) scores
+    each rollout that finished done, and every finished rollout trains."""
+    from slime.rollout import rm_hub
+
+    scored: List[int] = []
+    real = rm_hub.compute_score_dapo
+
+    def counting(*a: Any, **k: Any) -> Any:
+        scored.append(1)
+        return real(*a, **k)
+
+    rm_hub.compute_score_dapo = counting
+    _reward_model(res, ["--rm-type", "dapo", "--reward-key", "score"], lambda: len(scored), None, scale=(-1.0, 1.0))
+
+
+# The Slime settings that would train something other than the tree's advantages: each
+# must stop the rollout at the hook's first call, naming the flag (docs/slime.md,
+# "Training settings").
+_REFUSED_SETTINGS = [
+    (["--loss-type", "sft_loss"], "--loss-type sft_loss"),
+    (["--advantage-estimator", "ppo"], "--advantage-estimator ppo"),
+    (["--kl-coef", "0.1"], "--kl-coef 0.1"),
+    (["--use-kl-loss", "--kl-loss-coef", "0.1"], "--calculate-per-token-loss"),
+    (["--entropy-coef", "0.01"], "--calculate-per-token-loss"),
+]
+
+
+def mode_training_refusals(res: Result) -> None:
+    """Each of _REFUSED_SETTINGS on top of launch.sh's flags, through Slime's own argument
+    parser and rollout: refused before any request, naming the flag. A setting Slime's
+    parser itself rejects in this harness is noted, not counted."""
+    ref = WORK / "ref-checkpoint"  # Slime checks that --ref-load exists with a KL
+    ref.mkdir(parents=True, exist_ok=True)
+    refused = []
+    for flags, names in _REFUSED_SETTINGS:
+        argv = set_flag(base_argv(batch=1), "--ref-load", str(ref))
+        i = 0
+        while i < len(flags):
+            if i + 1 < len(flags) and not flags[i + 1].startswith("--"):
+                argv, i = set_flag(argv, flags[i], flags[i + 1]), i + 2
+            else:
+                argv, i = set_flag(argv, flags[i]), i + 1
+        try:
+            args = parse(argv)
+        except (SystemExit, Exception) as exc:  # noqa: BLE001 - Slime's own validation
+            res.notes.append(f"{' '.join(flags)}: Slime's parser rejected it: {type(exc).__name__}: {exc}")
+            continue
+        sub = Result(res.mode)
+        expect_refused(sub, args, names, f"the rollout ran with {' '.join(flags)}")
+        res.failures.extend(f"{' '.join(flags)}: {f}" for f in sub.failures)
+        refused.append(" ".join(flags))
+    res.numbers["refused"] = refused
+
+
+def _loss_terms(args: Any, rd: Dict[str, Any], logits_of: Any) -> Dict[str, float]:
+    """Slime's loss_function over every micro-batch of rd: its reported pg_loss, kl_loss
+    and entropy_loss, summed over the micro-batches."""
+    from slime.backends.megatron_utils.data import get_batch, get_data_iterator
+    from slime.backends.megatron_utils.loss import loss_function
+
+    keys = ["tokens", "multimodal_train_inputs", "packed_seq_params", "total_lengths", "response_lengths", "loss_masks",
+            "log_probs", "ref_log_probs", "values", "advantages", "returns", "rollout_log_probs", "teacher_log_probs",
+            "rollout_mask_sums"]
+    out = {"pg_loss": 0.0, "kl_loss": 0.0, "entropy_loss": 0.0}
+    iterator = get_data_iterator(rd)[0]
+    for mbs, gbs in zip(rd["num_microbatches"], rd["global_batch_sizes"]):
+        for _ in range(mbs):
+            batch = get_batch(iterator, keys, args.data_pad_size_multiplier, args.allgather_cp)
+            _loss, _normalizer, log = loss_function(args, batch, mbs, gbs, logits_of(batch["tokens"]))
+            for name in out:
+                out[name] += float(log["values"][1 + log["keys"].index(name)])
+    return out
+
+
+def mode_kl_loss_share(res: Result) -> None:
+    """--use-kl-loss --kl-loss-coef 0.1 --entropy-coef 0.01 on one tree (one rollout id),
+    through Slime's own loss_function on a random-logits model: the KL term's and the
+    entropy term's shares of the loss with focus's sum_policy_tokens and
+    --calculate-per-token-loss must equal their shares under Slime's default reducer
+    (a per-rollout mean) to 1%; with sum_policy_tokens alone (what the hook refuses) the
+    KL share falls by the tree's trained tokens."""
     import torch
 
-    from slime.backends.megatron_utils.loss import compute_advantages_and_returns
+    from modes import _prefix_model
 
-    ref = WORK / "ref-checkpoint"  # Slime checks that --ref-load exists when kl_coef is set
+    ref = WORK / "ref-checkpoint"
     ref.mkdir(parents=True, exist_ok=True)
-    argv = set_flag(set_flag(base_argv(batch=2), "--kl-coef", "0.1"), "--use-rollout-logprobs")
-    argv = set_flag(argv, "--ref-load", str(ref))
+    argv = set_flag(base_argv(batch=1), "--use-kl-loss")
+    for flag, value in (("--kl-loss-coef", "0.1"), ("--entropy-coef", "0.01"), ("--ref-load", str(ref))):
+        argv = set_flag(argv, flag, value)
+    argv = set_flag(set_flag(argv, "--use-rollout-logprobs"), "--calculate-per-token-loss")
     args = parse(argv)
     cluster = Cluster(args)  # held to the end: its simulated server closes when the Cluster is collected
     manager = rollout_manager(args)
     data = collect(manager, 0, res)
     init_parallel_state()
     init_ray()
+    from slime.backends.megatron_utils.loss import compute_advantages_and_returns
+
     rd = rollout_data_of(manager, data)
     gen = torch.Generator().manual_seed(7)
     rd["ref_log_probs"] = [lp + 0.2 * torch.randn(lp.shape, generator=gen) for lp in rd["rollout_log_probs"]]
-    rewards = [float(r) for r in rd["rewards"]]
     compute_advantages_and_returns(args, rd)
-    worst, kl_max = 0.0, 0.0
-    for adv, kl, reward in zip(rd["advantages"], rd["kl"], rewards):
-        expected = reward - 0.1 * kl
-        worst = max(worst, float((adv - expected).abs().max()))
-        kl_max = max(kl_max, float(kl.abs().max()))
-    res.numbers["kl_abs_max"] = round(kl_max, 6)
-    res.numbers["advantage_vs_reward_minus_kl_max_abs_diff"] = worst
-    res.expect(kl_max > 0, "Slime computed no KL (the check measured nothing)")
-    res.expect(worst < 1e-6, f"advantages differ from reward - kl_coef * kl by up to {worst}")
+    ids = sorted({int(t) for seq in rd["tokens"] for t in seq.tolist()})
+    index = torch.full((max(ids) + 1,), -1, dtype=torch.long)
+    index[torch.tensor(ids)] = torch.arange(len(ids))
+    rd["tokens"] = [index[t] for t in rd["tokens"]]
+    _weight, logits_of = _prefix_model(len(ids))
+
+    def shares(reducer: Optional[str], per_token: bool) -> Dict[str, float]:
+        saved = (args.custom_pg_loss_reducer_function_path, args.calculate_per_token_loss)
+        args.custom_pg_loss_reducer_function_path, args.calculate_per_token_loss = reducer, per_token
+        try:
+            t = _loss_terms(args, rd, logits_of)
+        finally:
+            args.custom_pg_loss_reducer_function_path, args.calculate_per_token_loss = saved
+        kl, ent = args.kl_loss_coef * t["kl_loss"], args.entropy_coef * t["entropy_loss"]
+        total = abs(t["pg_loss"]) + abs(kl) + abs(ent)
+        return {"kl_share": abs(kl) / total, "entropy_share": abs(ent) / total, **t}
+
+    reducer = "focus.integrations.slime.sum_policy_tokens"
+    default, ours, alone = shares(None, False), shares(reducer, True), shares(reducer, False)
+    res.numbers |= {"slime_default": default, "sum_per_token": ours, "sum_alone": alone}
+    res.expect(default["kl_share"] > 0, "the KL term is zero (the check measured nothing)")
+    for name in ("kl_share", "entropy_share"):
+        res.expect(abs(ours[name] - default[name]) <= 0.01 * default[name],
+                   f"{name}: {ours[name]} with sum_policy_tokens and --calculate-per-token-loss, {default[name]} by default")
+    res.expect(alone["kl_share"] < default["kl_share"] / 10, "sum_policy_tokens alone kept the KL share (the refusal is moot)")
     res.numbers["generate_requests"] = cluster.generate_requests()
 
 
@@ -206,8 +320,12 @@ def mode_metrics(res: Result) -> None:
     those plus the generated ones, from the trees' stats), and log_rollout adds
     rollout/focus/truncated_ratio and rollout/focus/response_len/* per finished rollout,
     each path within the cap."""
+    from slime.observability import logging_utils
     from slime.observability.rollout_metrics import compute_metrics_from_samples
 
+    logged: List[Dict[str, Any]] = []
+    real_log = logging_utils.log
+    logging_utils.log = lambda a, metrics, step_key=None: (logged.append(dict(metrics)), real_log(a, metrics, step_key=step_key))[1]
     cap = 80
     argv = set_flag(base_argv(batch=2), "--rollout-max-response-len", str(cap))
     os.environ["FOCUS_SEGMENT_TOKENS"] = "32"
@@ -228,6 +346,19 @@ def mode_metrics(res: Result) -> None:
     res.expect(ratio is not None and 0 < ratio <= 1, f"rollout/focus/truncated_ratio is {ratio} with paths capped at {cap} tokens")
     longest = ours.get("rollout/focus/response_len/max")
     res.expect(longest is not None and 0 < longest <= cap, f"rollout/focus/response_len/max is {longest}, the cap is {cap}")
+    # What Slime logged for the rollout: its own truncation ratio and response lengths are
+    # the per-path ones, its per-sample ones kept as rollout/focus/segment_*.
+    rollout_rows = [m for m in logged if "rollout/truncated_ratio" in m]
+    if res.expect(len(rollout_rows) == 1, f"Slime logged {len(rollout_rows)} rollout rows"):
+        row = rollout_rows[0]
+        res.numbers["logged_truncated_ratio"] = row["rollout/truncated_ratio"]
+        res.numbers["logged_response_len_mean"] = row.get("rollout/response_len/mean")
+        res.expect(row["rollout/truncated_ratio"] == ratio, f"Slime logged truncated_ratio {row['rollout/truncated_ratio']}, per path {ratio}")
+        res.expect(row.get("rollout/response_len/mean") == ours.get("rollout/focus/response_len/mean"),
+                   "Slime's logged response_len/mean is not the per-path mean")
+        res.expect(row.get("rollout/focus/segment_truncated_ratio") == slime_metrics["truncated_ratio"],
+                   "the per-sample truncation ratio was not kept as rollout/focus/segment_truncated_ratio")
+    logging_utils.log = real_log
     # Each tree's generated tokens are its trained tokens (spans layout: each segment's
     # tokens trained once), so the reuse Slime sees can be checked from the samples.
     trained = sum(sum(s.loss_mask) for s in data)
@@ -342,7 +473,10 @@ FLAG_MODES: Dict[str, Callable[[Result], None]] = {
     "custom-rm": mode_custom_rm,
     "custom-rm-batched": mode_custom_rm_batched,
     "rm-type": mode_rm_type,
-    "kl-coef": mode_kl_coef,
+    "custom-rm-plus-minus-one": mode_custom_rm_plus_minus_one,
+    "rm-type-dapo": mode_rm_type_dapo,
+    "training-refusals": mode_training_refusals,
+    "kl-loss-share": mode_kl_loss_share,
     "metrics": mode_metrics,
     "tool-env": mode_tool_env,
     "partial-rollout-resume": mode_partial_rollout_resume,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List
 
-CALLS: Dict[str, List[Any]] = {"filter": [], "rm": [], "batched_rm": []}
+CALLS: Dict[str, List[Any]] = {"filter": [], "rm": [], "batched_rm": [], "rm_plus_minus_one": []}
 
 
 def remove_first_group(args: Any, data: List[List[Any]]) -> None:
@@ -31,6 +31,13 @@ async def batched_rm(args: Any, samples: List[Any]) -> List[float]:
     every finished rollout."""
     CALLS["batched_rm"].append(len(samples))
     return [0.0 for _ in samples]
+
+
+async def rm_plus_minus_one(args: Any, sample: Any) -> float:
+    """--custom-rm-path on a +-1 scale (as Slime's dapo RM scores): +1 for a response of
+    odd length, -1 otherwise, so both ends of the scale occur."""
+    CALLS["rm_plus_minus_one"].append(sample.response)
+    return 1.0 if len(sample.response) % 2 else -1.0
 
 
 def _tool_collector_for(policy: Any, problem: Any) -> Any:

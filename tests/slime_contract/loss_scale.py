@@ -72,6 +72,44 @@ def trees(n_prompts: int = 4):
             hook.close()
 
 
+def kl_shares(cp_utils, samples, masks, lengths, totals, per_rollout) -> dict:
+    """The KL-loss and entropy terms' shares of each tree's loss, composed as Slime's
+    policy_loss_function composes them (pg_reducer(pg) - entropy_coef * reducer(entropy) +
+    kl_loss_coef * reducer(kl), the reducer Slime's get_sum_of_sample_mean), under Slime's
+    default reducer and under sum_policy_tokens with --calculate-per-token-loss (Slime's
+    reducer then a token sum), on the same random tensors; and with sum_policy_tokens
+    alone (what the hooks refuse). Returns the largest relative difference of the shares
+    from Slime's default over the trees, and the smallest ratio with the reducer alone."""
+    import torch
+
+    from focus.integrations.slime import sum_policy_tokens
+
+    gen = torch.Generator().manual_seed(1)
+    worst, alone_ratio = 0.0, float("inf")
+    for rid in per_rollout:
+        idx = [i for i, s in enumerate(samples) if s.rollout_id == rid]
+        t_masks, t_lengths, t_totals = [masks[i] for i in idx], [lengths[i] for i in idx], [totals[i] for i in idx]
+        denoms = torch.full((len(idx),), float(per_rollout[rid]))
+        n = sum(t_lengths)
+        pg = torch.randn(n, generator=gen) - 0.3
+        kl = torch.randn(n, generator=gen).abs() * 0.4
+        ent = 1.0 + 0.2 * torch.randn(n, generator=gen).abs()
+
+        def share(pg_reducer, per_token):
+            reducer = cp_utils.get_sum_of_sample_mean(t_totals, t_lengths, t_masks, denoms, per_token)
+            pg_reducer = pg_reducer or reducer
+            terms = [float(pg_reducer(pg)), 0.1 * float(reducer(kl)), 0.01 * float(reducer(ent))]
+            total = sum(abs(t) for t in terms)
+            return terms[1] / total, terms[2] / total
+
+        default = share(None, False)
+        ours = share(sum_policy_tokens(t_totals, t_lengths, t_masks, True), True)
+        alone = share(sum_policy_tokens(t_totals, t_lengths, t_masks, False), False)
+        worst = max(worst, *(abs(o - d) / d for o, d in zip(ours, default)))
+        alone_ratio = min(alone_ratio, default[0] / alone[0])
+    return {"max_rel_diff": worst, "default_over_alone_min": alone_ratio}
+
+
 def main() -> dict:
     import torch
 
@@ -100,6 +138,7 @@ def main() -> dict:
         (grad,) = torch.autograd.grad(loss, x)
         ones = float(reducer(torch.ones(sum(lengths))))
         result[name] = {"loss": float(loss.detach()), "grad_norm": float(grad.norm()), "loss_of_ones": ones}
+    result["kl_share"] = kl_shares(cp_utils, samples, masks, lengths, totals, per_rollout)
     base = result["slime_default"]
     for name in ("sum_policy_tokens", "normalized_policy_tokens"):
         result[name]["grad_norm_ratio"] = result[name]["grad_norm"] / base["grad_norm"]

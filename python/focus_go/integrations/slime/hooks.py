@@ -17,7 +17,7 @@ from ...collector import Collector, _native_tokenizer
 from ...critic_rule import CriticRule, _fit_into
 from ...errors import CollectionError, ConfigError, ConfigTypeError, InternalError
 from .abort import _aborted, _slime_aborted, _unless_aborted
-from .rewards import _with_reward_model
+from .rewards import MAX_RESCALES, RewardRefused, RewardScaleGrew, _RewardScale, _RewardWatch, _with_reward_model
 from .samples import (
     TreeSamples,
     _aborted_tree,
@@ -39,6 +39,7 @@ from .settings import (
     _call_settings,
     _check_args,
     _check_rollout_mode,
+    _check_training,
     _router_url,
     _sampling_from_args,
     router_concurrency,
@@ -83,6 +84,7 @@ class _SlimeHook:
         self.workspace_for = workspace_for
         self._policies: Dict[Tuple[str, str, Optional[int]], Any] = {}
         self._lock = threading.Lock()
+        self.reward_scale = _RewardScale()
 
     def policy(self, args: Any) -> Any:
         """The Go-native SGLangPolicy for Slime's router, with ``args.hf_checkpoint``'s
@@ -133,6 +135,36 @@ class _SlimeHook:
         if not isinstance(collector, Collector):
             raise ConfigTypeError(f"collector_for returned {type(collector).__name__}, expected a focus Collector")
         return collector
+
+    def watched(self, base: Collector, args: Any, sample: Any, tokenizer: Any, settings: "_CallSettings") -> Tuple[Any, _RewardWatch]:
+        """Set ``base``'s reward range to the hook's (``_RewardScale``: the declared range
+        widened to the rewards seen) and return the env wrapper of the call (Slime's
+        reward model, every reward watched) with the call's ``_RewardWatch``."""
+        base.reward = self.reward_scale.reward_config(base.reward)
+        watch = _RewardWatch(base.reward)
+        return _reward_model_env(args, sample, tokenizer, settings, watch), watch
+
+    async def rescaling(self, collect: Callable[[], Any], problem: Problem) -> Any:
+        """``await collect()``, again while it raises ``RewardScaleGrew`` (a reward
+        outside the range the tree ran with: the range is wider next time), at most
+        ``MAX_RESCALES`` times more."""
+        for _ in range(MAX_RESCALES):
+            try:
+                return await collect()
+            except RewardScaleGrew as grew:
+                logger.warning(
+                    "focus %s: %s; collecting it again over the widened range (declare the reward scale with "
+                    "RewardConfig(reward_min=..., reward_max=...) in collector_for to save this)",
+                    type(self).__name__.lstrip("_").lower(),
+                    grew,
+                )
+        try:
+            return await collect()
+        except RewardScaleGrew as grew:
+            raise RewardRefused(
+                f"{grew}, after {MAX_RESCALES} collections over wider ranges; declare the reward model's scale with "
+                "RewardConfig(reward_min=..., reward_max=...) in collector_for"
+            ) from None
 
     def close(self) -> None:
         """Close the router policies this hook opened."""
@@ -185,6 +217,13 @@ class _Generate(_SlimeHook):
         sample = _source_sample(sample)
         _check_args(args)
         _check_rollout_mode(args)
+        _check_training(args)
+        if self.layout == "paths" and getattr(args, "custom_reward_post_process_path", "") is None:
+            raise ConfigError(
+                "make_generate(layout=\"paths\") without --custom-reward-post-process-path: Slime would send each path "
+                "sample's last advantage as its reward and lose its per-token advantages; pass "
+                "--custom-reward-post-process-path focus.integrations.slime.preserve_advantages"
+            )
         # Under --partial-rollout an aborted tree left its partial tree on the sample.
         resume = _take_partial_tree(sample)
         settings = _call_settings(args, sampling_params, evaluation=False)
@@ -220,9 +259,11 @@ class _Generate(_SlimeHook):
         root context, an env that does not replay it) is collected again from scratch,
         with a warning and ``metadata["focus"]["resume_restarted"]``."""
         try:
-            return await self._collect_once(args, sample, problem, settings, resume, False, partial_rollout, cancelled)
+            return await self.rescaling(
+                lambda: self._collect_once(args, sample, problem, settings, resume, False, partial_rollout, cancelled), problem
+            )
         except ConfigError as exc:
-            if resume is None:
+            if resume is None or isinstance(exc, RewardRefused):
                 raise
             if getattr(exc, "state", None) is not None:
                 exc.state.close()
@@ -232,20 +273,19 @@ class _Generate(_SlimeHook):
                 problem.id,
                 exc,
             )
-        return await self._collect_once(args, sample, problem, settings, None, True, partial_rollout, cancelled)
+        return await self.rescaling(
+            lambda: self._collect_once(args, sample, problem, settings, None, True, partial_rollout, cancelled), problem
+        )
 
     async def _collect_once(
         self, args: Any, sample: Any, problem: Problem, settings: "_CallSettings", resume: Optional[str],
         restarted: bool, partial_rollout: bool, cancelled: List[Any],
     ) -> TreeSamples:
         policy = self.policy(args)
+        base = self.collector(policy, problem, args)
+        wrap_env, watch = self.watched(base, args, sample, self.tokenizer(policy), settings)
         # An abort finish (Slime's /abort_request) ends the whole tree in Go at once.
-        collector = _call_collector(
-            self.collector(policy, problem, args),
-            settings,
-            stop_on_abort=True,
-            wrap_env=_reward_model_env(args, sample, self.tokenizer(policy), settings),
-        )
+        collector = _call_collector(base, settings, stop_on_abort=True, wrap_env=wrap_env)
         group = getattr(sample, "group_index", None)
         stats: Dict[str, Any] = {}
         on_state: Callable[[Any], None] = lambda state: stats.update(state.stats)
@@ -282,6 +322,10 @@ class _Generate(_SlimeHook):
                     if state is not None:
                         state.close()
                 return _aborted_tree(sample, partial)
+            if watch.error is not None or watch.outside:  # the rewards failed the rollouts
+                if state is not None:
+                    state.close()
+                watch.settle(self.reward_scale, problem.id)
             raise
         if aborted:
             # Slime's abort was seen in Python: the tree so far came back through the sink.
@@ -289,6 +333,7 @@ class _Generate(_SlimeHook):
             return _aborted_tree(sample, partial)
         if _aborted(collected.failures):
             return _aborted_tree(sample)
+        watch.settle(self.reward_scale, problem.id)
         if self.critic_rule is not None:
             self.critic_rule.observe(fits)
         kept, critic, dropped = collected.actor, collected.critic, collected.dropped
@@ -327,15 +372,21 @@ async def _evaluate_sample(hook: _SlimeHook, args: Any, sample: Any, sampling_pa
     """One unbranched rollout of the hook's collector's agent as one Slime sample whose
     reward is the outcome (the path's summed rewards); ABORTED if Slime aborted it. The
     body of ``make_evaluate``'s hook and of ``make_generate``'s evaluation calls. The
-    sample is the rollout's path record, as Go exported it (``rollout_record``)."""
-    from .._outcomes import rollout_record, unbranched_rollout
-
+    sample is the rollout's path record, as Go exported it (``rollout_record``). A reward
+    outside the collector's range is collected again over the widened range, as for
+    ``make_generate``."""
     _check_args(args)
     settings = _call_settings(args, sampling_params, evaluation=True)
     problem = _problem_from(args, sample)
+    return await hook.rescaling(lambda: _evaluate_once(hook, args, sample, settings, problem), problem)
+
+
+async def _evaluate_once(hook: _SlimeHook, args: Any, sample: Any, settings: "_CallSettings", problem: Problem) -> Any:
+    from .._outcomes import rollout_record, unbranched_rollout
+
     policy = hook.policy(args)
     base = hook.collector(policy, problem, args)
-    wrap_env = _reward_model_env(args, sample, hook.tokenizer(policy), settings)
+    wrap_env, watch = hook.watched(base, args, sample, hook.tokenizer(policy), settings)
     try:
         state = await unbranched_rollout(
             base,
@@ -344,13 +395,15 @@ async def _evaluate_sample(hook: _SlimeHook, args: Any, sample: Any, sampling_pa
             build=lambda b, **parts: _call_collector(b, settings, wrap_env=wrap_env, **parts),
         )
     except CollectionError as exc:
+        if getattr(exc, "state", None) is not None:
+            exc.state.close()
         if _aborted(getattr(exc, "failures", ()) or ()):
-            if getattr(exc, "state", None) is not None:
-                exc.state.close()
             sample.status = type(sample).Status.ABORTED
             return sample
+        watch.settle(hook.reward_scale, problem.id)
         raise
     try:
+        watch.settle(hook.reward_scale, problem.id)
         rollout, record, _ = rollout_record(
             state, base, tokenizer=hook.tokenizer(policy), skip_special_tokens=settings.skip_special_tokens, caller="make_evaluate"
         )
@@ -369,11 +422,12 @@ async def _evaluate_sample(hook: _SlimeHook, args: Any, sample: Any, sampling_pa
     )
 
 
-def _reward_model_env(args: Any, sample: Any, tokenizer: Any, settings: "_CallSettings") -> Any:
-    """The env wrapper that scores each finished rollout with Slime's --custom-rm-path or
-    --rm-type (None when neither is set); token turns decoded as the samples' text is."""
+def _reward_model_env(args: Any, sample: Any, tokenizer: Any, settings: "_CallSettings", watch: _RewardWatch) -> Any:
+    """The env wrapper that watches every reward and scores each finished rollout with
+    Slime's --custom-rm-path or --rm-type when one is set; token turns decoded as the
+    samples' text is."""
     skip = settings.skip_special_tokens
-    return _with_reward_model(args, sample, lambda ids: tokenizer.decode(list(ids), skip_special_tokens=skip))
+    return _with_reward_model(args, sample, lambda ids: tokenizer.decode(list(ids), skip_special_tokens=skip), watch)
 
 
 class _Evaluate(_SlimeHook):
@@ -455,9 +509,20 @@ def make_generate(
     ``--rollout-sample-hook-path`` with partial or fully-async rollout (Slime's sample hooks
     rebuild the list without the tree's status and index), Slime's stock
     ``check_reward_nonzero_std`` dynamic sampling filters (use ``tree_has_signal``), a
-    ``--custom-rm-path`` that does not load, and sampling_params a tree cannot
+    ``--custom-rm-path`` that does not load, sampling_params a tree cannot
     honour (``min_new_tokens`` > 0, ``no_stop_trim`` false,
-    ``spaces_between_special_tokens`` true, ``custom_params``, unknown keys).
+    ``spaces_between_special_tokens`` true, ``custom_params``, unknown keys), and the
+    training settings that would train something other than the tree's advantages
+    (``--loss-type sft_loss``, the ``ppo`` and REINFORCE++ estimators, ``--kl-coef``,
+    ``--normalize-advantages``, ``--use-opd``, no reward post-process, ``--use-kl-loss``
+    or ``--entropy-coef`` next to a token-sum reducer without
+    ``--calculate-per-token-loss``; docs/slime.md, "Training settings").
+
+    Rewards have no range: any finite reward of the environment or of Slime's reward model
+    trains as given. A tree that meets a reward outside the collector's ``[reward_min,
+    reward_max]`` is collected again over the range widened to it (the hook remembers the
+    widest range seen, so this happens once per new end of the scale), and a reward that
+    is not finite is refused naming the reward model.
 
     Example:
         ```python

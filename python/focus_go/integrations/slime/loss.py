@@ -12,6 +12,7 @@ from typing import Any, Callable, Dict, List, Mapping, Tuple
 
 from ...errors import ConfigError
 from .samples import TOKEN_ADVANTAGES_KEY, _token_advantages
+from .settings import _check_training
 
 
 def _reward_value(args: Any, sample: Any, i: int) -> float:
@@ -42,7 +43,12 @@ def preserve_advantages(args: Any, samples: List[Any]) -> Tuple[List[float], ...
     For a path sample (``make_generate(..., layout="paths")``) the second list holds its
     per-token response advantages instead of a float: of the sample's fields, Slime sends
     only ``rewards`` per sample to the train actor's ``rollout_data`` (``train_metadata``
-    stops in the rollout manager's train data), and ``advantages`` reads them there."""
+    stops in the rollout manager's train data), and ``advantages`` reads them there.
+
+    Refuses (ConfigError naming the flag) the Slime settings that would train something
+    other than these advantages, as the generate hook does (docs/slime.md, "Training
+    settings")."""
+    _check_training(args)
     raw = [_reward_value(args, s, i) for i, s in enumerate(samples)]
     rewards: List[Any] = []
     for r, s in zip(raw, samples):
@@ -63,8 +69,10 @@ def advantages(args: Any, rollout_data: Dict[str, Any]) -> None:
     one per sample, shaped like ``rollout_data["kl"][i]`` (Slime's per-sample response
     tensors on this rank, CP-local when context parallel > 1) or, without ``kl``, of
     ``response_lengths[i]`` entries. Tensors when Slime passes tensors (torch is imported
-    only then), plain lists otherwise. Refuses ``--normalize-advantages``, which would
-    whiten the advantages. Name it with
+    only then), plain lists otherwise. Refuses, naming the flag, the Slime settings that
+    would train something other than these advantages (``--normalize-advantages``, which
+    would whiten them, ``--kl-coef``, the ``ppo`` estimator, ...; docs/slime.md, "Training
+    settings"). Name it with
     ``--custom-advantage-function-path focus.integrations.slime.advantages``.
 
     Path samples (``layout="paths"``): a sample whose reward entry is a list (put there by
@@ -73,17 +81,9 @@ def advantages(args: Any, rollout_data: Dict[str, Any]) -> None:
     advantages instead of a broadcast; they need context parallel size 1, like
     ``sum_policy_tokens``. Its ``rollout_data["rewards"]`` entry is then replaced by the
     mean advantage of its trained tokens, so Slime's train-side logging sees one float per
-    sample.
-
-    ``--kl-coef`` (Slime's reward KL) is applied as Slime's REINFORCE++-baseline applies it:
-    each token's advantage less ``kl_coef`` times its KL to the reference policy
-    (``rollout_data["kl"]``, which Slime computes from the reference log-probs when
-    ``kl_coef`` is not 0). ``--use-kl-loss`` is Slime's own loss term and is unaffected."""
-    if getattr(args, "normalize_advantages", False):
-        raise ConfigError(
-            "--normalize-advantages whitens advantages after this hook and would change FOCUS's "
-            "advantages; run without it"
-        )
+    sample. ``--use-kl-loss`` and ``--entropy-coef`` are Slime's own loss terms, unaffected
+    (next to ``sum_policy_tokens`` they need ``--calculate-per-token-loss``)."""
+    _check_training(args)
     rewards = list(rollout_data["rewards"])
     shapes = rollout_data.get("kl")
     if shapes is None:
@@ -118,21 +118,9 @@ def advantages(args: Any, rollout_data: Dict[str, Any]) -> None:
             n = like if isinstance(like, int) else len(like)
             advs.append([value] * n)
             rets.append([0.0] * n)
-    kl_coef = float(getattr(args, "kl_coef", 0.0) or 0.0)
-    if kl_coef and rollout_data.get("kl") is not None:
-        # Slime's reward KL (--kl-coef) as its REINFORCE++-baseline applies it: each token's
-        # advantage less kl_coef times that token's KL to the reference policy.
-        advs = [_minus_kl(a, k, kl_coef) for a, k in zip(advs, rollout_data["kl"])]
     rollout_data["advantages"] = advs
     rollout_data["returns"] = rets
     rollout_data["rewards"] = rewards
-
-
-def _minus_kl(adv: Any, kl: Any, kl_coef: float) -> Any:
-    if _is_tensor(adv):
-        return adv - kl_coef * kl.to(dtype=adv.dtype)
-    values = kl.tolist() if _is_tensor(kl) else list(kl)
-    return [a - kl_coef * float(k) for a, k in zip(adv, values)]
 
 
 def _per_token_advantages(i: int, per_token: Any, like: Any, mask: Any) -> Tuple[Any, Any, float]:

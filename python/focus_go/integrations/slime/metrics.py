@@ -117,39 +117,90 @@ def _slime_log(args: Any, rollout_id: int, metrics: Dict[str, Any], step_key: st
     logging_utils.log(args, metrics, step_key=step_key)
 
 
-def log_rollout(rollout_id: int, args: Any, samples: List[Any], rollout_extra_metrics: Any, rollout_time: float) -> bool:
-    """Rollout log hook: add pass@k over each tree's finished rollouts to Slime's rollout
-    metrics, as ``passrate/pass@k`` (k = 1, 2, 4, ... up to the largest tree; a tree's
-    rollout passes when it finishes with the top reward, e.g. a correct MathEnv answer).
-    A tree's rollouts share prefixes, so this is the pass rate of the searched tree's
-    attempts, not of independent samples.
+def _slime_rollout_metrics() -> Any:
+    """Slime's rollout-metrics module (inside Slime), or None where Slime is not importable."""
+    import importlib
 
-    Slime's own ``--log-passrate`` cannot see trees (it reshapes one reward per sample into
-    prompts x n_samples_per_prompt); the tree counts travel in each sample's
-    ``metadata["focus"]`` (``finished_rollouts``, ``successes``). It also reports
-    ``rollout/focus/trained_tokens_per_tree``, the mean loss-mask tokens per tree (Slime's
-    per-rollout denominator; see ``normalized_policy_tokens``), and the trees' truncation
-    and per-rollout response lengths (``rollout/focus/truncated_ratio``,
-    ``rollout/focus/response_len/*``), and what resumed partial trees saved
-    (``rollout/focus/tokens_resumed``, ``rollout/focus/rollouts_resumed``,
-    ``rollout/focus/resume_restarted``; only when a tree was resumed or restarted). Slime's own ``rollout/prefix_cache_hit_rate`` is
-    the trees' prefix reuse (each tree's first sample carries it as
-    ``prefix_cache_info``). The metrics go into
-    ``rollout_extra_metrics``, which Slime logs with its default rollout metrics (or, if
-    Slime passed none, through Slime's logger), and the hook returns False so that
-    default logging still runs. Name it with
+    try:
+        return importlib.import_module("slime.observability.rollout_metrics")
+    except ImportError:
+        return None
+
+
+# Slime's rollout metrics that count samples where a tree has finished paths: replaced by
+# the per-path values (``_tree_metrics``' ``rollout/focus/...`` keys), the per-sample ones
+# kept as ``rollout/focus/segment_...``.
+_PER_PATH = ("truncated_ratio", "response_len/mean", "response_len/median", "response_len/max", "response_len/min")
+
+
+def _slime_rollout_log(args: Any, samples: List[Any], extra: Any, rollout_time: float, ours: Dict[str, Any], module: Any) -> Dict[str, Any]:
+    """What Slime's ``log_rollout_data`` logs for the rollout (the extra metrics, then its
+    ``rollout/`` and ``perf/`` metrics of the samples), with focus's metrics added and
+    Slime's per-sample truncation ratio and response lengths replaced by the per-path ones
+    (the per-sample values kept as ``rollout/focus/segment_...``)."""
+    log: Dict[str, Any] = {**(extra or {}), **ours}
+    log |= {f"rollout/{k}": v for k, v in module.compute_metrics_from_samples(args, samples).items()}
+    log |= {f"perf/{k}": v for k, v in module.compute_perf_metrics_from_samples(args, samples, rollout_time).items()}
+    for key in _PER_PATH:
+        if f"rollout/focus/{key}" in ours:
+            if f"rollout/{key}" in log:
+                log[f"rollout/focus/segment_{key}"] = log[f"rollout/{key}"]
+            log[f"rollout/{key}"] = ours[f"rollout/focus/{key}"]
+    return log
+
+
+def log_rollout(rollout_id: int, args: Any, samples: List[Any], rollout_extra_metrics: Any, rollout_time: float) -> bool:
+    """Rollout log hook: Slime's rollout metrics with a tree's finished paths where Slime
+    counts samples, and pass@k over each tree's finished rollouts.
+
+    A tree's samples are its segments (or paths), all COMPLETED, so Slime's own
+    ``rollout/truncated_ratio`` and ``rollout/response_len/*`` would count segments: a
+    ratio of 0.0 when every path was cut at the length limit, a segment's length where a
+    response is a path. Slime's ``log_rollout_data`` lets its own values win over the ones
+    a log hook adds, so, for a rollout of FOCUS trees inside Slime, this hook logs the
+    rollout itself, as ``log_rollout_data`` would (the extra metrics, Slime's ``rollout/``
+    and ``perf/`` metrics of the samples, at Slime's ``rollout/step``; nothing under
+    ``--load-debug-rollout-data``), with ``rollout/truncated_ratio`` the share of the
+    finished paths cut at the length limit and ``rollout/response_len/{mean,median,max,min}``
+    over each finished path's generated tokens (Slime's ``effective_response_length`` of a
+    path: its loss-mask tokens), and returns True so that Slime does not log it again.
+    Slime's per-sample values stay as ``rollout/focus/segment_truncated_ratio`` and
+    ``rollout/focus/segment_response_len/*``.
+
+    Added to those: ``passrate/pass@k`` (k = 1, 2, 4, ... up to the largest tree; a tree's
+    rollout passes when it succeeds: it ends at the top of the reward range, e.g. a correct
+    MathEnv answer). A tree's rollouts share prefixes, so this is the pass rate of the
+    searched tree's attempts, not of independent samples. Slime's own ``--log-passrate``
+    cannot see trees (it reshapes one reward per sample into prompts x
+    n_samples_per_prompt); the tree counts travel in each sample's ``metadata["focus"]``
+    (``finished_rollouts``, ``successes``). Also ``rollout/focus/trained_tokens_per_tree``,
+    the mean loss-mask tokens per tree (Slime's per-rollout denominator; see
+    ``normalized_policy_tokens``), ``rollout/focus/truncated_ratio`` and
+    ``rollout/focus/response_len/*`` (the per-path values under focus's own names), and
+    what resumed partial trees saved (``rollout/focus/tokens_resumed``,
+    ``rollout/focus/rollouts_resumed``, ``rollout/focus/resume_restarted``; only when a
+    tree was resumed or restarted). Slime's own ``rollout/prefix_cache_hit_rate`` is the
+    trees' prefix reuse (each tree's first sample carries it as ``prefix_cache_info``).
+
+    focus's metrics are also added to ``rollout_extra_metrics`` when it is a dict. Samples
+    without tree counts, or Slime not importable: the metrics go into
+    ``rollout_extra_metrics`` (or, if it is not a dict, through Slime's logger) and the
+    hook returns False, so Slime's default logging runs. Name it with
     ``--custom-rollout-log-function-path focus.integrations.slime.log_rollout``."""
     metrics: Dict[str, Any] = {f"passrate/{k}": v for k, v in pass_rates(_tree_outcomes(samples)).items()}
     trained = _trained_tokens_per_tree(samples)
     if trained:
         metrics["rollout/focus/trained_tokens_per_tree"] = sum(trained) / len(trained)
     metrics |= _tree_metrics(samples)
-    if metrics:
-        if isinstance(rollout_extra_metrics, dict):
-            rollout_extra_metrics.update(metrics)
-        else:
-            _slime_log(args, rollout_id, metrics, "rollout/step")
-    return False
+    module = _slime_rollout_metrics() if "rollout/focus/truncated_ratio" in metrics else None
+    if module is not None:
+        if not getattr(args, "load_debug_rollout_data", False):  # Slime logs nothing then
+            _slime_log(args, rollout_id, _slime_rollout_log(args, samples, rollout_extra_metrics, rollout_time, metrics, module), "rollout/step")
+    if isinstance(rollout_extra_metrics, dict):
+        rollout_extra_metrics.update(metrics)
+    elif metrics and module is None:
+        _slime_log(args, rollout_id, metrics, "rollout/step")
+    return module is not None
 
 
 def _eval_group_size(args: Any, name: str) -> int:

@@ -259,6 +259,120 @@ def _check_args(args: Any) -> None:
         )
 
 
+# The Slime estimators whose advantages are the tree's: --custom-advantage-function-path
+# replaces their advantage; gspo and cispo change only the policy-loss form (a
+# sequence-level ratio, CISPO's clipped importance weight).
+_TREE_ESTIMATORS = ("grpo", "gspo", "cispo")
+_UNSET: Any = object()
+
+
+def _load_reducer(path: str) -> Any:
+    import importlib
+
+    module, _, name = path.rpartition(".")
+    try:
+        return getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError, ValueError):
+        return None
+
+
+def _check_loss_terms(args: Any) -> None:
+    """Slime's --use-kl-loss and --entropy-coef terms next to focus's token-sum reducer:
+    Slime reduces them with its own reducer, a mean per rollout unless
+    --calculate-per-token-loss makes it a token sum, so next to a policy loss summed over
+    tokens they must be token sums too, or their weight falls by each tree's trained
+    tokens."""
+    path = getattr(args, "custom_pg_loss_reducer_function_path", None)
+    if not path:
+        return
+    terms = []
+    if getattr(args, "use_kl_loss", False) and float(getattr(args, "kl_loss_coef", 0.0) or 0.0) != 0.0:
+        terms.append(f"--use-kl-loss (--kl-loss-coef {args.kl_loss_coef})")
+    entropy = float(getattr(args, "entropy_coef", 0.0) or 0.0)
+    if entropy != 0.0:
+        terms.append(f"--entropy-coef {getattr(args, 'entropy_coef')}")
+    if not terms:
+        return
+    reducer = _load_reducer(path)
+    named = " and ".join(terms)
+    if hasattr(reducer, "tokens_per_rollout"):
+        raise ConfigError(
+            f"{named} with --custom-pg-loss-reducer-function-path {path} (normalized_policy_tokens): Slime averages "
+            "those terms per rollout while the reducer sums the policy loss over tokens, so their weight falls by "
+            "each tree's trained tokens over tokens_per_rollout; use focus.integrations.slime.sum_policy_tokens "
+            "with --calculate-per-token-loss (Slime then sums every term over tokens and divides the step by its "
+            "token count)"
+        )
+    is_sum = getattr(reducer, "__qualname__", None) == "sum_policy_tokens" and getattr(reducer, "__module__", "").endswith(
+        "integrations.slime.loss"
+    )
+    if is_sum and not getattr(args, "calculate_per_token_loss", False):
+        raise ConfigError(
+            f"{named} with --custom-pg-loss-reducer-function-path {path}: Slime averages those terms per rollout while "
+            "sum_policy_tokens sums the policy loss over tokens, so their weight next to it falls by each tree's "
+            "trained tokens; add --calculate-per-token-loss: Slime then sums them over tokens too, "
+            "each token keeps the weights Slime's default gives it, and the step is divided by its token count"
+        )
+
+
+def _check_training(args: Any) -> None:
+    """Refuse, naming the flag, every Slime training setting that would train something
+    other than the tree's advantages (the table in docs/slime.md, "Training settings").
+    Called by the generate hook before it builds anything, and by the train-side hooks."""
+    loss_type = getattr(args, "loss_type", "policy_loss") or "policy_loss"
+    if loss_type == "sft_loss":
+        raise ConfigError(
+            "--loss-type sft_loss trains the log-likelihood of every segment and ignores its advantage; FOCUS "
+            "trees train with --loss-type policy_loss (the default)"
+        )
+    estimator = getattr(args, "advantage_estimator", "grpo") or "grpo"
+    if estimator == "ppo":
+        raise ConfigError(
+            "--advantage-estimator ppo trains Slime's critic on the advantages hook's returns, which are all zero "
+            "(FOCUS's critic targets go to make_generate's critic_sink); use --advantage-estimator grpo"
+        )
+    if estimator not in _TREE_ESTIMATORS:
+        raise ConfigError(
+            f"--advantage-estimator {estimator}: Slime requires --normalize-advantages with it, which whitens the "
+            f"tree's advantages; use one of {', '.join(_TREE_ESTIMATORS)}"
+        )
+    kl_coef = float(getattr(args, "kl_coef", 0.0) or 0.0)
+    if kl_coef != 0.0:
+        raise ConfigError(
+            f"--kl-coef {getattr(args, 'kl_coef')} with --advantage-estimator {estimator}: Slime's {estimator} does not "
+            "fold the reward KL into the advantages (only its REINFORCE++ estimators do, and they need "
+            "--normalize-advantages), so FOCUS would change advantages Slime would not; drop --kl-coef, or use "
+            "--use-kl-loss --kl-loss-coef for a KL term in the loss"
+        )
+    if getattr(args, "normalize_advantages", False):
+        raise ConfigError(
+            "--normalize-advantages whitens advantages after the advantages hook and would change FOCUS's "
+            "advantages; run without it"
+        )
+    if getattr(args, "compute_advantages_and_returns", True) is False:
+        raise ConfigError(
+            "--disable-compute-advantages-and-returns skips the advantages hook, so the tree's advantages never "
+            "reach the loss; run without it"
+        )
+    if getattr(args, "use_opd", False):
+        raise ConfigError(
+            "--use-opd adds the teacher's KL to every token's advantage after the advantages hook, so the loss no "
+            "longer trains the tree's advantages; run without on-policy distillation"
+        )
+    post = getattr(args, "custom_reward_post_process_path", _UNSET)
+    if (
+        post is None
+        and getattr(args, "rewards_normalization", True)
+        and not getattr(args, "custom_convert_samples_to_train_data_path", None)
+    ):
+        raise ConfigError(
+            "--custom-reward-post-process-path is not set: Slime's default reward post-processing centres (and, "
+            f"for {estimator}, scales) each group's rewards, which for FOCUS samples are the tree's advantages; pass "
+            "--custom-reward-post-process-path focus.integrations.slime.preserve_advantages"
+        )
+    _check_loss_terms(args)
+
+
 # Slime's stock dynamic sampling filters: they read one reward per group element, which
 # for a tree is its success rate (tree_has_signal reads the tree's outcomes instead).
 _ZERO_STD_FILTERS = frozenset(
