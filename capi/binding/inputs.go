@@ -2,6 +2,7 @@ package binding
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"reflect"
 
@@ -238,8 +239,8 @@ func CriticRule(req CriticRuleRequest) (CriticRuleAnswer, error) {
 	}
 	state := req.State
 	if req.Batch != nil {
-		for _, f := range *req.Batch {
-			if err := (prepare.CriticRecord{Fit: f}).Validate(); err != nil {
+		for i, f := range *req.Batch {
+			if err := f.Validate(fmt.Sprintf("batch[%d]", i)); err != nil {
 				return CriticRuleAnswer{}, err
 			}
 		}
