@@ -5,7 +5,6 @@ import (
 	"reflect"
 	"time"
 
-	"github.com/focus-go/focus-go/core/prepare"
 	"github.com/focus-go/focus-go/core/status"
 	"github.com/focus-go/focus-go/core/strictjson"
 )
@@ -14,13 +13,11 @@ import (
 type UnknownKeyError = strictjson.UnknownKeyError
 
 // decoder reads the inputs: a type with its own decoder through the form keyTypes gives
-// it, a Duration as seconds, the diagnostics as a map of numbers, content the caller owns
-// (opaqueTypes) as any well-formed JSON.
+// it, a Duration as seconds, content the caller owns (opaqueTypes) as any well-formed JSON.
 var decoder = strictjson.NewDecoder(strictjson.Options{
 	Forms: func() map[reflect.Type]reflect.Type {
 		forms := maps.Clone(keyTypes)
 		forms[reflect.TypeFor[time.Duration]()] = reflect.TypeFor[float64]()
-		forms[reflect.TypeFor[prepare.Diagnostics]()] = reflect.TypeFor[map[string]float64]()
 		return forms
 	}(),
 	Opaque: func() map[reflect.Type]bool {
