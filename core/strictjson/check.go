@@ -1,6 +1,7 @@
 package strictjson
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -11,35 +12,27 @@ import (
 // maxDepth is the deepest nesting a document may have (encoding/json's own limit).
 const maxDepth = 10000
 
-// path is where a value sits, rendered only when an error names it: a chain of object
-// keys and list indices from the document's top (a nil *path).
-type path struct {
-	parent *path
-	key    []byte // an object member's key (as written, between the quotes)
-	index  int    // a list item's index, when key is nil
+// segment is one step of a value's path: an object member's key (as written, between
+// the quotes) or, when key is nil, a list item's index.
+type segment struct {
+	key   []byte
+	index int
 }
 
-func (p *path) String() string {
-	if p == nil {
-		return ""
-	}
-	var parts []*path
-	for q := p; q != nil; q = q.parent {
-		parts = append(parts, q)
-	}
-	var b strings.Builder
-	for i := len(parts) - 1; i >= 0; i-- {
-		q := parts[i]
-		if q.key == nil {
-			fmt.Fprintf(&b, "[%d]", q.index)
+// path renders the path of the value being checked: "nodes[3].reward", "" at the top.
+func (c *checker) path() string {
+	var b []byte
+	for _, s := range c.stack {
+		if s.key == nil {
+			b = append(strconv.AppendInt(append(b, '['), int64(s.index), 10), ']')
 			continue
 		}
-		if b.Len() > 0 {
-			b.WriteByte('.')
+		if len(b) > 0 {
+			b = append(b, '.')
 		}
-		b.WriteString(decodeKey(q.key))
+		b = append(b, decodeKey(s.key)...)
 	}
-	return b.String()
+	return string(b)
 }
 
 // checker walks one document against a shape.
@@ -48,30 +41,33 @@ type checker struct {
 	data  []byte
 	pos   int
 	depth int
+	// stack is the path from the top to the value being checked, rendered only when an
+	// error names it.
+	stack []segment
 	// nullable is true while the value being checked may also be null (a pointer).
 	nullable bool
 }
 
 // check checks data, the whole document named input, against s.
 func check(input string, data []byte, s *shape) error {
-	c := &checker{input: input, data: data}
-	if err := c.value(s, nil); err != nil {
+	c := &checker{input: input, data: data, stack: make([]segment, 0, 16)}
+	if err := c.value(s); err != nil {
 		return err
 	}
 	c.space()
 	if c.pos < len(c.data) {
-		return c.syntax(nil, "more data follows the JSON value, starting with %s", c.found())
+		return c.syntax("more data follows the JSON value, starting with %s", c.found())
 	}
 	return nil
 }
 
-func (c *checker) syntax(p *path, format string, args ...any) error {
-	return &ValueError{Input: c.input, Path: p.String(), Offset: c.pos, Syntax: true, Problem: fmt.Sprintf(format, args...)}
+func (c *checker) syntax(format string, args ...any) error {
+	return &ValueError{Input: c.input, Path: c.path(), Offset: c.pos, Syntax: true, Problem: fmt.Sprintf(format, args...)}
 }
 
 // mismatch is a well-formed value that its field does not take.
-func (c *checker) mismatch(p *path, s *shape, problem string) error {
-	return &ValueError{Input: c.input, Path: p.String(), Offset: c.pos, Problem: problem, Allowed: c.want(s)}
+func (c *checker) mismatch(s *shape, problem string) error {
+	return &ValueError{Input: c.input, Path: c.path(), Offset: c.pos, Problem: problem, Allowed: c.want(s)}
 }
 
 // want says what the value being checked may be.
@@ -83,11 +79,11 @@ func (c *checker) want(s *shape) string {
 }
 
 // end is the error for a document that stops inside p.
-func (c *checker) end(p *path) error {
-	if p == nil && len(strings.TrimSpace(string(c.data))) == 0 {
-		return c.syntax(nil, "the input is empty")
+func (c *checker) end() error {
+	if len(c.stack) == 0 && len(strings.TrimSpace(string(c.data))) == 0 {
+		return c.syntax("the input is empty")
 	}
-	return c.syntax(p, "the input ends before the value is complete (is it cut off?)")
+	return c.syntax("the input ends before the value is complete (is it cut off?)")
 }
 
 // found describes the byte at c.pos for a syntax error.
@@ -118,10 +114,10 @@ func (c *checker) literal(word string) bool {
 }
 
 // value checks the value at c.pos, which p names.
-func (c *checker) value(s *shape, p *path) error {
+func (c *checker) value(s *shape) error {
 	c.space()
 	if c.pos >= len(c.data) {
-		return c.end(p)
+		return c.end()
 	}
 	b := c.data[c.pos]
 	c.nullable = s.kind == pointerKind
@@ -134,23 +130,23 @@ func (c *checker) value(s *shape, p *path) error {
 	switch {
 	case b == '{':
 		if s.kind != structKind && s.kind != mapKind && s.kind != anyKind {
-			return c.mismatch(p, s, "is an object")
+			return c.mismatch(s, "is an object")
 		}
-		return c.object(s, p)
+		return c.object(s)
 	case b == '[':
 		if s.kind != listKind && s.kind != anyKind {
-			return c.mismatch(p, s, "is a list")
+			return c.mismatch(s, "is a list")
 		}
-		return c.list(s, p)
+		return c.list(s)
 	case b == '"':
 		start := c.pos
-		if err := c.str(p); err != nil {
+		if err := c.str(); err != nil {
 			return err
 		}
 		if s.kind != stringKind && s.kind != anyKind {
 			text := c.data[start:c.pos]
 			c.pos = start
-			return c.mismatch(p, s, "is the string "+shorten(text))
+			return c.mismatch(s, "is the string "+shorten(text))
 		}
 		return nil
 	case b == 't' || b == 'f':
@@ -159,36 +155,36 @@ func (c *checker) value(s *shape, p *path) error {
 			word = "false"
 		}
 		if !c.literal(word) {
-			return c.syntax(p, "invalid value starting with %s", c.found())
+			return c.syntax("invalid value starting with %s", c.found())
 		}
 		if s.kind != boolKind && s.kind != anyKind {
 			c.pos -= len(word)
-			return c.mismatch(p, s, "is "+word)
+			return c.mismatch(s, "is "+word)
 		}
 		return nil
 	case b == 'n' && c.literal("null"):
 		switch s.kind {
 		case floatKind, intKind, uintKind, stringKind, boolKind:
 			c.pos -= 4
-			return c.mismatch(p, s, "is null")
+			return c.mismatch(s, "is null")
 		}
 		return nil
 	case b == '-' || b >= '0' && b <= '9':
 		if b == '-' && c.pos+1 < len(c.data) && isLetter(c.data[c.pos+1]) {
-			return c.nonFinite(s, p)
+			return c.nonFinite(s)
 		}
-		return c.number(s, p)
+		return c.number(s)
 	case isLetter(b) || b == '+':
-		return c.nonFinite(s, p)
+		return c.nonFinite(s)
 	}
-	return c.syntax(p, "expected a value, found %s", c.found())
+	return c.syntax("expected a value, found %s", c.found())
 }
 
 func isLetter(b byte) bool { return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' }
 
 // nonFinite names NaN, Infinity and -Infinity (Python's json module writes them; JSON
 // has no such values); any other bare word is a syntax error.
-func (c *checker) nonFinite(s *shape, p *path) error {
+func (c *checker) nonFinite(s *shape) error {
 	start := c.pos
 	end := start + 1
 	for end < len(c.data) && (isLetter(c.data[end]) || c.data[end] == '+' || c.data[end] == '-') {
@@ -201,13 +197,13 @@ func (c *checker) nonFinite(s *shape, p *path) error {
 		if s.kind == anyKind {
 			want = "a finite number"
 		}
-		return &ValueError{Input: c.input, Path: p.String(), Offset: start, Problem: "is " + word, Allowed: want}
+		return &ValueError{Input: c.input, Path: c.path(), Offset: start, Problem: "is " + word, Allowed: want}
 	}
-	return c.syntax(p, "expected a value, found %s", shorten([]byte(word)))
+	return c.syntax("expected a value, found %s", shorten([]byte(word)))
 }
 
 // number checks a number token against s: a float in range, an integer in its type's.
-func (c *checker) number(s *shape, p *path) error {
+func (c *checker) number(s *shape) error {
 	start := c.pos
 	if c.data[c.pos] == '-' {
 		c.pos++
@@ -219,9 +215,9 @@ func (c *checker) number(s *shape, p *path) error {
 	case c.pos < len(c.data) && c.data[c.pos] >= '1' && c.data[c.pos] <= '9':
 		c.skipDigits()
 	case c.pos >= len(c.data):
-		return c.end(p)
+		return c.end()
 	default:
-		return c.syntax(p, "expected a digit after '-', found %s", c.found())
+		return c.syntax("expected a digit after '-', found %s", c.found())
 	}
 	intDigits := c.pos - digits
 	fraction, exponent := false, false
@@ -229,7 +225,7 @@ func (c *checker) number(s *shape, p *path) error {
 		fraction = true
 		c.pos++
 		if !c.skipDigits() {
-			return c.digitExpected(p, "'.'")
+			return c.digitExpected("'.'")
 		}
 	}
 	if c.pos < len(c.data) && (c.data[c.pos] == 'e' || c.data[c.pos] == 'E') {
@@ -239,12 +235,12 @@ func (c *checker) number(s *shape, p *path) error {
 			c.pos++
 		}
 		if !c.skipDigits() {
-			return c.digitExpected(p, "an exponent")
+			return c.digitExpected("an exponent")
 		}
 	}
 	token := c.data[start:c.pos]
 	bad := func(problem string) error {
-		return &ValueError{Input: c.input, Path: p.String(), Offset: start, Problem: problem, Allowed: c.want(s)}
+		return &ValueError{Input: c.input, Path: c.path(), Offset: start, Problem: problem, Allowed: c.want(s)}
 	}
 	switch s.kind {
 	case intKind, uintKind:
@@ -278,7 +274,7 @@ func (c *checker) number(s *shape, p *path) error {
 			if s.kind == floatKind {
 				want = c.want(s)
 			}
-			return &ValueError{Input: c.input, Path: p.String(), Offset: start,
+			return &ValueError{Input: c.input, Path: c.path(), Offset: start,
 				Problem: fmt.Sprintf("is %s, beyond the range of a %d-bit float", shorten(token), bits), Allowed: want}
 		}
 	default:
@@ -304,15 +300,15 @@ func (c *checker) skipDigits() bool {
 	return c.pos > start
 }
 
-func (c *checker) digitExpected(p *path, after string) error {
+func (c *checker) digitExpected(after string) error {
 	if c.pos >= len(c.data) {
-		return c.end(p)
+		return c.end()
 	}
-	return c.syntax(p, "expected a digit after %s, found %s", after, c.found())
+	return c.syntax("expected a digit after %s, found %s", after, c.found())
 }
 
 // str checks the string at c.pos (its opening quote) and moves past it.
-func (c *checker) str(p *path) error {
+func (c *checker) str() error {
 	c.pos++
 	for c.pos < len(c.data) {
 		switch b := c.data[c.pos]; {
@@ -322,7 +318,7 @@ func (c *checker) str(p *path) error {
 		case b == '\\':
 			c.pos++
 			if c.pos >= len(c.data) {
-				return c.end(p)
+				return c.end()
 			}
 			switch c.data[c.pos] {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
@@ -331,24 +327,24 @@ func (c *checker) str(p *path) error {
 				for i := 1; i <= 4; i++ {
 					if c.pos+i >= len(c.data) {
 						c.pos = len(c.data)
-						return c.end(p)
+						return c.end()
 					}
 					if !isHex(c.data[c.pos+i]) {
 						c.pos += i
-						return c.syntax(p, `a \u escape needs four hex digits, found %s`, c.found())
+						return c.syntax(`a \u escape needs four hex digits, found %s`, c.found())
 					}
 				}
 				c.pos += 5
 			default:
-				return c.syntax(p, `invalid escape \%c in a string`, c.data[c.pos])
+				return c.syntax(`invalid escape \%c in a string`, c.data[c.pos])
 			}
 		case b < 0x20:
-			return c.syntax(p, "a control character (%U) inside a string; write it escaped", rune(b))
+			return c.syntax("a control character (%U) inside a string; write it escaped", rune(b))
 		default:
 			c.pos++
 		}
 	}
-	return c.end(p)
+	return c.end()
 }
 
 func isHex(b byte) bool {
@@ -378,75 +374,78 @@ func decodeKey(raw []byte) string {
 }
 
 // object checks the object at c.pos against s (a struct, a map or any JSON).
-func (c *checker) object(s *shape, p *path) error {
+func (c *checker) object(s *shape) error {
 	if c.depth++; c.depth > maxDepth {
-		return c.syntax(p, "nested more than %d deep", maxDepth)
+		return c.syntax("nested more than %d deep", maxDepth)
 	}
 	defer func() { c.depth-- }()
 	c.pos++
-	var seen []bool
+	var seen keySet
 	var seenKeys map[string]bool
-	if s.kind == structKind {
-		seen = make([]bool, len(s.allowed))
+	if s.kind == structKind && len(s.allowed) > 64 {
+		seen.more = make([]bool, len(s.allowed))
 	} else if s.kind == mapKind {
 		seenKeys = map[string]bool{}
 	}
 	for first := true; ; first = false {
 		c.space()
 		if c.pos >= len(c.data) {
-			return c.end(p)
+			return c.end()
 		}
 		if first && c.data[c.pos] == '}' {
 			c.pos++
 			return nil
 		}
 		if c.data[c.pos] != '"' {
-			return c.syntax(p, "expected a key (a string in double quotes), found %s", c.found())
+			return c.syntax("expected a key (a string in double quotes), found %s", c.found())
 		}
 		keyStart := c.pos
-		if err := c.str(p); err != nil {
+		if err := c.str(); err != nil {
 			return err
 		}
 		raw := c.data[keyStart+1 : c.pos-1]
-		child := &path{parent: p, key: raw}
 		c.space()
 		if c.pos >= len(c.data) {
-			return c.end(p)
+			return c.end()
 		}
 		if c.data[c.pos] != ':' {
-			return c.syntax(p, "expected ':' after the key %s, found %s", shorten(c.data[keyStart:keyStart+len(raw)+2]), c.found())
+			return c.syntax("expected ':' after the key %s, found %s", shorten(c.data[keyStart:keyStart+len(raw)+2]), c.found())
 		}
 		c.pos++
 		elem := s.elem
 		switch s.kind {
 		case structKind:
-			key := decodeKey(raw)
-			i, ok := s.order[key]
+			i, ok := s.order[string(raw)] // no copy: the common key has no escape
+			if !ok && bytes.IndexByte(raw, '\\') >= 0 {
+				i, ok = s.order[decodeKey(raw)]
+			}
 			if !ok {
 				c.pos = keyStart
-				return &UnknownKeyError{Input: c.input, Path: p.String(), Key: key, Allowed: s.allowed}
+				return &UnknownKeyError{Input: c.input, Path: c.path(), Key: decodeKey(raw), Allowed: s.allowed}
 			}
-			if seen[i] {
-				return c.twice(child, keyStart)
+			if seen.has(i) {
+				return c.twice(raw, keyStart)
 			}
-			seen[i] = true
-			elem = s.fields[key]
+			seen.add(i)
+			elem = s.fields[i]
 		case mapKind:
 			key := decodeKey(raw)
 			if seenKeys[key] {
-				return c.twice(child, keyStart)
+				return c.twice(raw, keyStart)
 			}
 			seenKeys[key] = true
 		}
 		if elem == nil {
 			elem = &anyShape
 		}
-		if err := c.value(elem, child); err != nil {
+		c.stack = append(c.stack, segment{key: raw})
+		if err := c.value(elem); err != nil {
 			return err
 		}
+		c.stack = c.stack[:len(c.stack)-1]
 		c.space()
 		if c.pos >= len(c.data) {
-			return c.end(p)
+			return c.end()
 		}
 		switch c.data[c.pos] {
 		case ',':
@@ -455,21 +454,44 @@ func (c *checker) object(s *shape, p *path) error {
 			c.pos++
 			return nil
 		default:
-			return c.syntax(p, "expected ',' or '}' after the value of %s, found %s", shorten(c.data[keyStart:keyStart+len(raw)+2]), c.found())
+			return c.syntax("expected ',' or '}' after the value of %s, found %s", shorten(c.data[keyStart:keyStart+len(raw)+2]), c.found())
 		}
 	}
 }
 
 var anyShape = shape{kind: anyKind}
 
-func (c *checker) twice(p *path, offset int) error {
-	return &ValueError{Input: c.input, Path: p.String(), Offset: offset, Problem: "is given twice", Allowed: "one value per key"}
+// keySet is the struct fields an object has given, by index: a bit each for the first 64
+// (no allocation), else more.
+type keySet struct {
+	bits uint64
+	more []bool
+}
+
+func (k *keySet) has(i int) bool {
+	if k.more != nil {
+		return k.more[i]
+	}
+	return k.bits&(1<<i) != 0
+}
+
+func (k *keySet) add(i int) {
+	if k.more != nil {
+		k.more[i] = true
+	} else {
+		k.bits |= 1 << i
+	}
+}
+
+func (c *checker) twice(key []byte, offset int) error {
+	c.stack = append(c.stack, segment{key: key})
+	return &ValueError{Input: c.input, Path: c.path(), Offset: offset, Problem: "is given twice", Allowed: "one value per key"}
 }
 
 // list checks the list at c.pos against s (a list or any JSON).
-func (c *checker) list(s *shape, p *path) error {
+func (c *checker) list(s *shape) error {
 	if c.depth++; c.depth > maxDepth {
-		return c.syntax(p, "nested more than %d deep", maxDepth)
+		return c.syntax("nested more than %d deep", maxDepth)
 	}
 	defer func() { c.depth-- }()
 	c.pos++
@@ -477,23 +499,23 @@ func (c *checker) list(s *shape, p *path) error {
 	if elem == nil {
 		elem = &anyShape
 	}
-	child := &path{parent: p}
 	for i := 0; ; i++ {
 		c.space()
 		if c.pos >= len(c.data) {
-			return c.end(p)
+			return c.end()
 		}
 		if i == 0 && c.data[c.pos] == ']' {
 			c.pos++
 			return nil
 		}
-		child.index = i
-		if err := c.value(elem, child); err != nil {
+		c.stack = append(c.stack, segment{index: i})
+		if err := c.value(elem); err != nil {
 			return err
 		}
+		c.stack = c.stack[:len(c.stack)-1]
 		c.space()
 		if c.pos >= len(c.data) {
-			return c.end(p)
+			return c.end()
 		}
 		switch c.data[c.pos] {
 		case ',':
@@ -502,7 +524,7 @@ func (c *checker) list(s *shape, p *path) error {
 			c.pos++
 			return nil
 		default:
-			return c.syntax(p, "expected ',' or ']' after item %d, found %s", i, c.found())
+			return c.syntax("expected ',' or ']' after item %d, found %s", i, c.found())
 		}
 	}
 }

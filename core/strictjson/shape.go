@@ -13,11 +13,11 @@ import (
 // shape is what a JSON value of some Go type may be, at every depth.
 type shape struct {
 	kind shapeKind
-	// fields are an object's keys (structKind); allowed the same, sorted; order their
-	// declaration order (an index per key, for finding a key given twice).
-	fields  map[string]*shape
-	allowed []string
+	// order indexes an object's keys (structKind) in declaration order, fields their
+	// shapes in that order, allowed the keys sorted.
 	order   map[string]int
+	fields  []*shape
+	allowed []string
 	// elem checks a list's items, a map's values, a pointer's target.
 	elem *shape
 	// bits is a number's size in bits; ilo and ihi an integer's range.
@@ -101,11 +101,11 @@ func (o *Options) build(t reflect.Type, building map[reflect.Type]*shape) *shape
 		if s, ok := building[t]; ok {
 			return s
 		}
-		s := &shape{kind: structKind, fields: map[string]*shape{}, order: map[string]int{}}
+		s := &shape{kind: structKind, order: map[string]int{}}
 		building[t] = s
 		for _, f := range Fields(t) {
-			s.order[f.Name] = len(s.allowed)
-			s.fields[f.Name] = o.build(f.Type, building)
+			s.order[f.Name] = len(s.fields)
+			s.fields = append(s.fields, o.build(f.Type, building))
 			s.allowed = append(s.allowed, f.Name)
 		}
 		slices.Sort(s.allowed)

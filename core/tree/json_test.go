@@ -150,3 +150,17 @@ func FuzzUnmarshal(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkUnmarshal reads a 64-rollout tree of 256-token spans: the strict check is one
+// extra pass over the bytes, before the decode.
+func BenchmarkUnmarshal(b *testing.B) {
+	data, err := tree.Marshal(treetest.Random(rand.New(rand.NewPCG(3, 4)), treetest.Options{Rollouts: 64, MaxSpanTokens: 256}))
+	require.NoError(b, err)
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := tree.Unmarshal(data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
