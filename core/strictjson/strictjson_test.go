@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	jsoniter "github.com/json-iterator/go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -171,4 +172,26 @@ func TestForms(t *testing.T) {
 	assert.ErrorContains(t, err, "config: bad JSON")
 	err = dec.Decode("config", []byte(`{"timeout": 1}`), c)
 	assert.Equal(t, status.Internal, status.CodeOf(err))
+}
+
+// FuzzDecode: whatever the bytes, Decode gives a value or an InvalidArgument error, never
+// a panic; what it accepts, the plain decoder reads too, to the same value (the check only
+// ever refuses).
+func FuzzDecode(f *testing.F) {
+	for _, s := range []string{``, `{}`, `null`, `[]`, `{"nodes": [{"id": 1, "reward": 0.5, "critic": null, "spans": [{"tokens": [1, 2]}]}]}`,
+		`{"nodes": [{"reward": NaN}]}`, `{"extra": {"a": 1e999}}`, `{"any": [{"x": -Infinity}]}`, `{"raw": "\u00e9\n"}`,
+		`{"nodes": [{"Reward": 1}]}`, `{"stats": {"count": -0}}`, `{"nodes": [{"depth": 127, "text": "a\"b"}]}`, `{"a":`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var strict doc
+		err := strictjson.Decode("doc", data, &strict)
+		if err != nil {
+			require.Equal(t, status.InvalidArgument, status.CodeOf(err), "%v", err)
+			return
+		}
+		var plain doc
+		require.NoError(t, jsoniter.ConfigCompatibleWithStandardLibrary.Unmarshal(data, &plain))
+		assert.Equal(t, plain, strict)
+	})
 }
