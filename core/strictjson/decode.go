@@ -1,6 +1,8 @@
 package strictjson
 
 import (
+	"encoding/json"
+	"errors"
 	"reflect"
 	"sync"
 
@@ -45,10 +47,20 @@ func (d *Decoder) Decode(input string, data []byte, v any) error {
 	if err := d.Check(input, data, t.Elem()); err != nil {
 		return err
 	}
-	if err := jsonAPI.Unmarshal(data, v); err != nil {
-		return status.Wrap(status.InvalidArgument, err, "%s: bad JSON", input)
+	var err error
+	if u, ok := v.(json.Unmarshaler); ok {
+		err = u.UnmarshalJSON(data) // called here, its error keeps its code and words
+	} else {
+		err = jsonAPI.Unmarshal(data, v)
 	}
-	return nil
+	var coded *status.Error
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &coded):
+		return status.Wrap(status.CodeOf(err), err, "%s", input)
+	}
+	return status.Wrap(status.InvalidArgument, err, "%s: bad JSON", input)
 }
 
 // Check checks data, the document named input, against type t without decoding it.
