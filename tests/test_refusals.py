@@ -5,10 +5,13 @@ and what is allowed (``tree: nodes[3].reward is NaN; a finite number is required
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
 
+from focus_go import Agent, Collector, Critic, MathEnv, Segments, Selective
+from focus_go.backends import SamplingParams, SGLangPolicy
 from focus_go.critic_rule import CriticRule
 from focus_go.errors import ConfigError
 from focus_go.extend import SchedulerState
@@ -91,3 +94,21 @@ def test_critic_rule_state_refusals():
     with pytest.raises(ConfigError, match=r'unknown key "Nodes" in state\.fit \(keys are case-sensitive\), did you mean "nodes"\?'):
         CriticRule(state={"fit": {"Nodes": 8.0}, "batches": 1})
     assert CriticRule(state={"fit": {**fit, "variance": 2.0}, "batches": 1}).choose().measured
+
+
+def test_resume_text_refusals(server):
+    """A collection state given as JSON text to resume from is read as strictly as a tree."""
+    policy = SGLangPolicy(model=server.model, base_url=server.url, profile="token_chunk", default_params=SamplingParams(temperature=1.0))
+    try:
+        problem = server.problems()[0]
+        agent = Agent(policy=policy, env=MathEnv(problem.label, policy.decode), context=Segments(16))
+        collector = Collector(agent, critic=Critic.constant(0.5), search=Selective(4, 2))
+        cased = figure61().replace('"reward": 1.0', '"reward": 1.0, "Reward": 0.0', 1)
+        with pytest.raises(ConfigError, match=r'^collection spec: resume: tree: unknown key "Reward" in nodes\[3\] \(keys are case-sensitive\), '
+                                              r'did you mean "reward"\?'):
+            asyncio.run(collector.collect(problem, resume=cased))
+        with pytest.raises(ConfigError, match=r"^collection spec: resume\.nodes\[3\]\.reward is NaN; a finite number is required$") as info:
+            asyncio.run(collector.collect(problem, resume=_edited(_set(3, "reward", float("nan")))))
+        assert info.value.field == "resume.nodes[3].reward"
+    finally:
+        policy.close()
