@@ -78,7 +78,7 @@ func (c *checker) want(s *shape) string {
 	return s.want()
 }
 
-// end is the error for a document that stops inside p.
+// end is the error for a document that stops inside the value c.stack names.
 func (c *checker) end() error {
 	if len(c.stack) == 0 && len(strings.TrimSpace(string(c.data))) == 0 {
 		return c.syntax("the input is empty")
@@ -105,15 +105,16 @@ func (c *checker) space() {
 	}
 }
 
+// literal moves past word if the input has it at c.pos.
 func (c *checker) literal(word string) bool {
-	if strings.HasPrefix(string(c.data[c.pos:min(len(c.data), c.pos+len(word))]), word) {
+	if len(c.data)-c.pos >= len(word) && string(c.data[c.pos:c.pos+len(word)]) == word {
 		c.pos += len(word)
 		return true
 	}
 	return false
 }
 
-// value checks the value at c.pos, which p names.
+// value checks the value at c.pos, which c.stack names.
 func (c *checker) value(s *shape) error {
 	c.space()
 	if c.pos >= len(c.data) {
@@ -121,7 +122,7 @@ func (c *checker) value(s *shape) error {
 	}
 	b := c.data[c.pos]
 	c.nullable = s.kind == pointerKind
-	if c.nullable {
+	for s.kind == pointerKind {
 		if b == 'n' && c.literal("null") {
 			return nil
 		}
@@ -258,7 +259,7 @@ func (c *checker) number(s *shape) error {
 		if neg && s.kind == intKind {
 			limit++
 		}
-		if u, err := strconv.ParseUint(string(token[digits-start:]), 10, 64); err != nil || u > limit {
+		if u, ok := magnitude(token[digits-start:]); !ok || u > limit {
 			return bad("is " + shorten(token) + ", out of range")
 		}
 	case floatKind, anyKind:
@@ -281,6 +282,19 @@ func (c *checker) number(s *shape) error {
 		return bad("is the number " + shorten(token))
 	}
 	return nil
+}
+
+// magnitude is the value of a run of at most 20 decimal digits; false beyond uint64.
+func magnitude(digits []byte) (uint64, bool) {
+	if len(digits) == 20 {
+		u, err := strconv.ParseUint(string(digits), 10, 64)
+		return u, err == nil
+	}
+	var u uint64
+	for _, d := range digits {
+		u = u*10 + uint64(d-'0') // 19 digits cannot overflow
+	}
+	return u, true
 }
 
 func allZero(b []byte) bool {
