@@ -8,7 +8,7 @@
 //	backends/  implementations of core's interfaces (policy transports, tokenizer, chat
 //	           codecs, tool-call dialects, critic servers)
 //	core/      the engine: its vocabulary (core/generate, core/action), tree, search,
-//	           collect, fleet, prepare, export, bridge, mathenv, rules, status
+//	           collect, fleet, prepare, export, bridge, mathenv, rules, status, strictjson
 //
 // capi and sim may import backends and core; backends imports core (and other backends);
 // core imports nothing of the module outside core/.

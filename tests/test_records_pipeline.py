@@ -114,7 +114,7 @@ def test_explicit_batch_spans_round_trip():
     bad = json.dumps({"problem_id": "", "critic": [], "failures": [], "actor": [
         {"node_id": 1, "group_id": 0, "estimator": "x", "weight": 0.0, "diagnostics": {}, "search_pass": None,
          "spans": [{"tokens": [1, 2], "trainable": [True], "logprobs": [0.0, 0.0]}]}]}).encode()
-    with pytest.raises(FocusError, match="actor sample 0 span 0 has 2 tokens, 1 trainable flags and 2 logprobs"):
+    with pytest.raises(FocusError, match=r"actor\[0\]\.spans\[0\] has 2 tokens, 1 trainable flags and 2 logprobs"):
         _lib.call_handle("focus_batch_from_json", bad, len(bad))
 
 

@@ -34,7 +34,13 @@ func TestDecodeRejectsUnknownKeys(t *testing.T) {
 		{"misspelt spec key", "collection spec", `{"prompt_tokens": [1], "max_retriez": 3}`, &session.Spec{},
 			`collection spec: unknown key "max_retriez", did you mean "max_retries"? (allowed: ` + specKeys + `)`, "", "max_retriez"},
 		{"a key of another case", "collection spec", `{"Max_Retries": 3}`, &session.Spec{},
-			`collection spec: unknown key "Max_Retries", did you mean "max_retries"? (allowed: ` + specKeys + `)`, "", "Max_Retries"},
+			`collection spec: unknown key "Max_Retries" (keys are case-sensitive), did you mean "max_retries"? (allowed: ` + specKeys + `)`, "", "Max_Retries"},
+		{"a key of another case beside the key", "collection spec", `{"max_retries": 3, "MAX_RETRIES": 0}`, &session.Spec{},
+			`collection spec: unknown key "MAX_RETRIES" (keys are case-sensitive), did you mean "max_retries"?`, "", "MAX_RETRIES"},
+		{"a batch key of another case", "batch", `{"actor": [{"node_id": 1, "Weight": 2}]}`, &prepare.Batch{},
+			`batch: unknown key "Weight" in actor[0] (keys are case-sensitive), did you mean "weight"?`, "actor[0]", "Weight"},
+		{"a critic rule key of another case", "critic rule request", `{"state": {"fit": {"Nodes": 8}}}`, &binding.CriticRuleRequest{},
+			`critic rule request: unknown key "Nodes" in state.fit (keys are case-sensitive), did you mean "nodes"?`, "state.fit", "Nodes"},
 		{"in the search", "collection spec", `{"search": {"budget": 4, "budgett": 8}}`, &session.Spec{},
 			`collection spec: unknown key "budgett" in search, did you mean "budget"? (allowed: budget, independent, max_children, min_remaining, per_pass, score, seed, stop_alike, warmup)`,
 			"search", "budgett"},
@@ -103,14 +109,63 @@ func TestDecodeReadsKnownKeys(t *testing.T) {
 	assert.Contains(t, render.Kwargs, "enable_thinking")
 }
 
+// TestDecodeRefusesValues: every refusal names the input, the value's path, what was
+// wrong and what is allowed, for each kind of input the library reads.
+func TestDecodeRefusesValues(t *testing.T) {
+	tests := []struct {
+		name, input, data string
+		into              any
+		message, field    string
+	}{
+		{"NaN in a critic rule state", "critic rule request", `{"state": {"fit": {"nodes": 8, "variance": NaN, "squared_error": 1, "inverse_count": 1}}}`,
+			&binding.CriticRuleRequest{}, "critic rule request: state.fit.variance is NaN; a finite number is required", "state.fit.variance"},
+		{"Infinity in a batch fit", "critic rule request", `{"batch": [{"nodes": 1}, {"nodes": Infinity}]}`,
+			&binding.CriticRuleRequest{}, "critic rule request: batch[1].nodes is Infinity; a finite number is required", "batch[1].nodes"},
+		{"NaN setting", "critic rule request", `{"threshold": NaN}`, &binding.CriticRuleRequest{},
+			"critic rule request: threshold is NaN; a finite number or null is required", "threshold"},
+		{"a timeout of 1e999 seconds", "collection spec", `{"policy_timeout": 1e999}`, &session.Spec{},
+			"collection spec: policy_timeout is 1e999, beyond the range of a 64-bit float; a finite number is required", "policy_timeout"},
+		{"a negative prompt token", "collection spec", `{"prompt_tokens": [1, -2]}`, &session.Spec{},
+			"collection spec: prompt_tokens[1] is -2; an integer in [0, 4294967295] is required", "prompt_tokens[1]"},
+		{"a string budget", "collection spec", `{"search": {"budget": "8"}}`, &session.Spec{},
+			`collection spec: search.budget is the string "8"; an integer is required`, "search.budget"},
+		{"a list for the search", "collection spec", `{"search": [1], "policy": "remote"}`, &session.Spec{},
+			"collection spec: search is a list; an object is required", "search"},
+		{"NaN in a resumed tree", "collection spec", `{"resume": {"nodes": [{"id": 0, "reward": NaN}]}}`, &session.Spec{},
+			"collection spec: resume.nodes[0].reward is NaN; a finite number is required", "resume.nodes[0].reward"},
+		{"a key in another case in a resumed tree", "collection spec", `{"resume": {"nodes": [{"id": 0, "parent": -1, "depth": 0, "reward": 0, "Reward": 1}]}}`, &session.Spec{},
+			`collection spec: resume: tree: unknown key "Reward" in nodes[0] (keys are case-sensitive), did you mean "reward"?`, ""},
+		{"a string in a resumed tree", "collection spec", `{"resume": {"nodes": [{"id": 0, "parent": -1, "depth": 0, "reward": "x"}]}}`, &session.Spec{},
+			`collection spec: resume: tree: nodes[0].reward is the string "x"; a finite number is required`, "nodes[0].reward"},
+		{"a key twice", "collection spec", `{"max_retries": 3, "max_retries": 0}`, &session.Spec{},
+			"collection spec: max_retries is given twice; one value per key is required", "max_retries"},
+		{"NaN temperature", "sampling params", `{"temperature": NaN}`, &generate.SamplingParams{},
+			"sampling params: temperature is NaN; a finite number", "temperature"},
+		{"NaN actor weight", "batch", `{"actor": [{"node_id": 1, "weight": NaN}]}`, &prepare.Batch{},
+			"batch: actor[0].weight is NaN; a finite number is required", "actor[0].weight"},
+		{"NaN diagnostic", "batch", `{"critic": [{"node_id": 1, "diagnostics": {"kappa_hat": NaN}}]}`, &prepare.Batch{},
+			"batch: critic[0].diagnostics.kappa_hat is NaN; a finite number is required", "critic[0].diagnostics.kappa_hat"},
+		{"a string diagnostic", "batch", `{"critic": [{"node_id": 1, "diagnostics": {"n": "1"}}]}`, &prepare.Batch{},
+			`batch: critic[0].diagnostics.n is the string "1"; a finite number is required`, "critic[0].diagnostics.n"},
+		{"a fractional token", "batch", `{"actor": [{"spans": [{"tokens": [1.5]}]}]}`, &prepare.Batch{},
+			"batch: actor[0].spans[0].tokens[0] is 1.5; an integer in [0, 4294967295] is required", "actor[0].spans[0].tokens[0]"},
+		{"a cut-off batch", "batch", `{"actor": [{"node_id": 1, "spans": [{"tokens": [1, 2`, &prepare.Batch{},
+			"batch: bad JSON at byte 52 (in actor[0].spans[0].tokens): the input ends before the value is complete", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := binding.Decode(tt.input, []byte(tt.data), tt.into)
+			require.Error(t, err)
+			assert.Equal(t, status.InvalidArgument, status.CodeOf(err))
+			assert.Contains(t, err.Error(), tt.message)
+			assert.Equal(t, tt.field, status.FieldOf(err))
+		})
+	}
+}
+
 func TestDecodeErrors(t *testing.T) {
 	var spec session.Spec
 	err := binding.Decode("collection spec", []byte(`{"prompt_tokens":`), &spec)
-	assert.Equal(t, status.InvalidArgument, status.CodeOf(err))
-	assert.Contains(t, err.Error(), "collection spec: bad JSON")
-
-	// A value of the wrong JSON type is the decoder's error, not the key check's.
-	err = binding.Decode("collection spec", []byte(`{"search": [1], "policy": "remote"}`), &spec)
 	assert.Equal(t, status.InvalidArgument, status.CodeOf(err))
 	assert.Contains(t, err.Error(), "collection spec: bad JSON")
 

@@ -4,10 +4,11 @@
 //
 // Inputs. Decode reads a JSON input (a collection spec, a policy's config, sampling
 // parameters, the requests of the parse, render and grade calls) only after checking every
-// object key in it, at any depth, against the keys its Go type declares (the json tags,
-// found once by reflection), so a misspelt or unsupported setting is an error naming the
-// key and the keys allowed (`collection spec: unknown key "max_retriez", did you mean
-// "max_retries"? ...`) instead of a value that silently keeps its zero. Inputs lists the
+// object key and value in it, at any depth, against its Go type (core/strictjson: the json
+// tags, found once by reflection), so a misspelt, unsupported or differently cased setting
+// is an error naming the key and the keys allowed (`collection spec: unknown key
+// "max_retriez", did you mean "max_retries"? ...`) instead of a value that silently keeps
+// its zero, and NaN or a value of the wrong type is an error naming its path. Inputs lists the
 // published inputs with the C exports that read them; capi's decodeJSON calls Decode for
 // every input.
 //

@@ -2,6 +2,7 @@ package binding
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"reflect"
 
@@ -55,11 +56,12 @@ var inputsByName = func() map[string]Input {
 }()
 
 // keyTypes maps a type with its own JSON decoder to the type whose fields are its keys.
-var keyTypes = map[reflect.Type]reflect.Type{
-	reflect.TypeFor[session.Spec]():         reflect.TypeFor[collectionSpec](),
-	reflect.TypeFor[prepare.ActorSample]():  reflect.TypeFor[prepare.ActorSampleJSON](),
-	reflect.TypeFor[prepare.CriticSample](): reflect.TypeFor[prepare.CriticSampleJSON](),
-}
+// The batch's types are read in the forms their package declares.
+var keyTypes = func() map[reflect.Type]reflect.Type {
+	forms := prepare.JSONForms()
+	forms[reflect.TypeFor[session.Spec]()] = reflect.TypeFor[collectionSpec]()
+	return forms
+}()
 
 // opaqueTypes are content the caller owns, passed on without a key check, by the name the
 // schema gives their type: a chat message may carry whatever keys its template reads.
@@ -242,8 +244,8 @@ func CriticRule(req CriticRuleRequest) (CriticRuleAnswer, error) {
 	}
 	state := req.State
 	if req.Batch != nil {
-		for _, f := range *req.Batch {
-			if err := (prepare.CriticRecord{Fit: f}).Validate(); err != nil {
+		for i, f := range *req.Batch {
+			if err := f.Validate(fmt.Sprintf("batch[%d]", i)); err != nil {
 				return CriticRuleAnswer{}, err
 			}
 		}

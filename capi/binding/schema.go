@@ -12,6 +12,7 @@ import (
 	"github.com/focus-go/focus-go/core/prepare"
 	"github.com/focus-go/focus-go/core/search"
 	"github.com/focus-go/focus-go/core/session"
+	"github.com/focus-go/focus-go/core/strictjson"
 )
 
 // Schema is the contract as data: the published inputs, the object types they are made
@@ -120,9 +121,9 @@ func Build() Schema {
 		switch {
 		case t == reflect.TypeFor[time.Duration]():
 			return "seconds"
-		case t == rawMessageType || t.Kind() == reflect.Interface:
+		case t == reflect.TypeFor[json.RawMessage]() || t.Kind() == reflect.Interface:
 			return "json"
-		case !own && opaque(t):
+		case !own && strictjson.SelfDecoding(t):
 			panic(fmt.Sprintf("binding: %v decodes itself; declare its keys in keyTypes or opaqueTypes", t))
 		}
 		switch t.Kind() {
@@ -152,9 +153,9 @@ func Build() Schema {
 				fieldsOf = keys
 			}
 			var fields []FieldSchema
-			for _, f := range jsonFields(fieldsOf) {
-				field := FieldSchema{Name: f.name, Type: describe(f.typ)}
-				if v, ok := defaults[t][f.name]; ok {
+			for _, f := range strictjson.Fields(fieldsOf) {
+				field := FieldSchema{Name: f.Name, Type: describe(f.Type)}
+				if v, ok := defaults[t][f.Name]; ok {
 					field.Default = v
 					if v == nil {
 						field.Default = nullDefault{}

@@ -1,11 +1,14 @@
 package prepare
 
 import (
+	"fmt"
 	"math"
+	"reflect"
 
 	jsoniter "github.com/json-iterator/go"
 
 	"github.com/focus-go/focus-go/core/status"
+	"github.com/focus-go/focus-go/core/strictjson"
 	"github.com/focus-go/focus-go/core/tree"
 )
 
@@ -51,14 +54,28 @@ func (a *ActorSample) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
+// JSONForms are the forms this package's self-decoding types are read in
+// (core/strictjson): an actor sample's keys are ActorSampleJSON's, a critic sample's
+// CriticSampleJSON's, and diagnostics are an object of numbers.
+func JSONForms() map[reflect.Type]reflect.Type {
+	return map[reflect.Type]reflect.Type{
+		reflect.TypeFor[ActorSample]():  reflect.TypeFor[ActorSampleJSON](),
+		reflect.TypeFor[CriticSample](): reflect.TypeFor[CriticSampleJSON](),
+		reflect.TypeFor[Diagnostics]():  reflect.TypeFor[map[string]float64](),
+	}
+}
+
+var batchJSON = strictjson.NewDecoder(strictjson.Options{Forms: JSONForms()})
+
 // DecodeBatch reads a batch of samples a caller made itself (the Python
 // Batch(actor=(ActorSample(...),)) with explicit spans and contexts): keys
-// problem_id, actor, critic and failures, then Checks it. It ignores keys it does not
-// know; the C ABI decodes strictly (capi/binding) and then calls Check.
+// problem_id, actor, critic and failures, then Checks it. It reads strictly
+// (core/strictjson): an unknown key, a value of the wrong type, NaN or Infinity is an
+// error naming its path ("batch: actor[0].weight is NaN; a finite number is required").
 func DecodeBatch(data []byte) (*Batch, error) {
 	var b Batch
-	if err := jsoniter.ConfigCompatibleWithStandardLibrary.Unmarshal(data, &b); err != nil {
-		return nil, status.Wrap(status.InvalidArgument, err, "batch: bad JSON")
+	if err := batchJSON.Decode("batch", data, &b); err != nil {
+		return nil, err
 	}
 	if err := b.Check(); err != nil {
 		return nil, err
@@ -71,13 +88,13 @@ func DecodeBatch(data []byte) (*Batch, error) {
 func (b *Batch) Check() error {
 	for i := range b.Actor {
 		if w := b.Actor[i].Visitation; !(w >= 0) || math.IsInf(w, 0) {
-			return status.Errorf(status.InvalidArgument, "batch: actor sample %d has visitation %g, must be finite and >= 0", i, w)
+			return status.FieldErrorf(status.InvalidArgument, "batch", fmt.Sprintf("actor[%d].visitation", i), "is %g; a finite number >= 0 is required", w)
 		}
 		for k, s := range b.Actor[i].spans {
 			if len(s.Trainable) != len(s.Tokens) || len(s.Logprobs) != len(s.Tokens) {
-				return status.Errorf(status.InvalidArgument,
-					"batch: actor sample %d span %d has %d tokens, %d trainable flags and %d logprobs; they must be equal",
-					i, k, len(s.Tokens), len(s.Trainable), len(s.Logprobs))
+				return status.FieldErrorf(status.InvalidArgument, "batch", fmt.Sprintf("actor[%d].spans[%d]", i, k),
+					"has %d tokens, %d trainable flags and %d logprobs; as many flags and logprobs as tokens are required",
+					len(s.Tokens), len(s.Trainable), len(s.Logprobs))
 			}
 		}
 	}

@@ -46,12 +46,25 @@ func TestDecodeBatchErrors(t *testing.T) {
 	_, err := prepare.DecodeBatch([]byte(`{"actor": [{"spans": []}, {"spans": [{"tokens": [1], "trainable": [], "logprobs": [0]}]}]}`))
 	require.Error(t, err)
 	assert.Equal(t, status.InvalidArgument, status.CodeOf(err))
-	assert.Contains(t, err.Error(), "batch: actor sample 1 span 0 has 1 tokens, 0 trainable flags and 1 logprobs; they must be equal")
+	assert.Contains(t, err.Error(), "batch: actor[1].spans[0] has 1 tokens, 0 trainable flags and 1 logprobs; as many flags and logprobs as tokens are required")
+	assert.Equal(t, "actor[1].spans[0]", status.FieldOf(err))
 
-	_, err = prepare.DecodeBatch([]byte(`{"actor": 3}`))
-	require.Error(t, err)
-	assert.Equal(t, status.InvalidArgument, status.CodeOf(err))
-	assert.Contains(t, err.Error(), "batch: bad JSON")
+	for _, tt := range []struct{ data, message string }{
+		{`{"actor": 3}`, "batch: actor is the number 3; a list is required"},
+		{`{"actor": [{"node_id": 1, "weight": NaN}]}`, "batch: actor[0].weight is NaN; a finite number is required"},
+		{`{"actor": [{"node_id": 1, "Weight": 1}]}`, `batch: unknown key "Weight" in actor[0] (keys are case-sensitive), did you mean "weight"?`},
+		{`{"actor": [{"spans": [{"logprobs": [-Infinity]}]}]}`, "batch: actor[0].spans[0].logprobs[0] is -Infinity; a finite number is required"},
+		{`{"critic": [{"node_id": 1, "target": 1e999}]}`, "batch: critic[0].target is 1e999, beyond the range of a 64-bit float; a finite number is required"},
+		{`{"critic": [{"diagnostics": {"a": 1, "a": 2}}]}`, "batch: critic[0].diagnostics.a is given twice; one value per key is required"},
+		{`{"critic": [{"diagnostics": [1]}]}`, "batch: critic[0].diagnostics is a list; an object is required"},
+		{`{"failures": [{"node_id": "5"}]}`, `batch: failures[0].node_id is the string "5"; an integer is required`},
+		{`{"actor": [{"node_id": 1}`, "batch: bad JSON at byte 25 (in actor): the input ends before the value is complete"},
+	} {
+		_, err = prepare.DecodeBatch([]byte(tt.data))
+		require.Error(t, err, tt.data)
+		assert.Equal(t, status.InvalidArgument, status.CodeOf(err))
+		assert.Contains(t, err.Error(), tt.message)
+	}
 }
 
 // An actor sample encodes with its spans materialised and decodes back to an

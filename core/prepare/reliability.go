@@ -155,15 +155,51 @@ type CriticRecord struct {
 	Batches int       `json:"batches"`
 }
 
-// Validate checks that the record's sums are finite and non-negative.
+// Validate checks that the record's sums are a fit some batches could have given
+// (CriticFit.Validate) and that batches is >= 0.
 func (s CriticRecord) Validate() error {
-	for _, x := range []float64{s.Fit.Nodes, s.Fit.Variance, s.Fit.SquaredError, s.Fit.InverseCount} {
-		if math.IsNaN(x) || math.IsInf(x, 0) || x < 0 {
-			return status.Errorf(status.InvalidArgument, "critic rule: state sums must be finite and >= 0, got %+v", s.Fit)
-		}
+	if err := s.Fit.Validate("state.fit"); err != nil {
+		return err
 	}
 	if s.Batches < 0 {
-		return status.Errorf(status.InvalidArgument, "critic rule: state batches = %d, want >= 0", s.Batches)
+		return status.FieldErrorf(status.InvalidArgument, "critic rule", "state.batches", "is %d; an integer >= 0 is required", s.Batches)
+	}
+	return nil
+}
+
+// fitSlack is the relative rounding a pooled sum may carry past its bound: the sums are
+// added and decayed one by one, each with its own rounding.
+const fitSlack = 1e-9
+
+// Validate checks that f is a fit some trees could have given, naming where (its path in
+// the caller's input: "state.fit", "batch[2]") in the error. Every sum is finite and >= 0;
+// each target adds 1 to nodes, at most 1/4 to variance (p(1-p) with p in [0, 1]) and at
+// most 1 to inverse_count (1/n_s with n_s >= 1), so variance <= nodes/4 and
+// inverse_count <= nodes; without targets every sum is 0. Decay scales every sum alike,
+// so the bounds hold for a pool too. An impossible fit is refused: its kappa_hat means
+// nothing, and a variance above nodes/4 would have the rule trust the critic fully.
+func (f CriticFit) Validate(where string) error {
+	bad := func(field, format string, args ...any) error {
+		return status.FieldErrorf(status.InvalidArgument, "critic rule", where+"."+field, format, args...)
+	}
+	for _, x := range []struct {
+		field string
+		v     float64
+	}{{"nodes", f.Nodes}, {"variance", f.Variance}, {"squared_error", f.SquaredError}, {"inverse_count", f.InverseCount}} {
+		if math.IsNaN(x.v) || math.IsInf(x.v, 0) || x.v < 0 {
+			return bad(x.field, "is %g; a finite number >= 0 is required", x.v)
+		}
+	}
+	limit := func(bound float64) float64 { return bound * (1 + fitSlack) }
+	switch {
+	case f.Variance > limit(f.Nodes/4):
+		return bad("variance", "is %g with nodes %g, an impossible pooled fit; at most nodes/4 = %g is required (each target adds p(1-p) <= 1/4)",
+			f.Variance, f.Nodes, f.Nodes/4)
+	case f.InverseCount > limit(f.Nodes):
+		return bad("inverse_count", "is %g with nodes %g, an impossible pooled fit; at most nodes = %g is required (each target adds 1/n_s <= 1)",
+			f.InverseCount, f.Nodes, f.Nodes)
+	case f.Nodes == 0 && f.SquaredError != 0:
+		return bad("squared_error", "is %g with nodes 0, an impossible pooled fit; 0 is required without targets", f.SquaredError)
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package prepare_test
 
 import (
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -119,4 +120,44 @@ func TestCriticRuleValidate(t *testing.T) {
 		assert.Equal(t, status.InvalidArgument, status.CodeOf(err), name)
 	}
 	assert.Error(t, prepare.CriticRecord{Fit: prepare.CriticFit{Nodes: -1}}.Validate())
+}
+
+// TestCriticFitValidate: a fit no batch could have given is refused naming the sum, what
+// it is and the bound, never trusted.
+func TestCriticFitValidate(t *testing.T) {
+	tests := []struct {
+		name    string
+		fit     prepare.CriticFit
+		field   string
+		message string
+	}{
+		{"negative nodes", prepare.CriticFit{Nodes: -1}, "state.fit.nodes", "critic rule: state.fit.nodes is -1; a finite number >= 0 is required"},
+		{"NaN variance", prepare.CriticFit{Nodes: 8, Variance: math.NaN()}, "state.fit.variance", "state.fit.variance is NaN; a finite number >= 0 is required"},
+		{"infinite error", prepare.CriticFit{Nodes: 8, SquaredError: math.Inf(1)}, "state.fit.squared_error", "state.fit.squared_error is +Inf"},
+		{"variance above nodes/4", prepare.CriticFit{Nodes: 8, Variance: 5, SquaredError: 1, InverseCount: 4}, "state.fit.variance",
+			"critic rule: state.fit.variance is 5 with nodes 8, an impossible pooled fit; at most nodes/4 = 2 is required (each target adds p(1-p) <= 1/4)"},
+		{"inverse count above nodes", prepare.CriticFit{Nodes: 2, Variance: 0.5, InverseCount: 3}, "state.fit.inverse_count",
+			"state.fit.inverse_count is 3 with nodes 2, an impossible pooled fit; at most nodes = 2 is required"},
+		{"error without targets", prepare.CriticFit{SquaredError: 1}, "state.fit.squared_error", "state.fit.squared_error is 1 with nodes 0, an impossible pooled fit"},
+		{"variance without targets", prepare.CriticFit{Variance: 0.1}, "state.fit.variance", "state.fit.variance is 0.1 with nodes 0"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := prepare.CriticRecord{Fit: tt.fit}.Validate()
+			require.Error(t, err)
+			assert.Equal(t, status.InvalidArgument, status.CodeOf(err))
+			assert.Contains(t, err.Error(), tt.message)
+			assert.Equal(t, tt.field, status.FieldOf(err))
+		})
+	}
+	// The bounds themselves, and a pool decayed many times, are possible fits.
+	r := prepare.DefaultCriticRule()
+	s := prepare.CriticRecord{}
+	for range 50 {
+		s = r.Observe(s, []prepare.CriticFit{{Nodes: 3, Variance: 0.75, SquaredError: 0.1, InverseCount: 3}, {Nodes: 1.0 / 3, Variance: 1.0 / 12, InverseCount: 1.0 / 3}})
+		require.NoError(t, s.Validate())
+	}
+	require.NoError(t, prepare.CriticRecord{}.Validate())
+	err := prepare.CriticRecord{Batches: -1}.Validate()
+	assert.EqualError(t, err, "critic rule: state.batches is -1; an integer >= 0 is required")
 }

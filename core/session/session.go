@@ -82,7 +82,7 @@ func (s *Spec) UnmarshalJSON(data []byte) error {
 	if raw := bytes.TrimSpace(parts.Resume); len(raw) > 0 && !bytes.Equal(raw, []byte("null")) {
 		t, err := tree.Unmarshal(raw)
 		if err != nil {
-			return status.Wrap(status.InvalidArgument, err, "collect: resume")
+			return status.Wrap(status.InvalidArgument, err, "resume")
 		}
 		s.Resume = t
 	}

@@ -412,5 +412,5 @@ func TestSessionResumesATree(t *testing.T) {
 
 	var bad Spec
 	err = json.Unmarshal([]byte(`{"resume":{"problem_id":"p","nodes":[]}}`), &bad)
-	assert.ErrorContains(t, err, "collect: resume")
+	assert.ErrorContains(t, err, "resume: tree")
 }

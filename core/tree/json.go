@@ -6,6 +6,7 @@ import (
 	jsoniter "github.com/json-iterator/go"
 
 	"github.com/focus-go/focus-go/core/status"
+	"github.com/focus-go/focus-go/core/strictjson"
 )
 
 // The JSON form is the Tree struct's tags: {"problem_id", "nodes": [{"id",
@@ -13,13 +14,15 @@ import (
 // "logprobs"}], "reward", "text", "observation", "done", "truncated",
 // "failed", "critic", "search_pass", "inexact" (left out when ""), "off_policy" (left out when false), "weight_version" (left out when "")}], "stats": {...}}. Floats use the
 // shortest representation that parses back to the same bits, so a round trip
-// is lossless. Unknown fields are rejected so a misspelt key is an error, not
-// a silently defaulted value.
+// is lossless. It is read strictly (core/strictjson): keys match exactly, so a
+// misspelt key or one in another case is an error naming the key meant, not a
+// silently defaulted value; NaN, Infinity and out-of-range numbers are refused
+// by name, and every refusal names the value's path ("tree: nodes[3].reward is
+// NaN; a finite number is required").
 var jsonAPI = jsoniter.Config{
 	EscapeHTML:             false,
 	SortMapKeys:            true,
 	ValidateJsonRawMessage: true,
-	DisallowUnknownFields:  true,
 }.Froze()
 
 // nodeWire is Node as read: pointers make the structural fields required
@@ -65,8 +68,8 @@ func Marshal(t *Tree) ([]byte, error) {
 // checked on entry, as AddChild's do.
 func Unmarshal(data []byte) (*Tree, error) {
 	var w treeWire
-	if err := jsonAPI.Unmarshal(data, &w); err != nil {
-		return nil, status.Wrap(status.InvalidArgument, err, "tree: decode")
+	if err := strictjson.Decode("tree", data, &w); err != nil {
+		return nil, err
 	}
 	return fromWire(&w)
 }
@@ -81,13 +84,13 @@ func Encode(w io.Writer, t *Tree) error {
 	return err
 }
 
-// Decode reads one JSON tree from r and validates it, like Unmarshal.
+// Decode reads r to its end, one JSON tree, and validates it, like Unmarshal.
 func Decode(r io.Reader) (*Tree, error) {
-	var w treeWire
-	if err := jsonAPI.NewDecoder(r).Decode(&w); err != nil {
-		return nil, status.Wrap(status.InvalidArgument, err, "tree: decode")
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, status.Wrap(status.InvalidArgument, err, "tree: read")
 	}
-	return fromWire(&w)
+	return Unmarshal(data)
 }
 
 func fromWire(w *treeWire) (*Tree, error) {
@@ -99,7 +102,7 @@ func fromWire(w *treeWire) (*Tree, error) {
 			v    *int
 		}{{"id", nw.ID}, {"parent", nw.Parent}, {"depth", nw.Depth}} {
 			if f.v == nil {
-				return nil, status.Wrap(status.InvalidArgument, invalid(i, f.name, "missing"), "tree: decode")
+				return nil, status.Wrap(status.InvalidArgument, invalid(i, f.name, "missing; an integer is required"), "tree")
 			}
 		}
 		t.Nodes[i] = Node{

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -76,14 +77,33 @@ func TestUnmarshalBadInput(t *testing.T) {
 		field   string
 		message string
 	}{
-		{"not json", `{"nodes": [`, -1, "", "tree: decode"},
-		{"unknown field", strings.Replace(doc, `"reward":1`, `"rewards":1`, 1), -1, "", "rewards"},
-		{"missing parent", strings.Replace(doc, `"parent":1,`, ``, 1), 2, "parent", "missing"},
+		{"not json", `{"nodes": [`, -1, "", "tree: bad JSON at byte 11 (in nodes): the input ends before the value is complete"},
+		{"cut off", doc[:len(doc)/2], -1, "", "tree: bad JSON at byte"},
+		{"unknown field", strings.Replace(doc, `"reward":1`, `"rewards":1`, 1), -1, "",
+			`tree: unknown key "rewards" in nodes[2], did you mean "reward"? (allowed: children, critic, depth, done, failed, id, inexact, observation, off_policy, parent, reward, search_pass, spans, text, truncated)`},
+		{"a key in another case", strings.Replace(doc, `"reward":1`, `"reward":1,"Reward":0`, 1), -1, "",
+			`tree: unknown key "Reward" in nodes[2] (keys are case-sensitive), did you mean "reward"?`},
+		{"a key in another case first", strings.Replace(doc, `"reward":1`, `"Reward":0,"reward":1`, 1), -1, "", `tree: unknown key "Reward" in nodes[2]`},
+		{"a key twice", strings.Replace(doc, `"reward":1`, `"reward":1,"reward":0`, 1), -1, "", "tree: nodes[2].reward is given twice; one value per key is required"},
+		{"missing parent", strings.Replace(doc, `"parent":1,`, ``, 1), 2, "parent", "tree: node 2 parent: missing; an integer is required"},
 		{"missing id", strings.Replace(doc, `"id":3,`, ``, 1), 3, "id", "missing"},
 		{"unknown parent", strings.Replace(doc, `"parent":1,`, `"parent":42,`, 1), 2, "parent", "unknown node 42"},
-		{"token too large", strings.Replace(doc, `"tokens":[6]`, `"tokens":[4294967296]`, 1), -1, "", "tree: decode"},
-		{"nan reward", strings.Replace(doc, `"reward":1`, `"reward":NaN`, 1), -1, "", "tree: decode"},
-		{"huge reward", strings.Replace(doc, `"reward":1`, `"reward":1e999`, 1), -1, "", "tree: decode"},
+		{"fractional parent", strings.Replace(doc, `"parent":1,`, `"parent":1.5,`, 1), -1, "", "tree: nodes[2].parent is 1.5; an integer or null is required"},
+		{"token too large", strings.Replace(doc, `"tokens":[6]`, `"tokens":[4294967296]`, 1), -1, "",
+			"tree: nodes[2].spans[0].tokens[0] is 4294967296, out of range; an integer in [0, 4294967295] is required"},
+		{"negative token", strings.Replace(doc, `"tokens":[6]`, `"tokens":[-6]`, 1), -1, "", "tree: nodes[2].spans[0].tokens[0] is -6; an integer in [0, 4294967295] is required"},
+		{"nan reward", strings.Replace(doc, `"reward":1`, `"reward":NaN`, 1), -1, "", "tree: nodes[2].reward is NaN; a finite number is required"},
+		{"infinite critic", strings.Replace(doc, `"critic":null,"search_pass":0},{"id":3`, `"critic":Infinity,"search_pass":0},{"id":3`, 1), -1, "",
+			"tree: nodes[2].critic is Infinity; a finite number or null is required"},
+		{"-Infinity logprob", strings.Replace(doc, `"logprobs":[-0.5]`, `"logprobs":[-Infinity]`, 1), -1, "", "tree: nodes[2].spans[0].logprobs[0] is -Infinity; a finite number is required"},
+		{"huge reward", strings.Replace(doc, `"reward":1`, `"reward":1e999`, 1), -1, "", "tree: nodes[2].reward is 1e999, beyond the range of a 64-bit float; a finite number is required"},
+		{"null reward", strings.Replace(doc, `"reward":1`, `"reward":null`, 1), -1, "", "tree: nodes[2].reward is null; a finite number is required"},
+		{"string flag", strings.Replace(doc, `"done":true`, `"done":"true"`, 1), -1, "", `tree: nodes[2].done is the string "true"; true or false is required`},
+		{"nodes an object", `{"nodes": {"id": 0}}`, -1, "", "tree: nodes is an object; a list is required"},
+		{"spans not a list of objects", strings.Replace(doc, `"spans":[{"tokens":[6],"trainable":[true],"logprobs":[-0.5]}]`, `"spans":[[6]]`, 1), -1, "",
+			"tree: nodes[2].spans[0] is a list; an object is required"},
+		{"stats a list", strings.Replace(doc, `"stats":{`, `"stats":[{`, 1) + "]", -1, "", "tree: stats is a list; an object is required"},
+		{"two trees", doc + doc, -1, "", "tree: bad JSON at byte " + strconv.Itoa(len(doc)) + ": more data follows the JSON value"},
 		{"mismatched lengths", strings.Replace(doc, `"trainable":[true],"logprobs":[-0.5]`, `"trainable":[true],"logprobs":[-0.5,0]`, 1), 2, "spans[0].logprobs", "2 entries for 1 tokens"},
 		{"cycle", cycleJSON(t), 1, "parent", "cycle 1 -> 2 -> 1"},
 		{"empty", `{}`, -1, "nodes", "empty"},
@@ -145,4 +165,18 @@ func FuzzUnmarshal(f *testing.F) {
 			require.Len(t, tr.ContextTokens(id), tr.ContextLen(id))
 		}
 	})
+}
+
+// BenchmarkUnmarshal reads a 64-rollout tree of 256-token spans: the strict check is one
+// extra pass over the bytes, before the decode.
+func BenchmarkUnmarshal(b *testing.B) {
+	data, err := tree.Marshal(treetest.Random(rand.New(rand.NewPCG(3, 4)), treetest.Options{Rollouts: 64, MaxSpanTokens: 256}))
+	require.NoError(b, err)
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := tree.Unmarshal(data); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

@@ -34,8 +34,9 @@ class ConfigError(FocusError, ValueError):
 
     Attributes:
         field: The configuration field the error is about, in the spelling of the
-            argument that was wrong (``"budget"`` for ``Selective(budget=0)``), or None
-            when the error is not about one field.
+            argument that was wrong (``"budget"`` for ``Selective(budget=0)``), or the
+            path of the value a JSON input was refused for (``"nodes[3].reward"``), or
+            None when the error is not about one field.
     """
 
     code = 2
