@@ -80,7 +80,7 @@ func TestUnmarshalBadInput(t *testing.T) {
 		{"not json", `{"nodes": [`, -1, "", "tree: bad JSON at byte 11 (in nodes): the input ends before the value is complete"},
 		{"cut off", doc[:len(doc)/2], -1, "", "tree: bad JSON at byte"},
 		{"unknown field", strings.Replace(doc, `"reward":1`, `"rewards":1`, 1), -1, "",
-			`tree: unknown key "rewards" in nodes[2], did you mean "reward"? (allowed: children, critic, depth, done, failed, id, inexact, observation, off_policy, parent, reward, search_pass, spans, text, truncated)`},
+			`tree: unknown key "rewards" in nodes[2], did you mean "reward"? (allowed: children, critic, depth, done, failed, id, inexact, observation, off_policy, parent, reward, search_pass, spans, text, truncated, weight_version)`},
 		{"a key in another case", strings.Replace(doc, `"reward":1`, `"reward":1,"Reward":0`, 1), -1, "",
 			`tree: unknown key "Reward" in nodes[2] (keys are case-sensitive), did you mean "reward"?`},
 		{"a key in another case first", strings.Replace(doc, `"reward":1`, `"Reward":0,"reward":1`, 1), -1, "", `tree: unknown key "Reward" in nodes[2]`},
