@@ -12,12 +12,14 @@ cache.
 from __future__ import annotations
 
 import json
+import math
 import os
 from dataclasses import dataclass, field
 from typing import Any, Dict, Generic, List, Mapping, Optional, Sequence, Tuple, TypeVar, Union
 
 from .. import _lib
 from .._handle import GoObject
+from ..errors import ConfigError
 from .parsing import (
     ActionParser,
     DeepSeekV3ToolCallParser,
@@ -177,32 +179,70 @@ class HFTokenizer(GoObject):
             "add_generation_prompt": add_generation_prompt,
             "kwargs": kwargs,
         }
-        data = json.dumps(request, ensure_ascii=False).encode("utf-8")
+        data = _request_json(request)
         out = json.loads(_lib.call_string("focus_codec_render", _lib.c_handle(self.handle), data, len(data)))
         return out["text"], tuple(out["tokens"] or ())
 
     def apply_chat_template(
         self,
-        conversation: Sequence[Message],
+        conversation: Union[Sequence[Message], Sequence[Sequence[Message]]],
         tools: Optional[Sequence[Mapping[str, Any]]] = None,
+        documents: Optional[Sequence[Mapping[str, Any]]] = None,
+        chat_template: Optional[str] = None,
         add_generation_prompt: bool = False,
+        continue_final_message: Union[bool, str] = False,
         tokenize: bool = True,
+        return_dict: bool = False,
         **kwargs: Any,
-    ) -> Union[str, List[TokenId]]:
+    ) -> Any:
         """Render a conversation the way transformers' ``apply_chat_template`` does.
 
+        Every option of transformers' method is honoured with its result or refused with a
+        ``ConfigError`` naming it: ``documents``, ``chat_template`` (a template source, or
+        the name of one of the model's named templates), ``continue_final_message`` and
+        ``truncation=True`` with ``max_length`` (cuts the ids; the text stays whole) are
+        honoured; ``padding``, ``sanitize_control_tokens``, ``return_tensors``,
+        ``return_assistant_tokens_mask`` and ``tokenizer_kwargs`` are refused unless left
+        at their defaults. A list of conversations renders each one.
+
         Args:
-            conversation: The chat messages.
+            conversation: The chat messages, or a list of conversations.
             tools: OpenAI-style function schemas.
+            documents: Documents for templates that render them (retrieval).
+            chat_template: A template to use instead of the model's.
             add_generation_prompt: End with the opening of an assistant turn.
+            continue_final_message: Leave the final message open for the model to continue
+                (True: its content; a string: that field, such as ``"reasoning_content"``).
             tokenize: Return token ids; False returns the text.
-            **kwargs: Further template variables.
+            return_dict: With ``tokenize``, return ``{"input_ids": ..., "attention_mask":
+                ...}``. Unlike transformers 5 (whose default is True) the default returns
+                the list of ids.
+            **kwargs: ``truncation``, ``max_length`` and the refused options above, and
+                further template variables.
 
         Returns:
-            The token ids, or the text with ``tokenize=False``.
+            The token ids, the text with ``tokenize=False``, or the dict with
+            ``return_dict=True``; a list of these for a list of conversations.
+
+        Raises:
+            ConfigError: An option focus-go does not honour is set, an option's value is
+                invalid, or the template raises.
         """
-        text, tokens = self.render(conversation, tools, add_generation_prompt=add_generation_prompt, **kwargs)
-        return list(tokens) if tokenize else text
+        options = {"documents": documents, "chat_template": chat_template, "continue_final_message": continue_final_message}
+        options.update(kwargs)
+        if conversation and not isinstance(conversation[0], Mapping):
+            return [
+                self.apply_chat_template(
+                    one, tools, add_generation_prompt=add_generation_prompt, tokenize=tokenize, return_dict=return_dict, **options
+                )
+                for one in conversation
+            ]
+        text, tokens = self.render(conversation, tools, add_generation_prompt=add_generation_prompt, **options)
+        if not tokenize:
+            return text
+        if return_dict:
+            return {"input_ids": list(tokens), "attention_mask": [1] * len(tokens)}
+        return list(tokens)
 
     def __repr__(self) -> str:
         return f"HFTokenizer({self.name_or_path!r}, vocab_size={self.vocab_size})"
@@ -248,6 +288,33 @@ class ChatCodec:
             The text.
         """
         return self.tokenizer.decode(tokens, skip_special_tokens=skip_special_tokens)
+
+
+def _request_json(request: Mapping[str, Any]) -> bytes:
+    """``request`` as JSON for the Go core; NaN and infinities (which JSON has no form for)
+    are refused with a ``ConfigError`` naming where they are."""
+    try:
+        return json.dumps(request, ensure_ascii=False, allow_nan=False).encode("utf-8")
+    except ValueError:
+        # The template variables are named as the caller passed them ("kwargs" is the wire's).
+        where = _non_finite(request["messages"], "messages") or _non_finite(request["tools"], "tools") or _non_finite(request["kwargs"], "")
+        if where is None:
+            raise
+        raise ConfigError(
+            f"{where[0]} is {where[1]!r}: a chat template renders JSON values, which have no NaN or infinity; "
+            "pass a finite number, or the value as a string"
+        ) from None
+
+
+def _non_finite(value: Any, path: str) -> Optional[Tuple[str, float]]:
+    if isinstance(value, float) and not math.isfinite(value):
+        return path, value
+    items = value.items() if isinstance(value, Mapping) else enumerate(value) if isinstance(value, (list, tuple)) else ()
+    for key, item in items:
+        found = _non_finite(item, f"{path}[{key}]" if isinstance(key, int) else f"{path}.{key}" if path else str(key))
+        if found is not None:
+            return found
+    return None
 
 
 def model_profile(model: str, chat_template: str = "") -> Tuple[str, str]:
