@@ -12,6 +12,7 @@ cache.
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
 from dataclasses import dataclass, field
@@ -318,12 +319,26 @@ def _non_finite(value: Any, path: str) -> Optional[Tuple[str, float]]:
 
 
 def model_profile(model: str, chat_template: str = "") -> Tuple[str, str]:
-    """The model family and tool-call profile of ``model``, recognised from its name or,
-    when the name does not tell, from its chat template. Raises ConfigError, naming the
+    """The model family and tool-call profile of ``model``, recognised from its chat
+    template or, when the template is of no known family, from its name. Where the name
+    names another family than the template, the template wins (it renders the prompts the
+    model answers) and a warning naming both is logged once. Raises ConfigError, naming the
     profiles to choose from, for a model of no supported family."""
     data = json.dumps({"model": model, "chat_template": chat_template or ""}, ensure_ascii=False).encode("utf-8")
     out = json.loads(_lib.call_string("focus_profile_resolve", data, len(data)))
+    named = out["named_family"]
+    if named and named != out["family"] and (model, named, out["family"]) not in _DISAGREEMENTS_LOGGED:
+        _DISAGREEMENTS_LOGGED.add((model, named, out["family"]))
+        _log.warning(
+            "model %r is named like a %s model but its chat template is %s's: using the %s tool-call parser "
+            "(pass profile= to choose another)",
+            model, named, out["family"], out["profile"],
+        )
     return out["family"], out["profile"]
+
+
+_log = logging.getLogger("focus_go")
+_DISAGREEMENTS_LOGGED: "set[Tuple[str, str, str]]" = set()
 
 
 _PARSERS = {
@@ -443,8 +458,9 @@ class PolicyFormat(Generic[A]):
         ``"hermes"`` (Qwen2.5, Qwen3 and Hermes tool calls), ``"llama3_json"`` (Llama 3.1 to
         3.3), ``"deepseek_v3"`` (DeepSeek V3 and R1), ``"pythonic"`` (Gemma 3, Llama 4),
         ``"harmony"`` (gpt-oss), ``"native"`` (API tool calls), ``"text"``, or
-        ``"token_chunk"`` (exact segments). Without one, the model name selects the tool-call
-        dialect, or, when the name does not tell, the chat template the tokenizer ships.
+        ``"token_chunk"`` (exact segments). Without one, the chat template the tokenizer ships
+        selects the tool-call dialect, or, when it is of no known family, the model name
+        (see ``model_profile``; a disagreement between the two is logged).
 
         Args:
             model: A local model directory or a Hugging Face model id in the local cache.
