@@ -383,8 +383,11 @@ func TestFamilyFor(t *testing.T) {
 		require.True(t, ok, tt.model)
 		assert.NotEqual(t, named, f, "the name names another family")
 	}
+	f, err := FamilyFor("/models/llama3-coder", "{{- '<tool_call>\n<function=' + name + '>' }}")
+	require.NoError(t, err)
+	assert.Equal(t, ProfileQwenXML, f.Profile)
 	// A template of no known family leaves the choice to the name.
-	f, err := FamilyFor("Qwen/Qwen3-8B", "{% for m in messages %}{{ m.content }}{% endfor %}")
+	f, err = FamilyFor("Qwen/Qwen3-8B", "{% for m in messages %}{{ m.content }}{% endfor %}")
 	require.NoError(t, err)
 	assert.Equal(t, ProfileHermes, f.Profile)
 	f, err = FamilyFor("my-model", "{{ '<|start|>assistant<|channel|>final<|message|>' }}")
