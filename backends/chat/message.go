@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"strings"
 	"strconv"
+	"strings"
 
 	"github.com/ardanlabs/jinja"
 	"github.com/focus-go/focus-go/core/status"
