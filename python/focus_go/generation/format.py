@@ -163,15 +163,17 @@ class HFTokenizer(GoObject):
             messages: The chat messages.
             tools: OpenAI-style function schemas for the template's ``tools``.
             add_generation_prompt: End with the opening of an assistant turn.
-            **kwargs: Further template variables, such as ``enable_thinking=False``.
+            **kwargs: Further template variables, such as ``enable_thinking=False``, and
+                the options of ``apply_chat_template`` (honoured or refused as there).
 
         Returns:
             The rendered text and its token ids.
 
         Raises:
-            ConfigError: The template raises (as transformers' Jinja2 would), or a message has
+            ConfigError: The template raises (as transformers' Jinja2 would); a message has
                 a role that is neither system, user, assistant nor tool and that the template
-                does not name.
+                does not name; an option focus-go does not honour is set; or a value has no
+                exact template form (NaN, infinity, an integer beyond 64 bits).
             NotFoundError: The model has no chat template.
         """
         request = {
@@ -256,7 +258,8 @@ class ChatCodec:
     Args:
         tokenizer: The model's tokenizer and chat template.
         template_kwargs: Variables passed to every rendering, for example
-            ``{"enable_thinking": False}`` for Qwen3.
+            ``{"enable_thinking": False}`` for Qwen3, and options of
+            ``HFTokenizer.apply_chat_template`` (honoured or refused as there).
     """
 
     tokenizer: HFTokenizer
