@@ -120,9 +120,11 @@ func focus_profile_resolve(request *C.char, n C.size_t, out *C.focus_bytes, errO
 		if err != nil {
 			return err
 		}
+		named, _ := parse.FamilyByName(req.Model)
 		return returnJSON(out, struct {
-			Family  string `json:"family"`
-			Profile string `json:"profile"`
-		}{family.Name, family.Profile})
+			Family      string `json:"family"`
+			Profile     string `json:"profile"`
+			NamedFamily string `json:"named_family"` // the family the name alone names ("" for none)
+		}{family.Name, family.Profile, named.Name})
 	})
 }

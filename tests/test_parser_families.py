@@ -62,11 +62,11 @@ REPLIES = {
         ("meta-llama/Llama-3.3-70B-Instruct", "llama3_1", Llama3JSONToolCallParser),
         ("deepseek-ai/DeepSeek-V3", "deepseek_v3", DeepSeekV3ToolCallParser),
         ("google/gemma-3-12b-it", "gemma3", PythonicToolCallParser),
-        # gptoss ships no chat template, which this tokenizer loader refuses (issue #15 item
-        # 10); the name alone picks the dialect.
-        ("openai/gpt-oss-20b", "qwen3", HarmonyToolCallParser),
+        # gptoss ships no chat template: the name alone picks the dialect.
+        ("openai/gpt-oss-20b", "gptoss", HarmonyToolCallParser),
         ("Qwen/Qwen3-8B", "qwen3", HermesToolCallParser),
-        ("Qwen/Qwen3.5-4B", "qwen3", QwenXMLToolCallParser),
+        # A Qwen3.5-named model shipping a Qwen3 template gets the template's parser.
+        ("Qwen/Qwen3.5-4B", "qwen3", HermesToolCallParser),
     ],
 )
 def test_resolve_binds_each_family_its_own_dialect(model, family, parser):
@@ -85,6 +85,27 @@ def test_resolve_reads_the_family_from_the_chat_template(family, profile):
     tok = tokenizer(family)
     assert model_profile("/models/my-finetune", tok.chat_template)[1] == profile
     assert PolicyFormat.resolve("/models/my-finetune", tokenizer=tok).name == f"/models/my-finetune:{profile}"
+
+
+def test_the_template_beats_the_name_and_the_disagreement_is_logged_once(tmp_path, caplog):
+    """A local folder named after one family holding another family's template gets the
+    template's parser (issue #46); an explicit profile still wins."""
+    source = TESTDATA / "qwen3"
+    tokenizer("qwen3")  # skips (or fails under CI) without the real files
+    folder = tmp_path / "llama3-distill-of-qwen"
+    folder.mkdir()
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        (folder / name).write_bytes((source / name).read_bytes())
+    with caplog.at_level("WARNING", logger="focus_go"):
+        fmt = PolicyFormat.resolve(str(folder))
+        again = PolicyFormat.resolve(str(folder))
+    assert type(fmt.parser) is HermesToolCallParser and type(again.parser) is HermesToolCallParser
+    logged = [r.getMessage() for r in caplog.records if "llama3-distill-of-qwen" in r.getMessage()]
+    assert len(logged) == 1, logged
+    assert "Llama 3" in logged[0] and "Qwen2.5 / Qwen3 / Hermes" in logged[0] and "hermes" in logged[0]
+    assert model_profile(str(folder), fmt.codec.tokenizer.chat_template) == ("Qwen2.5 / Qwen3 / Hermes", "hermes")
+    explicit = PolicyFormat.resolve(str(folder), tokenizer=fmt.codec.tokenizer, profile="llama3_json")
+    assert type(explicit.parser) is Llama3JSONToolCallParser
 
 
 def test_unknown_family_with_tools_is_an_error_naming_the_profiles():

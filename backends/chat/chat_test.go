@@ -239,3 +239,21 @@ func ExampleContinuation() {
 	fmt.Println(Continuation(checkpoint, generated))
 	// Output: [151644 872 198 40 1079]
 }
+
+// TestPythonValues: values reach the template as Python has them (issue #46): dict methods
+// on a dict holding a key of the same name, text filters on numbers and lists, None
+// keyword arguments, and integers beyond int64 refused by name.
+func TestPythonValues(t *testing.T) {
+	tmpl, err := Compile(`{% for k, v in p.items() %}{{ k }}={{ v.get('type') }};{% endfor %}{{ p.keys() | list }}|{{ x | trim }}|{{ y | upper }}|{{ z }}`)
+	require.NoError(t, err)
+	p := json.RawMessage(`{"items": {"type": "array"}, "keys": {"type": "integer"}, "get": {}}`)
+	text, err := tmpl.Render([]Message{{Role: "user"}}, nil, false, map[string]any{"p": p, "x": json.RawMessage(`1.0`), "y": json.RawMessage(`[1.0, "it's"]`), "z": json.RawMessage(nil)})
+	require.NoError(t, err)
+	assert.Equal(t, `items=array;keys=integer;get=None;['items', 'keys', 'get']|1.0|[1.0, "IT'S"]|None`, text)
+
+	_, err = tmpl.Render([]Message{{Role: "user"}}, nil, false, map[string]any{"p": json.RawMessage(`[1]`)})
+	assert.ErrorContains(t, err, "'list' object has no attribute 'items'")
+	_, err = tmpl.Render([]Message{{Role: "user"}}, nil, false, map[string]any{"p": json.RawMessage(`{"n": 18446744073709551616}`)})
+	assert.ErrorContains(t, err, "keyword argument p: integer 18446744073709551616 is beyond the 64-bit range")
+	assert.Equal(t, status.InvalidArgument, status.CodeOf(err))
+}

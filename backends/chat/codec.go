@@ -108,13 +108,61 @@ func (c *Codec) Encode(messages []Message, tools []json.RawMessage, addGeneratio
 	return c.encode(func(t *Template) (string, error) { return t.Render(messages, tools, addGenerationPrompt, kwargs) })
 }
 
-// EncodeJSON is Encode for messages given as JSON objects (see Template.RenderJSON). Like
-// transformers' apply_chat_template, it refuses an empty conversation.
+// EncodeJSON is Encode for messages given as JSON objects (see Template.RenderJSON), with
+// kwargs as transformers' apply_chat_template takes them: its options (SplitOptions:
+// chat_template, continue_final_message, truncation with max_length; the others refused
+// by name) and the template variables. Like apply_chat_template, it refuses an empty
+// conversation. Truncation cuts the ids, never the text (the text is what
+// apply_chat_template(tokenize=False) returns).
 func (c *Codec) EncodeJSON(messages []json.RawMessage, tools []json.RawMessage, addGenerationPrompt bool, kwargs map[string]any) (Prompt, error) {
 	if len(messages) == 0 {
 		return Prompt{}, status.Errorf(status.InvalidArgument, "chat: cannot apply the chat template to an empty conversation; give at least one message")
 	}
-	return c.encode(func(t *Template) (string, error) { return t.RenderJSON(messages, tools, addGenerationPrompt, kwargs) })
+	opts, vars, err := SplitOptions(kwargs)
+	if err != nil {
+		return Prompt{}, err
+	}
+	tmpl, err := c.templateFor(opts.ChatTemplate)
+	if err != nil {
+		return Prompt{}, err
+	}
+	text, err := tmpl.render(messages, tools, addGenerationPrompt, vars, opts.Continue)
+	if err != nil {
+		return Prompt{}, err
+	}
+	ids, err := c.tokenizer.Encode(text, false)
+	if err != nil {
+		return Prompt{}, err
+	}
+	if opts.MaxLength > 0 && len(ids) > opts.MaxLength {
+		if c.config != nil && c.config.TruncationSide == "left" {
+			ids = ids[len(ids)-opts.MaxLength:]
+		} else {
+			ids = ids[:opts.MaxLength]
+		}
+	}
+	return Prompt{Text: text, Tokens: ids}, nil
+}
+
+// templateFor is the template a chat_template option selects: the codec's own for "", the
+// model's template of that name when it has one, else the option compiled as a template
+// source (as transformers' get_chat_template reads it).
+func (c *Codec) templateFor(override string) (*Template, error) {
+	if override == "" {
+		return c.RequireTemplate()
+	}
+	var special map[string]any
+	if c.config != nil {
+		special = c.config.SpecialTokens()
+		if named, ok := c.config.ChatTemplates[override]; ok && len(c.config.ChatTemplates) > 1 {
+			override = named
+		}
+	}
+	tmpl, err := Compile(override, WithSpecialTokens(special))
+	if err != nil {
+		return nil, status.Wrap(status.InvalidArgument, err, "chat: apply_chat_template option chat_template")
+	}
+	return tmpl, nil
 }
 
 // encode renders with the codec's template (an error when the model has none) and encodes

@@ -16,7 +16,18 @@ const (
 	addFunc      = "__focus_add"
 	inFunc       = "__focus_in"
 	iterableFunc = "__focus_iterable"
+	methodFunc   = "__focus_method"
 )
+
+// dictMethods are the dict methods templates call; the engine looks a key of the same
+// name up first (a tool parameter named "items" made properties.items() call that
+// parameter's schema), so x.items() and the others become methodFunc calls.
+var dictMethods = map[string]bool{"items": true, "keys": true, "values": true, "get": true}
+
+// textFilters are the Jinja2 filters that take their input through str() first (soft_str);
+// the engine's own versions print numbers and containers its own way (1.0 as "1").
+var textFilters = map[string]bool{"trim": true, "upper": true, "lower": true, "capitalize": true, "title": true,
+	"replace": true, "center": true, "indent": true, "truncate": true, "wordcount": true, "striptags": true}
 
 type exprToken struct {
 	kind       byte // 'n' name, 's' string, 'd' number, 'o' operator
@@ -391,6 +402,18 @@ func (p *exprParser) parsePostfix(a string) (string, error) {
 				return "", errExpr
 			}
 			p.pos++
+			if dictMethods[t.text] && p.op("(") {
+				p.pos++
+				args, err := p.parseArgs()
+				if err != nil {
+					return "", err
+				}
+				if args != "" {
+					args = ", " + args
+				}
+				a = methodFunc + "(" + a + ", '" + t.text + "'" + args + ")"
+				continue
+			}
 			a = a + "." + t.text
 		case p.op("["):
 			p.pos++
@@ -477,6 +500,10 @@ func (p *exprParser) parseFilters(a string) (string, error) {
 				name = mapFilter
 			case "string":
 				name = strFilter
+			default:
+				if textFilters[name] {
+					name = strFilter + "|" + name
+				}
 			}
 			a = a + "|" + name
 			if p.op("(") {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"strconv"
+	"strings"
 
 	"github.com/ardanlabs/jinja"
 	"github.com/focus-go/focus-go/core/status"
@@ -144,6 +145,10 @@ func DecodeJSON(data []byte) (jinja.Value, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	v, err := decodeValue(dec)
+	var refused *status.Error
+	if errors.As(err, &refused) { // valid JSON holding a value templates cannot take
+		return jinja.Value{}, err
+	}
 	if err != nil {
 		return jinja.Value{}, status.Wrap(status.InvalidArgument, err, "chat: invalid JSON %.80q", data)
 	}
@@ -199,8 +204,19 @@ func decodeValue(dec *json.Decoder) (jinja.Value, error) {
 		}
 		return jinja.Value{}, errors.New("unexpected " + t.String())
 	case json.Number:
-		// Integers beyond int64 fall back to float, where Python would keep them exact.
-		return jinja.FromGoValue(t), nil
+		if !strings.ContainsAny(string(t), ".eE") {
+			n, err := t.Int64()
+			if err != nil { // Python keeps it an exact int; the engine has no such number
+				return jinja.Value{}, status.Errorf(status.InvalidArgument,
+					"integer %.40s is beyond the 64-bit range a chat template can render exactly; pass it as a string", t)
+			}
+			return jinja.NewInt(n), nil
+		}
+		f, err := t.Float64()
+		if err != nil {
+			return jinja.Value{}, status.Errorf(status.InvalidArgument, "number %.40s is out of range", t)
+		}
+		return jinja.NewFloat(f), nil
 	default:
 		return jinja.FromGoValue(t), nil
 	}
@@ -212,7 +228,16 @@ func decodeValue(dec *json.Decoder) (jinja.Value, error) {
 func toValue(name string, x any) (jinja.Value, error) {
 	switch v := x.(type) {
 	case json.RawMessage:
-		return DecodeJSON(v)
+		if len(v) == 0 { // a JSON null decoded into a RawMessage: Python's None
+			return jinja.None(), nil
+		}
+		val, err := DecodeJSON(v)
+		if err != nil {
+			return jinja.Value{}, status.Wrap(status.InvalidArgument, err, "chat: keyword argument %s", name)
+		}
+		return val, nil
+	case nil:
+		return jinja.None(), nil
 	case jinja.Value:
 		return v, nil
 	case Message:

@@ -560,3 +560,49 @@ func pyIterable(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, erro
 	v := args[0]
 	return jinja.NewBool(v.IsString() || v.IsList() || v.IsDict() || v.IsUndefined()), nil
 }
+
+// pyDictMethod is a dict method call x.name(args...) inside a template (args: x, name,
+// then the call's own arguments): items, keys, values and get, as Python's dict has them;
+// on anything but a dict it raises as Python does.
+func pyDictMethod(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+	if len(args) < 2 || !args[1].IsString() {
+		return jinja.Value{}, status.Errorf(status.Internal, "chat: bad method call")
+	}
+	obj, name, rest := args[0], args[1].AsString(), args[2:]
+	if !obj.IsDict() {
+		if obj.IsUndefined() {
+			return jinja.Value{}, status.Errorf(status.InvalidArgument, "the template calls %s() on a missing value", name)
+		}
+		return jinja.Value{}, status.Errorf(status.InvalidArgument, "'%s' object has no attribute '%s'", pyTypeName(obj), name)
+	}
+	d := obj.AsDict()
+	items := make([]jinja.Value, 0, d.Len())
+	switch name {
+	case "get":
+		if len(rest) == 0 || len(rest) > 2 {
+			return jinja.Value{}, status.Errorf(status.InvalidArgument, "get expected 1 or 2 arguments, got %d", len(rest))
+		}
+		if rest[0].IsString() {
+			if v, ok := d.Get(rest[0].AsString()); ok {
+				return v, nil
+			}
+		}
+		if len(rest) == 2 {
+			return rest[1], nil
+		}
+		return jinja.None(), nil
+	case "items":
+		for _, k := range d.Keys {
+			items = append(items, jinja.NewList([]jinja.Value{jinja.NewString(k), d.Data[k]}))
+		}
+	case "keys":
+		for _, k := range d.Keys {
+			items = append(items, jinja.NewString(k))
+		}
+	case "values":
+		for _, k := range d.Keys {
+			items = append(items, d.Data[k])
+		}
+	}
+	return jinja.NewList(items), nil
+}

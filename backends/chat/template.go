@@ -54,8 +54,9 @@ func WithClock(now func() time.Time) Option {
 }
 
 // reserved are the names transformers passes itself; a keyword argument of the same name
-// is a TypeError there and an InvalidArgument error here.
-var reserved = map[string]bool{"messages": true, "tools": true, "documents": true, "add_generation_prompt": true}
+// is a TypeError there and an InvalidArgument error here. ("documents" is one too, but
+// apply_chat_template takes it as an argument and passes it on: it is a template variable.)
+var reserved = map[string]bool{"messages": true, "tools": true, "add_generation_prompt": true}
 
 // Compile parses a chat template source.
 func Compile(source string, opts ...Option) (*Template, error) {
@@ -88,6 +89,7 @@ func Compile(source string, opts ...Option) (*Template, error) {
 	t.globals[addFunc] = jinja.NewCallable("+", pyAdd)
 	t.globals[inFunc] = jinja.NewCallable("in", pyIn)
 	t.globals[iterableFunc] = jinja.NewCallable("iterable", pyIterable)
+	t.globals[methodFunc] = jinja.NewCallable("method", pyDictMethod)
 	now := o.now
 	t.globals["strftime_now"] = jinja.NewCallable("strftime_now", func(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
 		if len(args) != 1 || !args[0].IsString() {
@@ -143,7 +145,27 @@ func (t *Template) Render(messages []Message, tools []json.RawMessage, addGenera
 // refused with an error naming the message. transformers hands any role to the template,
 // and a template that never compares against a role drops such a message without a word;
 // refusing it keeps a typo from silently vanishing from the prompt.
+//
+// kwargs are template variables; "documents" is the template's documents. An option of
+// apply_chat_template (see SplitOptions) set to anything but its default is refused here:
+// Codec.EncodeJSON is what honours them.
 func (t *Template) RenderJSON(messages []json.RawMessage, tools []json.RawMessage, addGenerationPrompt bool, kwargs map[string]any) (string, error) {
+	opts, vars, err := SplitOptions(kwargs)
+	if err != nil {
+		return "", err
+	}
+	if opts != (Options{}) {
+		return "", status.Errorf(status.InvalidArgument, "chat: chat_template, continue_final_message and truncation are options of a whole rendering (HFTokenizer.apply_chat_template, ChatCodec), which this one (a chat template given its variables only) does not take")
+	}
+	return t.render(messages, tools, addGenerationPrompt, vars, "")
+}
+
+// render is RenderJSON with kwargs holding template variables only and, when cont is not
+// "", the final message's field cont left open (continue_final_message).
+func (t *Template) render(messages []json.RawMessage, tools []json.RawMessage, addGenerationPrompt bool, kwargs map[string]any, cont string) (string, error) {
+	if cont != "" && addGenerationPrompt {
+		return "", status.Errorf(status.InvalidArgument, "chat: continue_final_message and add_generation_prompt cannot both be set: continue the final message, or open a new assistant turn after it")
+	}
 	data := make(map[string]jinja.Value, len(t.globals)+len(kwargs)+4)
 	for k, v := range t.globals {
 		data[k] = v
@@ -169,6 +191,13 @@ func (t *Template) RenderJSON(messages []json.RawMessage, tools []json.RawMessag
 		}
 		msgs[i] = v
 	}
+	final := ""
+	if cont != "" && len(msgs) > 0 {
+		var err error
+		if final, err = t.markContinue(msgs, cont); err != nil {
+			return "", err
+		}
+	}
 	data["messages"] = jinja.NewList(msgs)
 	data["tools"] = jinja.None()
 	if tools != nil {
@@ -182,7 +211,9 @@ func (t *Template) RenderJSON(messages []json.RawMessage, tools []json.RawMessag
 		}
 		data["tools"] = jinja.NewList(list)
 	}
-	data["documents"] = jinja.None()
+	if _, ok := data["documents"]; !ok {
+		data["documents"] = jinja.None()
+	}
 	data["add_generation_prompt"] = jinja.NewBool(addGenerationPrompt)
 
 	text, err := t.renderValues(data)
@@ -192,6 +223,9 @@ func (t *Template) RenderJSON(messages []json.RawMessage, tools []json.RawMessag
 			return "", status.Wrap(status.InvalidArgument, err, "chat: rendering the chat template failed once messages[%d] (role %q) is included", at, role.AsString())
 		}
 		return "", status.Wrap(status.InvalidArgument, err, "chat: rendering the chat template failed")
+	}
+	if cont != "" {
+		return cutContinue(text, final)
 	}
 	return text, nil
 }

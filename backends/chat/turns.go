@@ -5,6 +5,7 @@ import (
 
 	"github.com/focus-go/focus-go/backends/parse"
 	"github.com/focus-go/focus-go/core/collect"
+	"github.com/focus-go/focus-go/core/status"
 )
 
 // Turns is the whole-turn chat context (collect.Turns) for a collection whose prompt
@@ -22,13 +23,20 @@ func (c *Codec) Turns(profile string, messages []json.RawMessage, tools json.Raw
 	if err != nil {
 		return nil, err
 	}
-	tmpl, err := c.RequireTemplate()
-	if err != nil {
-		return nil, err
-	}
 	args := make(map[string]any, len(kwargs))
 	for k, v := range kwargs {
 		args[k] = v
+	}
+	opts, args, err := SplitOptions(args)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Continue != "" || opts.MaxLength > 0 {
+		return nil, status.Errorf(status.InvalidArgument, "chat: template_kwargs continue_final_message and truncation apply to one prompt, not to a collection, whose turns must extend one another exactly; remove them from the ChatCodec's template_kwargs")
+	}
+	tmpl, err := c.templateFor(opts.ChatTemplate)
+	if err != nil {
+		return nil, err
 	}
 	return &collect.Turns{Parser: parser, Template: turnTemplate{tmpl, args}, Messages: messages, Tools: schemas}, nil
 }
@@ -40,5 +48,5 @@ type turnTemplate struct {
 }
 
 func (t turnTemplate) Render(messages, tools []json.RawMessage, addGenerationPrompt bool) (string, error) {
-	return t.template.RenderJSON(messages, tools, addGenerationPrompt, t.kwargs)
+	return t.template.render(messages, tools, addGenerationPrompt, t.kwargs, "")
 }

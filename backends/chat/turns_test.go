@@ -143,3 +143,31 @@ func TestWholeTurnRealTemplates(t *testing.T) {
 		})
 	}
 }
+
+// TestTurnsOptions: the whole-turn context renders with a chat_template= override and
+// refuses the options that apply to one prompt only (issue #46).
+func TestTurnsOptions(t *testing.T) {
+	dir := filepath.Join("..", "..", "build", "testdata", "qwen3")
+	if _, err := os.Stat(filepath.Join(dir, "tokenizer.json")); err != nil {
+		t.Skip("build/testdata/qwen3 is missing (make testdata)")
+	}
+	codec, err := chat.Load(dir)
+	require.NoError(t, err)
+	defer codec.Close()
+	root := []json.RawMessage{json.RawMessage(`{"role":"user","content":"hi"}`)}
+	override := map[string]json.RawMessage{"chat_template": json.RawMessage(`"{% for m in messages %}[{{ m.role }}] {{ m.content }}\n{% endfor %}"`)}
+	turns, err := codec.Turns("hermes", root, nil, override)
+	require.NoError(t, err)
+	text, err := turns.Template.Render(root, nil, false)
+	require.NoError(t, err)
+	assert.Equal(t, "[user] hi\n", text)
+	for name, kwargs := range map[string]map[string]json.RawMessage{
+		"continue": {"continue_final_message": json.RawMessage(`true`)},
+		"truncate": {"truncation": json.RawMessage(`true`), "max_length": json.RawMessage(`4`)},
+	} {
+		_, err := codec.Turns("hermes", root, nil, kwargs)
+		assert.ErrorContains(t, err, "apply to one prompt, not to a collection", name)
+	}
+	_, err = codec.Turns("hermes", root, nil, map[string]json.RawMessage{"padding": json.RawMessage(`"longest"`)})
+	assert.ErrorContains(t, err, `option padding='longest'`)
+}

@@ -9,8 +9,8 @@
 // Qwen3.5, Qwen3-Coder), llama3_json (Llama 3.1-3.3 JSON calls), deepseek_v3 (DeepSeek V3 /
 // R1 call blocks), pythonic (Python call lists: Gemma 3, Llama 4), harmony (gpt-oss
 // channels) and native (a backend's structured calls). FamilyFor recognises a model's
-// family from its name or its chat template and names the profile; a model of no known
-// family is an error, never a silent guess, because another family's parser reads its calls
+// family from its chat template (from its name only when the template does not tell) and
+// names the profile; a model of no known family is an error, never a silent guess, because another family's parser reads its calls
 // as no calls.
 //
 // Reasoning is separated before tool calls are read: text inside <think>...</think> (or

@@ -12,7 +12,7 @@ type Family struct {
 	Profile string // the profile whose parser reads its tool calls
 }
 
-// families, in the order they are tried: an earlier entry wins when a name matches
+// families, in the order they are tried: an earlier entry wins when a name or template matches
 // several (DeepSeek-R1-Distill-Qwen is a DeepSeek template, Qwen3-Coder is not Qwen3's).
 var families = []struct {
 	Family
@@ -30,30 +30,53 @@ var families = []struct {
 	{Family{"Gemma 3", ProfilePythonic}, []string{"gemma-3", "gemma3", "gemma_3"}, []string{"<start_of_turn>"}},
 }
 
-// FamilyFor recognises the model family of a model name or path and, when the name does
-// not tell, of the chat template the tokenizer ships ("" when there is none). A model of no
-// supported family is a status.InvalidArgument error naming the profiles to choose from:
-// binding some other family's parser would read its tool calls as no calls at all.
+// FamilyFor recognises the model family from what the model directory holds before its
+// name: the chat template its tokenizer ships ("" when there is none) decides when it is
+// of a known family, and the model name or path only when it is not. A fine-tune named
+// after its base, or a local folder named after another model, therefore gets the parser
+// of the template that renders its prompts (FamilyByName tells a caller whether the name
+// disagrees, to say so). A model of no supported family is a status.InvalidArgument error
+// naming the profiles to choose from: binding some other family's parser would read its
+// tool calls as no calls at all.
 func FamilyFor(model, chatTemplate string) (Family, error) {
+	if f, ok := FamilyByTemplate(chatTemplate); ok {
+		return f, nil
+	}
+	if f, ok := FamilyByName(model); ok {
+		return f, nil
+	}
+	return Family{}, status.Errorf(status.InvalidArgument,
+		"parse: cannot tell the tool-call dialect of model %q: neither its chat template nor its name is of a supported family "+
+			"(Qwen, Llama 3, Llama 4, DeepSeek V3, Gemma 3, gpt-oss); pass profile= one of %s for tool calls, "+
+			"or text / token_chunk for replies without tool calls", model, strings.Join(toolProfiles, ", "))
+}
+
+// FamilyByName is the family a model name or path names, if any.
+func FamilyByName(model string) (Family, bool) {
 	m := strings.ToLower(model)
 	for _, f := range families {
 		for _, n := range f.names {
 			if strings.Contains(m, n) {
-				return f.Family, nil
+				return f.Family, true
 			}
 		}
 	}
+	return Family{}, false
+}
+
+// FamilyByTemplate is the family whose markers a chat template writes, if any.
+func FamilyByTemplate(chatTemplate string) (Family, bool) {
+	if chatTemplate == "" {
+		return Family{}, false
+	}
 	for _, f := range families {
-		all := chatTemplate != ""
+		all := true
 		for _, t := range f.template {
 			all = all && strings.Contains(chatTemplate, t)
 		}
 		if all {
-			return f.Family, nil
+			return f.Family, true
 		}
 	}
-	return Family{}, status.Errorf(status.InvalidArgument,
-		"parse: cannot tell the tool-call dialect of model %q: neither its name nor its chat template is of a supported family "+
-			"(Qwen, Llama 3, Llama 4, DeepSeek V3, Gemma 3, gpt-oss); pass profile= one of %s for tool calls, "+
-			"or text / token_chunk for replies without tool calls", model, strings.Join(toolProfiles, ", "))
+	return Family{}, false
 }

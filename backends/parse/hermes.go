@@ -14,9 +14,30 @@ import (
 // {"name": ..., "arguments": {...}} (Qwen2.5 and Qwen3 templates). A block ends at the
 // </tool_call> that follows its JSON object, so a JSON string holding "</tool_call>" does
 // not cut the block; a block whose body is not one JSON object ends at the first
-// </tool_call>, as the TOOL_CALL regex reads it.
+// </tool_call>, as the TOOL_CALL regex reads it. A final block the model ended (stop
+// reason "stop": its end-of-turn token) right after a whole, well-formed call object,
+// without writing </tool_call>, is a call too, as vLLM and SGLang read it; one cut off by
+// the length limit, or whose body is not a complete call, stays text.
 func ParseHermes(r action.Result) action.ToolTurn {
-	return buildTurn(r.Text, hermesClose, DecodeHermes)
+	text := r.Text
+	if r.StopReason == "stop" {
+		text = closeFinalHermesBlock(text)
+	}
+	return buildTurn(text, hermesClose, DecodeHermes)
+}
+
+// closeFinalHermesBlock appends the </tool_call> a finished reply left out after its last
+// block, when that block's body is one well-formed call.
+func closeFinalHermesBlock(text string) string {
+	i := strings.LastIndex(text, toolCallOpen)
+	if i < 0 {
+		return text
+	}
+	body := text[i+len(toolCallOpen):]
+	if strings.Contains(body, toolCallClose) || DecodeHermes(body).Malformed() {
+		return text
+	}
+	return text + toolCallClose
 }
 
 // hermesClose finds the </tool_call> that closes a Hermes block: the one right after the

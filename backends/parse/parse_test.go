@@ -368,7 +368,29 @@ func TestFamilyFor(t *testing.T) {
 		require.NoError(t, err, tt.fam)
 		assert.Equal(t, tt.profile, f.Profile, tt.fam)
 	}
-	f, err := FamilyFor("my-model", "{{ '<|start|>assistant<|channel|>final<|message|>' }}")
+	// The template wins over a name of another family (issue #46): a local folder named
+	// after Llama holding a Qwen3 template gets the Qwen3 parser, a distill named after its
+	// teacher the parser of the template it ships.
+	for _, tt := range []struct{ model, fam, profile string }{
+		{"/models/llama3-distill-of-qwen", "qwen3", ProfileHermes},
+		{"my-org/Qwen3-8B-llama-chat", "llama3_1", ProfileLlama3JSON},
+		{"google/gemma-3-finetune", "deepseek_v3", ProfileDeepSeekV3},
+	} {
+		f, err := FamilyFor(tt.model, template(tt.fam))
+		require.NoError(t, err, tt.model)
+		assert.Equal(t, tt.profile, f.Profile, tt.model)
+		named, ok := FamilyByName(tt.model)
+		require.True(t, ok, tt.model)
+		assert.NotEqual(t, named, f, "the name names another family")
+	}
+	f, err := FamilyFor("/models/llama3-coder", "{{- '<tool_call>\n<function=' + name + '>' }}")
+	require.NoError(t, err)
+	assert.Equal(t, ProfileQwenXML, f.Profile)
+	// A template of no known family leaves the choice to the name.
+	f, err = FamilyFor("Qwen/Qwen3-8B", "{% for m in messages %}{{ m.content }}{% endfor %}")
+	require.NoError(t, err)
+	assert.Equal(t, ProfileHermes, f.Profile)
+	f, err = FamilyFor("my-model", "{{ '<|start|>assistant<|channel|>final<|message|>' }}")
 	require.NoError(t, err)
 	assert.Equal(t, ProfileHarmony, f.Profile)
 

@@ -58,6 +58,10 @@ func (q QwenXML) Parse(r action.Result) action.ToolTurn {
 		text.WriteString(rest[:i])
 		turn.ToolCalls = append(turn.ToolCalls, decode(rest[i:i+end]))
 		rest = rest[i+end:]
+		// A </tool_call> after the block closes the wrapper whose opening tag the model left out.
+		if after := strings.TrimLeft(rest, " \t\r\n"); strings.HasPrefix(after, toolCallClose) {
+			rest = after[len(toolCallClose):]
+		}
 	}
 	text.WriteString(rest)
 	turn.Text = strings.TrimSpace(text.String())
@@ -65,8 +69,8 @@ func (q QwenXML) Parse(r action.Result) action.ToolTurn {
 }
 
 // bareFunctionEnd finds the end of a <function=...> block without a <tool_call> wrapper:
-// just after the first </function> that another block or the end of the text follows
-// (the first </function> when none does), or -1 when the block is not closed.
+// just after the first </function> that another block, a </tool_call> or the end of the
+// text follows (the first </function> when none does), or -1 when the block is not closed.
 func bareFunctionEnd(s string) int {
 	first := -1
 	for off := 0; ; {
@@ -81,7 +85,7 @@ func bareFunctionEnd(s string) int {
 		if first < 0 {
 			first = end
 		}
-		if after := strings.TrimLeft(s[end:], " \t\r\n"); after == "" || strings.HasPrefix(after, fnOpen) || strings.HasPrefix(after, toolCallOpen) {
+		if after := strings.TrimLeft(s[end:], " \t\r\n"); after == "" || strings.HasPrefix(after, fnOpen) || strings.HasPrefix(after, toolCallOpen) || strings.HasPrefix(after, toolCallClose) {
 			return end
 		}
 		off = end
@@ -175,6 +179,9 @@ func decodeQwenXML(block string, types map[string]map[string][]string) action.To
 	name := strings.TrimSpace(rest[:gt])
 	if name == "" {
 		return malformed("", "tool call has an empty function name")
+	}
+	if cut := strings.IndexAny(name, " \t\r\n<"); cut >= 0 { // the '>' found belongs to a later tag
+		return malformed(name[:cut], "tool call's <function= tag is not closed with '>'")
 	}
 	rest = rest[gt+1:]
 	// The block ends with the function's closing tag; a value may hold the text

@@ -40,6 +40,8 @@ type Config struct {
 	AddBOSToken, AddEOSToken bool
 	// AddedTokens is added_tokens_decoder keyed by token id.
 	AddedTokens map[uint32]AddedToken
+	// TruncationSide is the end truncation cuts ("left" or "right"; "" means right).
+	TruncationSide string
 }
 
 // AddedToken is one entry of added_tokens_decoder.
@@ -154,6 +156,7 @@ func ParseConfig(data []byte) (*Config, error) {
 		AddBOSToken             *bool                      `json:"add_bos_token"`
 		AddEOSToken             *bool                      `json:"add_eos_token"`
 		AddedTokensDecoder      map[string]json.RawMessage `json:"added_tokens_decoder"`
+		TruncationSide          string                     `json:"truncation_side"`
 	}
 	if err := json.Unmarshal(data, &raw); err != nil {
 		return nil, status.Wrap(status.InvalidArgument, err, "tokenizer: cannot parse tokenizer_config.json")
@@ -180,6 +183,7 @@ func ParseConfig(data []byte) (*Config, error) {
 		}
 		cfg.AdditionalSpecialTokens = append(cfg.AdditionalSpecialTokens, s)
 	}
+	cfg.TruncationSide = raw.TruncationSide
 	cfg.AddBOSToken = raw.AddBOSToken != nil && *raw.AddBOSToken
 	cfg.AddEOSToken = raw.AddEOSToken != nil && *raw.AddEOSToken
 	for key, r := range raw.AddedTokensDecoder {

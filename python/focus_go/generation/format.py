@@ -12,12 +12,15 @@ cache.
 from __future__ import annotations
 
 import json
+import logging
+import math
 import os
 from dataclasses import dataclass, field
 from typing import Any, Dict, Generic, List, Mapping, Optional, Sequence, Tuple, TypeVar, Union
 
 from .. import _lib
 from .._handle import GoObject
+from ..errors import ConfigError
 from .parsing import (
     ActionParser,
     DeepSeekV3ToolCallParser,
@@ -160,15 +163,17 @@ class HFTokenizer(GoObject):
             messages: The chat messages.
             tools: OpenAI-style function schemas for the template's ``tools``.
             add_generation_prompt: End with the opening of an assistant turn.
-            **kwargs: Further template variables, such as ``enable_thinking=False``.
+            **kwargs: Further template variables, such as ``enable_thinking=False``, and
+                the options of ``apply_chat_template`` (honoured or refused as there).
 
         Returns:
             The rendered text and its token ids.
 
         Raises:
-            ConfigError: The template raises (as transformers' Jinja2 would), or a message has
+            ConfigError: The template raises (as transformers' Jinja2 would); a message has
                 a role that is neither system, user, assistant nor tool and that the template
-                does not name.
+                does not name; an option focus-go does not honour is set; or a value has no
+                exact template form (NaN, infinity, an integer beyond 64 bits).
             NotFoundError: The model has no chat template.
         """
         request = {
@@ -177,32 +182,70 @@ class HFTokenizer(GoObject):
             "add_generation_prompt": add_generation_prompt,
             "kwargs": kwargs,
         }
-        data = json.dumps(request, ensure_ascii=False).encode("utf-8")
+        data = _request_json(request)
         out = json.loads(_lib.call_string("focus_codec_render", _lib.c_handle(self.handle), data, len(data)))
         return out["text"], tuple(out["tokens"] or ())
 
     def apply_chat_template(
         self,
-        conversation: Sequence[Message],
+        conversation: Union[Sequence[Message], Sequence[Sequence[Message]]],
         tools: Optional[Sequence[Mapping[str, Any]]] = None,
+        documents: Optional[Sequence[Mapping[str, Any]]] = None,
+        chat_template: Optional[str] = None,
         add_generation_prompt: bool = False,
+        continue_final_message: Union[bool, str] = False,
         tokenize: bool = True,
+        return_dict: bool = False,
         **kwargs: Any,
-    ) -> Union[str, List[TokenId]]:
+    ) -> Any:
         """Render a conversation the way transformers' ``apply_chat_template`` does.
 
+        Every option of transformers' method is honoured with its result or refused with a
+        ``ConfigError`` naming it: ``documents``, ``chat_template`` (a template source, or
+        the name of one of the model's named templates), ``continue_final_message`` and
+        ``truncation=True`` with ``max_length`` (cuts the ids; the text stays whole) are
+        honoured; ``padding``, ``sanitize_control_tokens``, ``return_tensors``,
+        ``return_assistant_tokens_mask`` and ``tokenizer_kwargs`` are refused unless left
+        at their defaults. A list of conversations renders each one.
+
         Args:
-            conversation: The chat messages.
+            conversation: The chat messages, or a list of conversations.
             tools: OpenAI-style function schemas.
+            documents: Documents for templates that render them (retrieval).
+            chat_template: A template to use instead of the model's.
             add_generation_prompt: End with the opening of an assistant turn.
+            continue_final_message: Leave the final message open for the model to continue
+                (True: its content; a string: that field, such as ``"reasoning_content"``).
             tokenize: Return token ids; False returns the text.
-            **kwargs: Further template variables.
+            return_dict: With ``tokenize``, return ``{"input_ids": ..., "attention_mask":
+                ...}``. Unlike transformers 5 (whose default is True) the default returns
+                the list of ids.
+            **kwargs: ``truncation``, ``max_length`` and the refused options above, and
+                further template variables.
 
         Returns:
-            The token ids, or the text with ``tokenize=False``.
+            The token ids, the text with ``tokenize=False``, or the dict with
+            ``return_dict=True``; a list of these for a list of conversations.
+
+        Raises:
+            ConfigError: An option focus-go does not honour is set, an option's value is
+                invalid, or the template raises.
         """
-        text, tokens = self.render(conversation, tools, add_generation_prompt=add_generation_prompt, **kwargs)
-        return list(tokens) if tokenize else text
+        options = {"documents": documents, "chat_template": chat_template, "continue_final_message": continue_final_message}
+        options.update(kwargs)
+        if conversation and not isinstance(conversation[0], Mapping):
+            return [
+                self.apply_chat_template(
+                    one, tools, add_generation_prompt=add_generation_prompt, tokenize=tokenize, return_dict=return_dict, **options
+                )
+                for one in conversation
+            ]
+        text, tokens = self.render(conversation, tools, add_generation_prompt=add_generation_prompt, **options)
+        if not tokenize:
+            return text
+        if return_dict:
+            return {"input_ids": list(tokens), "attention_mask": [1] * len(tokens)}
+        return list(tokens)
 
     def __repr__(self) -> str:
         return f"HFTokenizer({self.name_or_path!r}, vocab_size={self.vocab_size})"
@@ -215,7 +258,8 @@ class ChatCodec:
     Args:
         tokenizer: The model's tokenizer and chat template.
         template_kwargs: Variables passed to every rendering, for example
-            ``{"enable_thinking": False}`` for Qwen3.
+            ``{"enable_thinking": False}`` for Qwen3, and options of
+            ``HFTokenizer.apply_chat_template`` (honoured or refused as there).
     """
 
     tokenizer: HFTokenizer
@@ -250,13 +294,54 @@ class ChatCodec:
         return self.tokenizer.decode(tokens, skip_special_tokens=skip_special_tokens)
 
 
+def _request_json(request: Mapping[str, Any]) -> bytes:
+    """``request`` as JSON for the Go core; NaN and infinities (which JSON has no form for)
+    are refused with a ``ConfigError`` naming where they are."""
+    try:
+        return json.dumps(request, ensure_ascii=False, allow_nan=False).encode("utf-8")
+    except ValueError:
+        # The template variables are named as the caller passed them ("kwargs" is the wire's).
+        where = _non_finite(request["messages"], "messages") or _non_finite(request["tools"], "tools") or _non_finite(request["kwargs"], "")
+        if where is None:
+            raise
+        raise ConfigError(
+            f"{where[0]} is {where[1]!r}: a chat template renders JSON values, which have no NaN or infinity; "
+            "pass a finite number, or the value as a string"
+        ) from None
+
+
+def _non_finite(value: Any, path: str) -> Optional[Tuple[str, float]]:
+    if isinstance(value, float) and not math.isfinite(value):
+        return path, value
+    items = value.items() if isinstance(value, Mapping) else enumerate(value) if isinstance(value, (list, tuple)) else ()
+    for key, item in items:
+        found = _non_finite(item, f"{path}[{key}]" if isinstance(key, int) else f"{path}.{key}" if path else str(key))
+        if found is not None:
+            return found
+    return None
+
+
 def model_profile(model: str, chat_template: str = "") -> Tuple[str, str]:
-    """The model family and tool-call profile of ``model``, recognised from its name or,
-    when the name does not tell, from its chat template. Raises ConfigError, naming the
+    """The model family and tool-call profile of ``model``, recognised from its chat
+    template or, when the template is of no known family, from its name. Where the name
+    names another family than the template, the template wins (it renders the prompts the
+    model answers) and a warning naming both is logged once. Raises ConfigError, naming the
     profiles to choose from, for a model of no supported family."""
     data = json.dumps({"model": model, "chat_template": chat_template or ""}, ensure_ascii=False).encode("utf-8")
     out = json.loads(_lib.call_string("focus_profile_resolve", data, len(data)))
+    named = out["named_family"]
+    if named and named != out["family"] and (model, named, out["family"]) not in _DISAGREEMENTS_LOGGED:
+        _DISAGREEMENTS_LOGGED.add((model, named, out["family"]))
+        _log.warning(
+            "model %r is named like a %s model but its chat template is %s's: using the %s tool-call parser "
+            "(pass profile= to choose another)",
+            model, named, out["family"], out["profile"],
+        )
     return out["family"], out["profile"]
+
+
+_log = logging.getLogger("focus_go")
+_DISAGREEMENTS_LOGGED: "set[Tuple[str, str, str]]" = set()
 
 
 _PARSERS = {
@@ -376,8 +461,9 @@ class PolicyFormat(Generic[A]):
         ``"hermes"`` (Qwen2.5, Qwen3 and Hermes tool calls), ``"llama3_json"`` (Llama 3.1 to
         3.3), ``"deepseek_v3"`` (DeepSeek V3 and R1), ``"pythonic"`` (Gemma 3, Llama 4),
         ``"harmony"`` (gpt-oss), ``"native"`` (API tool calls), ``"text"``, or
-        ``"token_chunk"`` (exact segments). Without one, the model name selects the tool-call
-        dialect, or, when the name does not tell, the chat template the tokenizer ships.
+        ``"token_chunk"`` (exact segments). Without one, the chat template the tokenizer ships
+        selects the tool-call dialect, or, when it is of no known family, the model name
+        (see ``model_profile``; a disagreement between the two is logged).
 
         Args:
             model: A local model directory or a Hugging Face model id in the local cache.
