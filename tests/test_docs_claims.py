@@ -245,6 +245,19 @@ def _first_backoff(end: str) -> Reader:
     return f"backends/transport/transport.go: DefaultBaseDelay ({end} of the first backoff)", (lambda: base / 2) if end == "low" else (lambda: base)
 
 
+def _retried_statuses() -> str:
+    """The HTTP statuses the Go transport retries (the ``case`` that sets ``retryable``), as
+    the page lists them: "408, 429, 500, 502, 503 and 504"."""
+    from http import HTTPStatus
+
+    source = (ROOT / "backends/transport/transport.go").read_text(encoding="utf-8")
+    m = re.search(r"case (?P<names>fasthttp\.Status[^:]*):\s*retryable = true", source)
+    assert m, "backends/transport/transport.go: no `case ...: retryable = true`"
+    names = re.findall(r"fasthttp\.Status(\w+)", m["names"])
+    codes = sorted(HTTPStatus[re.sub(r"(?<!^)(?=[A-Z])", "_", n).upper()].value for n in names)
+    return ", ".join(map(str, codes[:-1])) + f" and {codes[-1]}"
+
+
 CLAIMS: List[Claim] = [
     # README
     Claim("README.md", "the default search tree", r"the default `Selective\((\d+), (\d+)\)` tree",
@@ -298,6 +311,8 @@ CLAIMS: List[Claim] = [
           [const("focus_go.generation.servers.DEFAULT_CAPACITY"), go_const("core/fleet/fleet.go", "DefaultCapacity")]),
     Claim("docs/servers.md", "the default routing", r'With `routing="(\w+)"` \(the default, `--routing \w+`\)', [cli("collect", "--routing")]),
     # reliability
+    Claim("docs/reliability.md", "the statuses retried", r"It retries: - HTTP ([0-9, and]+);",
+          [computed("backends/transport/transport.go: the statuses that set retryable", _retried_statuses)]),
     Claim("docs/reliability.md", "retries per request", r"It makes at most (\d+) retries", [go_const("backends/transport/transport.go", "DefaultMaxRetries")]),
     Claim("docs/reliability.md", "the first backoff", r"jittered exponential backoff: ([0-9.]+)–([0-9.]+) s,", [_first_backoff("low"), _first_backoff("high")]),
     Claim("docs/reliability.md", "the backoff cap", r"\(the delay is capped at (\d+) s\)", [go_const("backends/transport/transport.go", "DefaultMaxDelay")]),
@@ -342,7 +357,10 @@ CLAIMS: List[Claim] = [
           [computed("selective.budget - selective.warmup", lambda: _defaults()["selective"]["budget"] - _defaults()["selective"]["warmup"])]),
     Claim("docs/signal.md", "§D: the rule's rounds and budget", r"rounds of R = (\d+) picks.*? until B = (\d+) rollouts", [lib("selective.per_pass"), lib("selective.budget")]),
     Claim("docs/signal.md", "§D: the default estimator's kappa", r"The estimator's default stays `DirectBranchTd` at kappa (\d+)\.", [lib("reward.critic_weight")]),
+    # Slime
+    Claim("docs/slime.md", "the default kappa", r"With the default `critic_weight` (\d+) and", [lib("reward.critic_weight")]),
     # Tinker
+    Claim("docs/tinker.md", "SamplingParams()' temperature", r"the module default is ([0-9.]+)\)", [lib("sampling.temperature")]),
     Claim("docs/tinker.md", "sampling: max_tokens", r"\| `max_tokens` \(default (\d+)\) \|", [lib("sampling.max_tokens")]),
     Claim("docs/tinker.md", "sampling: temperature", r"\| `temperature` \(default ([0-9.]+)\) \|", [lib("sampling.temperature")]),
     Claim("docs/tinker.md", "sampling: top_p", r"\| `top_p` \(default ([0-9.]+)\),", [lib("sampling.top_p")]),
