@@ -239,10 +239,15 @@ def _segments(v: int) -> Any:
     return Segments(v)
 
 
-def _first_backoff(end: str) -> Reader:
-    # The first retry waits in [BaseDelay/2, BaseDelay] (backends/transport: RetryPolicy.backoff).
-    base = _go_const("backends/transport/transport.go", "DefaultBaseDelay")
-    return f"backends/transport/transport.go: DefaultBaseDelay ({end} of the first backoff)", (lambda: base / 2) if end == "low" else (lambda: base)
+def _backoff(retry: int, end: str) -> Reader:
+    # Retry n (from 0) waits in [d/2, d], d = min(BaseDelay << n, MaxDelay)
+    # (backends/transport: RetryPolicy.backoff).
+    def read() -> float:
+        path = "backends/transport/transport.go"
+        d = min(_go_const(path, "DefaultBaseDelay") * (1 << retry), _go_const(path, "DefaultMaxDelay"))
+        return round(d / 2 if end == "low" else d, 9)
+
+    return f"backends/transport/transport.go: the {end} end of retry {retry + 1}'s backoff", read
 
 
 def _retried_statuses() -> str:
@@ -262,6 +267,8 @@ CLAIMS: List[Claim] = [
     # README
     Claim("README.md", "the default search tree", r"the default `Selective\((\d+), (\d+)\)` tree",
           [lib("selective.budget"), lib("selective.warmup")]),
+    Claim("README.md", "the demo's trees", r"`Selective\(\)` trees \((\d+) rollouts, (\d+) of warmup\) for (\w+) bundled math problems",
+          [lib("selective.budget"), lib("selective.warmup"), cli("demo", "--problems")]),
     # getting started
     Claim("docs/getting-started.md", "the demo's trees", r"collects `Selective\(\)` trees \((\d+) rollouts, (\d+) of warmup\) with `Segments\((\d+)\)`",
           [lib("selective.budget"), lib("selective.warmup"), lib("segments.tokens")]),
@@ -314,7 +321,9 @@ CLAIMS: List[Claim] = [
     Claim("docs/reliability.md", "the statuses retried", r"It retries: - HTTP ([0-9, and]+);",
           [computed("backends/transport/transport.go: the statuses that set retryable", _retried_statuses)]),
     Claim("docs/reliability.md", "retries per request", r"It makes at most (\d+) retries", [go_const("backends/transport/transport.go", "DefaultMaxRetries")]),
-    Claim("docs/reliability.md", "the first backoff", r"jittered exponential backoff: ([0-9.]+)–([0-9.]+) s,", [_first_backoff("low"), _first_backoff("high")]),
+    Claim("docs/reliability.md", "the first backoff", r"jittered exponential backoff: ([0-9.]+)–([0-9.]+) s,", [_backoff(0, "low"), _backoff(0, "high")]),
+    Claim("docs/reliability.md", "the second and third backoff", r"0\.1–0\.2 s, then ([0-9.]+)–([0-9.]+) s, then ([0-9.]+)–([0-9.]+) s",
+          [_backoff(1, "low"), _backoff(1, "high"), _backoff(2, "low"), _backoff(2, "high")]),
     Claim("docs/reliability.md", "the backoff cap", r"\(the delay is capped at (\d+) s\)", [go_const("backends/transport/transport.go", "DefaultMaxDelay")]),
     Claim("docs/reliability.md", "the longest Retry-After honoured", r"`Retry-After` is honoured up to (\d+) s", [go_const("backends/transport/transport.go", "DefaultMaxRetryAfter")]),
     Claim("docs/reliability.md", "branch retries", r"By default \(`max_retries=(\d+)`\)", [param("focus_go.Collector", "max_retries")]),
