@@ -24,10 +24,11 @@ import argparse
 import functools
 import inspect
 import math
+import os
+import pkgutil
 import re
 import subprocess
 import sys
-import os
 from pathlib import Path
 from typing import Any, Callable, Dict, List, NamedTuple, Sequence, Tuple
 
@@ -71,14 +72,14 @@ def param(dotted: str, name: str) -> Reader:
     """The default of parameter ``name`` of the callable (or class) at ``dotted``."""
 
     def read() -> Any:
-        return inspect.signature(_resolve(dotted)).parameters[name].default
+        return inspect.signature(pkgutil.resolve_name(dotted)).parameters[name].default
 
     return f"{dotted}({name}=...) default", read
 
 
 def const(dotted: str, transform: Callable[[Any], Any] = lambda v: v) -> Reader:
     """A module attribute (a constant the package exports)."""
-    return dotted, lambda: transform(_resolve(dotted))
+    return dotted, lambda: transform(pkgutil.resolve_name(dotted))
 
 
 def cli(sub: str, flag: str) -> Reader:
@@ -86,10 +87,10 @@ def cli(sub: str, flag: str) -> Reader:
     return f"focus-go {sub} {flag} default", lambda: _cli_action(sub, flag).default
 
 
-def go_const(path: str, name: str, scale: float = 1.0) -> Reader:
+def go_const(path: str, name: str) -> Reader:
     """A Go constant the binding does not export, read from its source (durations in
-    seconds), divided by ``scale``."""
-    return f"{path}: {name}", lambda: _go_const(path, name) / scale
+    seconds)."""
+    return f"{path}: {name}", lambda: _go_const(path, name)
 
 
 def largest(what: str, accepts: Callable[[int], Any]) -> Reader:
@@ -118,21 +119,6 @@ def largest(what: str, accepts: Callable[[int], Any]) -> Reader:
 
 def computed(where: str, read: Callable[[], Any]) -> Reader:
     return where, read
-
-
-def _resolve(dotted: str) -> Any:
-    import importlib
-
-    parts = dotted.split(".")
-    for i in range(len(parts), 0, -1):
-        try:
-            obj: Any = importlib.import_module(".".join(parts[:i]))
-        except ImportError:
-            continue
-        for attr in parts[i:]:
-            obj = getattr(obj, attr)
-        return obj
-    raise ImportError(dotted)
 
 
 @functools.lru_cache(maxsize=None)
@@ -446,7 +432,7 @@ def _cli_rows(sub: str) -> List[Tuple[str, str]]:
     for line in (ROOT / CLI_GUIDE).read_text(encoding="utf-8").splitlines():
         if line.startswith("## "):
             inside = line.strip() == f"## Every flag of `focus-go {sub}`"
-        elif inside and (m := ROW.match(line)) and not m["flag"].startswith("`--flag"):
+        elif inside and (m := ROW.match(line)):
             flags = FLAG.findall(m["flag"])
             long = [f for f in flags if f.startswith("--")] or flags
             rows.append((long[0], m["default"].strip()))

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import ast
 import os
+import pkgutil
 import re
 from pathlib import Path
 from typing import Dict, List, NamedTuple, Optional, Tuple
@@ -220,27 +221,12 @@ def _public_modules() -> List[str]:
     return out
 
 
-def _resolve(dotted: str):
-    import importlib
-
-    parts = dotted.split(".")
-    for i in range(len(parts), 0, -1):
-        try:
-            obj = importlib.import_module(".".join(parts[:i]))
-        except ImportError:
-            continue
-        for attr in parts[i:]:
-            obj = getattr(obj, attr)
-        return obj
-    raise ImportError(dotted)
-
-
 def test_every_public_name_has_a_reference_entry():
     import importlib
     import inspect
 
     targets = {d.target for d in directives()}
-    documented = {id(_resolve(t)) for t in targets}
+    documented = {id(pkgutil.resolve_name(t)) for t in targets}
     missing = []
     for name in _public_modules():
         module = importlib.import_module(name)
@@ -255,7 +241,7 @@ def test_every_public_name_has_a_reference_entry():
             if inspect.isclass(obj) or callable(obj):
                 found = id(obj) in documented
             else:  # a constant re-exported: an entry of the same name and the same value
-                found = any(t.rsplit(".", 1)[-1] == attr and type(_resolve(t)) is type(obj) and _resolve(t) == obj for t in targets)
+                found = any(t.rsplit(".", 1)[-1] == attr and type(pkgutil.resolve_name(t)) is type(obj) and pkgutil.resolve_name(t) == obj for t in targets)
             if not found:
                 missing.append(f"{name}.{attr}")
     assert not missing, ("public names without a '::: ...' entry in docs/reference/ (add one, or list a helper in "
@@ -266,7 +252,7 @@ def test_not_api_names_exist():
     stale = []
     for dotted in NOT_API:
         try:
-            _resolve(dotted)
+            pkgutil.resolve_name(dotted)
         except (ImportError, AttributeError):
             stale.append(dotted)
     assert not stale, f"NOT_API names that are gone: {stale}"
