@@ -494,3 +494,20 @@ def test_getting_started_prints_the_tree_it_shows(tmp_path):
     assert shown.rstrip("\n") == printed, (
         "docs/getting-started.md shows a tree its code no longer prints; paste the new one (and check the text "
         f"about it):\n--- shown\n{shown}--- printed\n{printed}")
+
+
+def test_cli_guide_prints_the_summary_it_shows(tmp_path):
+    """The summary docs/cli.md shows is what `focus-go collect` prints on the demo's problems
+    with the defaults; its last line (the time taken, a measurement) is left out."""
+    from test_docs import parse
+
+    shown = next(b.code for b in parse(ROOT / CLI_GUIDE)[0] if b.lang == "text" and b.code.startswith("problems "))
+    run = [sys.executable, "-m", "focus_go"]
+    subprocess.run([*run, "demo", "--out", "focus-demo"], cwd=tmp_path, check=True, capture_output=True, timeout=600)
+    proc = subprocess.run([*run, "collect", "focus-demo/problems.jsonl", "--out", "runs/sim"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    summary = [line for line in proc.stdout.split("\n\n")[0].splitlines() if not line.startswith("time ")]
+    expected = [line for line in shown.splitlines() if not line.startswith("time ")]
+    assert expected == summary, ("docs/cli.md shows a summary `focus-go collect` no longer prints:\n--- shown\n"
+                                 + "\n".join(expected) + "\n--- printed\n" + "\n".join(summary))
