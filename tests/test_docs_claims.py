@@ -511,3 +511,57 @@ def test_cli_guide_prints_the_summary_it_shows(tmp_path):
     expected = [line for line in shown.splitlines() if not line.startswith("time ")]
     assert expected == summary, ("docs/cli.md shows a summary `focus-go collect` no longer prints:\n--- shown\n"
                                  + "\n".join(expected) + "\n--- printed\n" + "\n".join(summary))
+
+
+# ---- argument tables against the signatures they describe
+
+# (page, the heading above the table, the function): a row per parameter, its default
+# `required`, a Python literal, or a name of the function's module (`PPO_CLIP`).
+ARGUMENT_TABLES = [
+    ("docs/tinker.md", "### Every argument", "focus_go.integrations.tinker.train"),
+    ("docs/slime.md", "## `make_generate` and `make_evaluate`", "focus_go.integrations.slime.make_generate"),
+]
+
+
+def _table_after(page: str, heading: str) -> List[Tuple[str, str]]:
+    """(first cell, second cell) of the rows of the first table under ``heading``."""
+    lines = (ROOT / page).read_text(encoding="utf-8").splitlines()
+    assert heading in lines, f"{page} has no heading {heading!r}"
+    rows, started = [], False
+    for line in lines[lines.index(heading) + 1:]:
+        if line.startswith("|"):
+            started = True
+            cells = [c.strip() for c in line.strip("|").split("|")]
+            if cells[0].startswith("`"):
+                rows.append((cells[0].strip("`"), cells[1]))
+        elif started:
+            break
+    assert rows, f"{page}: no table under {heading!r}"
+    return rows
+
+
+@pytest.mark.parametrize("page,heading,function", ARGUMENT_TABLES, ids=[f"{p}: {f}" for p, _, f in ARGUMENT_TABLES])
+def test_argument_table_matches_signature(page, heading, function):
+    import ast
+
+    fn = pkgutil.resolve_name(function)
+    params = inspect.signature(fn).parameters
+    wrong = []
+    for name, cell in _table_after(page, heading):
+        if name not in params:
+            wrong.append(f"  `{name}`: {function} has no such parameter")
+            continue
+        default = params[name].default
+        if cell == "required":
+            if default is not inspect.Parameter.empty:
+                wrong.append(f"  `{name}`: the page says required, but its default is {default!r}")
+            continue
+        text = cell.strip("`")
+        try:
+            stated_value = ast.literal_eval(text)
+        except (ValueError, SyntaxError):
+            assert text in fn.__globals__, f"{page}: `{name}`'s default {cell!r} is neither a literal nor a name of {fn.__module__}"
+            stated_value = fn.__globals__[text]
+        if not (stated_value is default or same(stated_value, default) and type(stated_value) is type(default)):
+            wrong.append(f"  `{name}`: the page says {cell}, but {function}'s default is {default!r}")
+    assert not wrong, f"{page}, the table under {heading!r} against {function}'s signature:\n" + "\n".join(wrong)
