@@ -12,7 +12,10 @@ both values. So a default changes in the code and the docs together, or the test
 
 The flag tables of docs/cli.md ("Every flag of ...") are read whole: every default cell is
 compared with the flag's argparse default, and a cell in words ("all", "required") must be
-listed in ``CLI_WORDS`` with the argparse default it stands for.
+listed in ``CLI_WORDS`` with the argparse default it stands for. The argument tables of
+docs/tinker.md and docs/slime.md (``ARGUMENT_TABLES``) are read the same way against the
+signatures they describe. The printed output the guides show (getting-started's tree, the
+CLI guide's summary) is compared with what the code prints today.
 
 Measured figures (timings, benchmark areas, counts from a run) are not the library's values
 and are not here; benchmarks/RESULTS.md is their source.
@@ -68,13 +71,13 @@ def lib(path: str) -> Reader:
     return f"_rules.defaults()[{path!r}]", read
 
 
+def _param_default(dotted: str, name: str) -> Any:
+    return inspect.signature(pkgutil.resolve_name(dotted)).parameters[name].default
+
+
 def param(dotted: str, name: str) -> Reader:
     """The default of parameter ``name`` of the callable (or class) at ``dotted``."""
-
-    def read() -> Any:
-        return inspect.signature(pkgutil.resolve_name(dotted)).parameters[name].default
-
-    return f"{dotted}({name}=...) default", read
+    return f"{dotted}({name}=...) default", lambda: _param_default(dotted, name)
 
 
 def const(dotted: str, transform: Callable[[Any], Any] = lambda v: v) -> Reader:
@@ -284,6 +287,7 @@ CLAIMS: List[Claim] = [
           [param("focus_go.Agent", "max_segments"), param("focus_go.Agent", "max_total_tokens")]),
     Claim("docs/policies.md", "the default reward range", r"outside `\[reward_min, reward_max\]` \(default \[(\d+), (\d+)\]",
           [lib("reward.reward_min"), lib("reward.reward_max")]),
+    Claim("docs/policies.md", "Env's default action kind", r'\| `action` \(class attribute\) \| [^|]* \| `"(\w+)"` \|', [const("focus_go.Env.action")]),
     # records
     Claim("docs/records.md", "RewardConfig: gamma", r"\| `gamma` \| ([0-9.]+) \|", [param("focus_go.RewardConfig", "gamma")]),
     Claim("docs/records.md", "RewardConfig: critic_weight and its bound", r"\| `critic_weight` \| ([0-9.]+) \| [^|]*in \[0, (\d+)\] \|",
@@ -292,6 +296,10 @@ CLAIMS: List[Claim] = [
           [param("focus_go.RewardConfig", "reward_min"), param("focus_go.RewardConfig", "reward_max")]),
     Claim("docs/records.md", "RewardConfig: truncated_reward", r"\| `truncated_reward` \| ([0-9.]+) \|", [param("focus_go.RewardConfig", "truncated_reward")]),
     Claim("docs/records.md", "RewardConfig: truncation", r'\| `truncation` \| `"(\w+)"` \|', [lib("reward.truncation")]),
+    Claim("docs/records.md", "the default estimator", r"The defaults are `RewardConfig\(\)` and `(\w+)\(\)`\.",
+          [computed("type(Collector(estimator=...) default).__name__", lambda: type(_param_default("focus_go.Collector", "estimator")).__name__)]),
+    Claim("docs/records.md", "the default estimator in the table", r"\| `(\w+)\(\)` \(default\) \|",
+          [computed("type(Collector(estimator=...) default).__name__", lambda: type(_param_default("focus_go.Collector", "estimator")).__name__)]),
     Claim("docs/records.md", "the default kappa", r"The default κ = (\d+) weighs", [lib("reward.critic_weight")]),
     Claim("docs/records.md", "the default record layout", r'\(`layout="(\w+)"`, the default\)', [lib("records.layout")]),
     # servers
@@ -336,6 +344,9 @@ CLAIMS: List[Claim] = [
            computed("CriticRule().rule['min_nodes']", lambda: _critic_rule()["min_nodes"]),
            computed("CriticRule().rule['decay']", lambda: _critic_rule()["decay"]),
            computed("CriticRule().rule['max_kappa']", lambda: _critic_rule()["max_kappa"])]),
+    Claim("docs/signal.md", "CriticRule's signature",
+          r"`focus_go.critic_rule.CriticRule\(threshold=(\w+), min_nodes=(\w+), decay=(\w+), max_kappa=(\w+), state=(\w+)\)`",
+          [param("focus_go.critic_rule.CriticRule", n) for n in ("threshold", "min_nodes", "decay", "max_kappa", "state")]),
     Claim("docs/signal.md", "the kappa clamp", r"kappa = min\(kappa_hat, `max_kappa`\) \(so in \[0, (\d+)\]\)", [largest("critic_weight", _max_kappa)]),
     Claim("docs/signal.md", "the critic-free preset's search", r'`search`: `Selective\((\d+), (\d+), score="(\w+)", stop_alike=(\w+)\)` \(per_pass (\d+), max_children (\d+)',
           [lib("critic_free.selective.budget"), lib("critic_free.selective.warmup"), lib("critic_free.selective.score"),
