@@ -13,7 +13,12 @@ This test checks, without building the site or importing the package:
 - every name a spec entry documents has its own directive (``::: ....Name``);
 - every member entry's class has a directive, and a class directive that lists its
   ``members`` explicitly lists the member (``__init__`` is merged into the class);
-- every name of ``focus_go.__all__`` (but ``__version__``) and ``SimServer`` has a directive.
+- every name of ``focus_go.__all__`` (but ``__version__``) and ``SimServer`` has a directive;
+- every public name of every public module has one (this check imports the package): the
+  ``__all__`` of a module that has one, else the classes and functions it defines whose
+  names do not start with ``_``, but the helpers listed in ``NOT_API``. A name re-exported
+  elsewhere counts as documented when a directive resolves to the same object (a constant:
+  to an equal value under the same name).
 
 ``mkdocs build --strict`` (``make docs``) checks that every directive resolves.
 """
@@ -22,6 +27,7 @@ from __future__ import annotations
 
 import ast
 import os
+import pkgutil
 import re
 from pathlib import Path
 from typing import Dict, List, NamedTuple, Optional, Tuple
@@ -188,3 +194,65 @@ def test_top_level_names_have_directives():
     wanted = [n for n in _package_all() if not n.startswith("__")] + ["SimServer"]
     missing = [n for n in wanted if n not in names]
     assert not missing, "focus_go names without a directive in docs/reference/: " + ", ".join(missing)
+
+
+# Names without a leading underscore that other modules of the package import, but that
+# are not API: a user never calls them. (The command's modules, focus_go.cli, are documented
+# as the command in docs/cli.md.)
+NOT_API = {
+    "focus_go.generation.policy.run_sync": "runs the blocking twins' coroutines; internal to the policies",
+    "focus_go.generation.servers.params_json": "SamplingParams' wire encoding for the Go core",
+    "focus_go.generation.servers.call_result": "decodes a Go generation result; shared by the policies",
+    "focus_go.generation.servers.result_from_json": "decodes a Go generation result; shared by the policies",
+    "focus_go.generation.servers.go_arrays": "hands a result's arrays back to Go without copying",
+    "focus_go.search.first_burst": "the admission width the collector and the integrations reserve",
+}
+
+
+def _public_modules() -> List[str]:
+    package = PACKAGE_INIT.parent
+    out = []
+    for path in sorted(package.rglob("*.py")):
+        rel = path.relative_to(package.parent).with_suffix("")
+        parts = rel.parts[:-1] if rel.name == "__init__" else rel.parts
+        if any(p.startswith("_") for p in parts[1:]) or parts[:2] == ("focus_go", "cli"):
+            continue
+        out.append(".".join(parts))
+    return out
+
+
+def test_every_public_name_has_a_reference_entry():
+    import importlib
+    import inspect
+
+    targets = {d.target for d in directives()}
+    documented = {id(pkgutil.resolve_name(t)) for t in targets}
+    missing = []
+    for name in _public_modules():
+        module = importlib.import_module(name)
+        public = getattr(module, "__all__", None)
+        if public is None:
+            public = [n for n, obj in vars(module).items()
+                      if not n.startswith("_") and (inspect.isclass(obj) or inspect.isfunction(obj)) and obj.__module__ == name]
+        for attr in public:
+            if attr.startswith("__") or f"{name}.{attr}" in NOT_API or f"{name}.{attr}" in targets:
+                continue
+            obj = getattr(module, attr)
+            if inspect.isclass(obj) or callable(obj):
+                found = id(obj) in documented
+            else:  # a constant re-exported: an entry of the same name and the same value
+                found = any(t.rsplit(".", 1)[-1] == attr and type(pkgutil.resolve_name(t)) is type(obj) and pkgutil.resolve_name(t) == obj for t in targets)
+            if not found:
+                missing.append(f"{name}.{attr}")
+    assert not missing, ("public names without a '::: ...' entry in docs/reference/ (add one, or list a helper in "
+                         "NOT_API with the reason):\n" + "\n".join(missing))
+
+
+def test_not_api_names_exist():
+    stale = []
+    for dotted in NOT_API:
+        try:
+            pkgutil.resolve_name(dotted)
+        except (ImportError, AttributeError):
+            stale.append(dotted)
+    assert not stale, f"NOT_API names that are gone: {stale}"

@@ -53,6 +53,8 @@ class Workspace:
 
     Example:
         ```python
+        from focus import Collector, Workspace
+
         async with Workspace("runs/tools", max_parallel=8) as workspace:
             collector = Collector(agent, workspace=workspace)
         ```

@@ -398,6 +398,7 @@ class PolicyFormat(Generic[A]):
     format.
 
     Example:
+        <!-- not run: needs the Qwen/Qwen3.5-4B tokenizer in the local Hugging Face cache (nothing is downloaded) -->
         ```python
         from focus.backends import PolicyFormat
 

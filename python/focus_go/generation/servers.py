@@ -296,6 +296,7 @@ class SGLangPolicy(_TokenServerPolicy):
     front of several servers). The policy owns its HTTP clients: close it when done.
 
     Example:
+        <!-- not run: needs the Qwen/Qwen3.5-4B tokenizer in the local Hugging Face cache and an SGLang server -->
         ```python
         from focus.backends import SGLangPolicy
 
@@ -376,6 +377,7 @@ class VLLMPolicy(_TokenServerPolicy):
     when done.
 
     Example:
+        <!-- not run: needs the Qwen/Qwen3.5-4B tokenizer in the local Hugging Face cache and a vLLM server -->
         ```python
         from focus.backends import SamplingParams, VLLMPolicy
 

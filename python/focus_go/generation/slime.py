@@ -39,6 +39,7 @@ class SlimePolicy(Policy[Any]):
     behaviour log probabilities are kept.
 
     Example:
+        <!-- not run: needs Slime (slime.utils.http_utils) and its router -->
         ```python
         from slime.utils.http_utils import post
         from focus.backends import SlimePolicy

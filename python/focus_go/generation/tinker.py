@@ -55,6 +55,7 @@ class TinkerPolicy(Policy[Any]):
     equivalent and raises ``ConfigError``. Stop reasons are ``"stop"`` or ``"length"``.
 
     Example:
+        <!-- not run: needs a Tinker sampling client (a Tinker API key) -->
         ```python
         from focus.backends import TinkerPolicy
 

@@ -254,6 +254,7 @@ async def train(
     half.
 
     Example:
+        <!-- not run: needs a Tinker training client (a Tinker API key) -->
         ```python
         from focus.integrations import JsonlDirectory
         from focus.integrations.tinker import train
