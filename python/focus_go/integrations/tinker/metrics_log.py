@@ -12,7 +12,8 @@ from ...errors import ConfigError
 class _MetricsLog:
     """One JSON line per step to ``path`` (always, when given) and to wandb (when asked)."""
 
-    def __init__(self, path: Optional[Union[str, "os.PathLike[str]"]], wandb_project: Optional[str]):
+    def __init__(self, path: Optional[Union[str, "os.PathLike[str]"]], wandb_project: Optional[str], *,
+                 wandb_name: Optional[str] = None, config: Optional[Mapping[str, Any]] = None):
         self._file = None
         self._wandb = None
         if wandb_project is not None:
@@ -20,7 +21,7 @@ class _MetricsLog:
                 import wandb
             except ImportError as exc:
                 raise ConfigError("train: wandb_project was given but wandb is not installed (pip install wandb)") from exc
-            self._wandb = wandb.init(project=wandb_project)
+            self._wandb = wandb.init(project=wandb_project, name=wandb_name, config=dict(config or {}))
         if path is not None:
             self._file = open(path, "a", encoding="utf-8")
 

@@ -86,7 +86,7 @@ async def update_actor(
     *,
     learning_rate: float,
     loss_fn: str = "ppo",
-    loss_fn_config: Mapping[str, float] = PPO_CLIP,
+    loss_fn_config: Optional[Mapping[str, float]] = None,
 ) -> Any:
     """Take one Tinker optimizer step on a batch's actor records.
 
@@ -100,21 +100,30 @@ async def update_actor(
         training_client: A Tinker ``TrainingClient``.
         records: The records of one batch, as ``collect_records`` returns them.
         learning_rate: Adam's learning rate.
-        loss_fn: Tinker's loss function.
-        loss_fn_config: The loss's configuration; by default PPO with ratio clip 1 ± 0.2.
+        loss_fn: Tinker's loss function (one of ``importance_sampling``, ``ppo``,
+            ``cispo``, ``dro``, ``gspo``, ``stable_reinforce`` that the SDK offers).
+        loss_fn_config: The loss's configuration; None the loss's default (for ``ppo``,
+            ratio clip 1 ± 0.2; for the others, the service's). ``importance_sampling``
+            takes none, ``ppo`` and ``cispo`` only ``clip_low_threshold`` and
+            ``clip_high_threshold``.
 
     Returns:
         The step's metrics: the forward-backward metrics (such as ``loss:sum``) updated with
             the optimizer's.
     """
-    return (await _update(training_client, records, learning_rate=learning_rate, loss_fn=loss_fn, loss_fn_config=loss_fn_config)).metrics
+    from .config import loss_config
+
+    config = loss_config(loss_fn, loss_fn_config, where="update_actor")
+    return (await _update(training_client, records, learning_rate=learning_rate, loss_fn=loss_fn, loss_fn_config=config)).metrics
 
 
 @dataclass
 class _Update:
     metrics: Dict[str, Any]
-    tokens_trained: int
+    tokens_trained: int  # generated tokens trained on (mask 1)
     kl: Dict[str, float]
+    input_tokens: int = 0  # the datums' model input tokens (billed as trained)
+    reference_tokens: int = 0  # the tokens the KL reference scored
 
 
 async def _update(
@@ -123,7 +132,7 @@ async def _update(
     *,
     learning_rate: float,
     loss_fn: str,
-    loss_fn_config: Optional[Mapping[str, float]],
+    loss_fn_config: Optional[Mapping[str, float]],  # as config.loss_config gives it
     num_substeps: int = 1,
     kl_reference_client: Any = None,
     kl_penalty_coef: float = 0.0,
@@ -145,8 +154,9 @@ async def _update(
     config = None if loss_fn_config is None else {k: float(v) for k, v in loss_fn_config.items()}
     adam = types.AdamParams(learning_rate=float(learning_rate), beta1=0.9, beta2=0.95, eps=1e-8)
     kl_base: Dict[str, float] = {}
+    reference_tokens = 0
     if kl_penalty_coef:
-        datums, kl_base = await _kl_penalty(datums, kl_reference_client, kl_penalty_coef, kl_discount_factor)
+        datums, kl_base, reference_tokens = await _kl_penalty(datums, kl_reference_client, kl_penalty_coef, kl_discount_factor)
     chunks = _chunks([_without_mask(d) for d in datums], num_substeps)
     backwards, optims = await _submit_update(training_client, chunks, loss_fn, config, adam)
     metrics: Dict[str, Any] = {}
@@ -157,16 +167,18 @@ async def _update(
         metrics.update(_metrics(out))
     trained = sum(int(sum(d.loss_fn_inputs["mask"].tolist())) for d in datums)
     outputs = [o for out in backwards for o in (list(getattr(out, "loss_fn_outputs", None) or ()))]
-    return _Update(metrics, trained, {**_kl_sample_train(datums, outputs), **kl_base})
+    inputs = sum(d.model_input.length for d in datums)
+    return _Update(metrics, trained, {**_kl_sample_train(datums, outputs), **kl_base}, inputs, reference_tokens)
 
 
-async def _kl_penalty(datums: List[Any], reference: Any, coef: float, discount: float) -> "tuple[List[Any], Dict[str, float]]":
+async def _kl_penalty(datums: List[Any], reference: Any, coef: float, discount: float) -> "tuple[List[Any], Dict[str, float], int]":
     """The datums with a KL penalty against the reference model added to their
     advantages, as tinker-cookbook's ``incorporate_kl_penalty``: each generated token's
     ``d = sampled logprob - reference logprob`` (the reference scores each datum's whole
     sequence with ``compute_logprobs``), and its advantage gains ``coef * (mean d - d)``
     (mean over the batch's generated tokens), as a discounted sum of the later tokens'
-    terms when ``discount`` > 0. Also ``kl_policy_base``, the mean of d."""
+    terms when ``discount`` > 0. Also ``kl_policy_base``, the mean of d, and the number of
+    tokens the reference scored."""
     import dataclasses
 
     import numpy as np
@@ -196,7 +208,7 @@ async def _kl_penalty(datums: List[Any], reference: Any, coef: float, discount: 
         advantages = np.asarray(datum.loss_fn_inputs["advantages"].tolist(), dtype=np.float64) + penalty
         inputs = dict(datum.loss_fn_inputs, advantages=types.TensorData.from_numpy(advantages.astype(np.float32)))
         out.append(dataclasses.replace(datum, loss_fn_inputs=inputs))
-    return out, {"kl_policy_base": mean}
+    return out, {"kl_policy_base": mean}, sum(len(seq.to_ints()) for seq in sequences)
 
 
 def _kl_sample_train(datums: Sequence[Any], outputs: Sequence[Any]) -> Dict[str, float]:
