@@ -49,22 +49,40 @@ async def _submit_update(training_client: Any, chunks: Sequence[Sequence[Any]], 
     """Submit forward_backward and optim_step for each chunk (substep), all back to back,
     then await them all, so they land on the same clock cycle of the training service (the
     SDK orders a client's requests by submission, so each optimizer step applies its own
-    chunk's gradients, computed with the previous substep's weights). Every result is
-    awaited even when one fails, so no request of this update is left running; the first
-    error is raised. Returns the forward-backward outputs and the optimizer outputs."""
+    chunk's gradients, computed with the previous substep's weights). The first failure
+    ends the wait and is raised: the service runs a client's requests in order, so a
+    request behind a refused one (the optimizer step after a rejected forward_backward)
+    would never finish. Returns the forward-backward outputs and the optimizer outputs."""
     futures: List[Any] = []
     try:
         for chunk in chunks:
             futures.append(await _submitted(training_client.forward_backward(list(chunk), loss_fn, config)))
             futures.append(await _submitted(training_client.optim_step(adam)))
     except BaseException:
-        await asyncio.gather(*(_result(f) for f in futures), return_exceptions=True)
+        await _first_failure(futures)
         raise
-    results = await asyncio.gather(*(_result(f) for f in futures), return_exceptions=True)
-    for r in results:
-        if isinstance(r, BaseException):
-            raise r
+    results = await _first_failure(futures, raise_it=True)
     return results[0::2], results[1::2]
+
+
+async def _first_failure(futures: Sequence[Any], raise_it: bool = False) -> List[Any]:
+    """The results of ``futures``; waiting stops at the first failure (the others are
+    cancelled), which is raised when ``raise_it``."""
+    tasks = [asyncio.ensure_future(_result(f)) for f in futures]
+    if not tasks:
+        return []
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+    finally:
+        pending = [t for t in tasks if not t.done()]
+        for t in pending:
+            t.cancel()
+        if pending:
+            await asyncio.gather(*pending, return_exceptions=True)
+    failed = next((t.exception() for t in tasks if not t.cancelled() and t.exception() is not None), None)
+    if failed is not None and raise_it:
+        raise failed
+    return [None if t.cancelled() or t.exception() is not None else t.result() for t in tasks]
 
 
 def _chunks(items: Sequence[Any], n: int) -> List[Sequence[Any]]:
