@@ -218,3 +218,46 @@ def test_checkpoints_carry_cumulative_totals_a_resume_goes_on_from(server, sim_p
     rows = [json.loads(line) for line in log.read_text().splitlines()]
     assert [r["step"] for r in rows] == [1, 2, 3]
     assert rows[-1]["total/tokens/trained"] == pytest.approx(sum(r["tokens/trained"] for r in rows))
+
+
+# -- cookbook metrics -----------------------------------------------------------------------
+
+
+def test_compute_post_kl_scores_the_datums_on_the_post_update_sampler(server, sim_policy, standin, problems, tmp_path):
+    from tinker_standin import DRIFT, REF_JITTER
+
+    log = tmp_path / "metrics.jsonl"
+    run_train(standin, server, problems, steps=2, async_depth=0, compute_post_kl=True, log_path=log)
+    rows = [json.loads(line) for line in log.read_text().splitlines()]
+    trained = [len(batch) for batch in standin.trained]
+    # Each update's datums, scored by a sampler of the weights after it.
+    assert [standin.samplers[session] for session, _ in standin.score_calls] == [1] * trained[0] + [2] * trained[1]
+    for row in rows:
+        # The stand-in's post-update sampler is one DRIFT lower, with REF_JITTER on odd positions.
+        assert DRIFT - REF_JITTER - 1e-6 <= row["kl_pre_post_v1"] <= DRIFT + 1e-6
+        assert row["kl_pre_post_v2"] > 0 and row["optim/entropy"] > 0
+    # The post-update sampler is the one the next batch samples from: one publish more
+    # than a run without it (the final weights'), not one per update.
+    plain = StandinTinker(sim_policy)
+    try:
+        run_train(plain, server, problems, steps=2, async_depth=0)
+        assert len(standin.sampler_order) == len(plain.sampler_order) + 1
+    finally:
+        plain.close()
+
+
+def test_kl_reference_scoring_is_counted_in_the_billed_tokens(server, sim_policy, standin, problems, tmp_path):
+    log = tmp_path / "metrics.jsonl"
+    reference = StandinTinker(sim_policy)
+    try:
+        ref_client = reference.training_client().save_weights_and_get_sampling_client()
+        ref_client = ref_client.result() if hasattr(ref_client, "result") else ref_client
+        run_train(standin, server, problems, steps=2, kl_penalty_coef=0.1, kl_reference_client=ref_client, log_path=log,
+                  compute_post_kl=False)
+        rows = [json.loads(line) for line in log.read_text().splitlines()]
+        scored = [sum(len(seq) for _, seq in reference.score_calls)]
+        assert sum(r["tokens/kl_reference"] for r in rows) == scored[0] > 0
+        # Billed as uncached prefill, with the samplers' prompts.
+        assert all(r["tokens/prefill_uncached"] >= r["tokens/kl_reference"] for r in rows)
+    finally:
+        reference.close()

@@ -7,9 +7,6 @@ from __future__ import annotations
 import asyncio
 import collections
 import dataclasses
-import hashlib
-import math
-import random
 import os
 import time
 from dataclasses import dataclass, field
@@ -35,9 +32,10 @@ from .checkpoint import (
 )
 from .datum import _add_sequence_ids, _types
 from .metrics_log import _MetricsLog
+from .steps import _Order, _epoch_seed, _gather_all, _has_checkpoint, _mean, _publish, _warmup
 from .transcripts import _Transcripts
 from .config import check_arguments, loss_config
-from .update import _update
+from .update import _post_kl, _update
 
 # Names a kill point of the loop (``"updated"``, ``"logged"``, ``"critic"``,
 # ``"checkpointed"``) and a learner step, ``"logged:2"``: the process kills itself with
@@ -82,24 +80,6 @@ class StepReport:
     """The step's metrics as ``train`` logs them (see ``train``)."""
 
 
-async def _publish(training_client: Any, record_stability_info: bool = False) -> Any:
-    """A frozen sampler of the current weights. The SDK's save blocks its caller, so it runs
-    in a worker thread and the event loop (an overlapping collection) keeps going.
-    ``record_stability_info`` asks every sample of the sampler to record what Tinker's
-    ``stable_reinforce`` loss trains on (passed only when set: older SDKs lack it)."""
-
-    def save() -> Any:
-        if record_stability_info:
-            client = training_client.save_weights_and_get_sampling_client(record_stability_info=True)
-        else:
-            client = training_client.save_weights_and_get_sampling_client()
-        # tinker >= 0.3x returns a future of the client; older versions the client itself.
-        result = getattr(client, "result", None)
-        return result() if callable(result) else client
-
-    return await asyncio.to_thread(save)
-
-
 @dataclass
 class _Collected:
     batch: int
@@ -113,67 +93,6 @@ class _Collected:
     seconds: float = 0.0
     prefill_cached: int = 0
     prefill_uncached: int = 0
-
-
-async def _gather_all(coros: Sequence[Any]) -> List[Any]:
-    """Run coroutines concurrently; if one raises, cancel and join the others, then raise."""
-    tasks = [asyncio.ensure_future(c) for c in coros]
-    try:
-        return list(await asyncio.gather(*tasks))
-    finally:
-        pending = [t for t in tasks if not t.done()]
-        for t in pending:
-            t.cancel()
-        if pending:
-            await asyncio.gather(*pending, return_exceptions=True)
-
-
-def _warmup(collector: Any) -> int:
-    """How many rollouts a collector's search starts from the root at once."""
-    search = getattr(collector, "search", None)
-    for name in ("warmup", "n"):
-        value = getattr(search, name, None)
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-    return 1
-
-
-class _Order:
-    """Which problem each position of the run trains on: epoch ``e`` (positions ``e * n``
-    to ``e * n + n - 1``) is a permutation of the list, ``random.Random(f"{seed}:{e}")``'s
-    shuffle of ``range(n)``; the list order when ``seed`` is None."""
-
-    def __init__(self, n: int, seed: Optional[int]):
-        self._n, self._seed = n, seed
-        self._epoch, self._perm = -1, list(range(n))
-
-    def index(self, position: int) -> int:
-        epoch, offset = divmod(position, self._n)
-        if self._seed is None:
-            return offset
-        if epoch != self._epoch:
-            perm = list(range(self._n))
-            random.Random(f"{self._seed}:{epoch}").shuffle(perm)
-            self._epoch, self._perm = epoch, perm
-        return self._perm[offset]
-
-
-def _epoch_seed(seed: int, epoch: int) -> int:
-    """A search seed for ``epoch`` > 0 from the collector's own."""
-    digest = hashlib.sha256(f"{seed}:{epoch}".encode()).digest()
-    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
-
-
-def _has_checkpoint(path: Union[str, "os.PathLike[str]"]) -> bool:
-    try:
-        with open(path, encoding="utf-8") as f:
-            return any(line.strip() for line in f)
-    except FileNotFoundError:
-        return False
-
-
-def _mean(values: Sequence[float]) -> float:
-    return float(sum(values) / len(values)) if values else 0.0
 
 
 async def train(
@@ -214,6 +133,7 @@ async def train(
     kl_penalty_coef: float = 0.0,
     kl_discount_factor: float = 0.0,
     kl_reference_client: Any = None,
+    compute_post_kl: bool = False,
     shuffle: bool = True,
     seed: int = 0,
     num_groups_to_log: int = 4,
@@ -375,6 +295,9 @@ async def train(
             scores each datum's sequence with ``compute_logprobs``), needed with a
             penalty: for the base model, ``service_client.create_sampling_client(
             base_model=...)``, in place of the cookbook's ``kl_reference_config``.
+        compute_post_kl: After each update, score the datums with a sampler of the new
+            weights and log ``kl_pre_post_v1`` and ``kl_pre_post_v2`` (the cookbook's
+            ``compute_post_kl``); the next collection from those weights samples from it.
         shuffle: Shuffle the problem order of each epoch (from ``seed``); False takes the
             list in order every epoch.
         seed: The run's seed for the shuffled order.
@@ -569,6 +492,12 @@ async def train(
         _fault("checkpointed", learner_step)
         saved_step = learner_step
 
+    post, post_step = None, -1  # the compute_post_kl sampler and its weights' step
+
+    async def _current_sampler() -> Any:
+        """A sampler of the current weights: the post-update one when it holds them."""
+        return post if post is not None and post_step == learner_step else await _publish(training_client, stability)
+
     log = _MetricsLog(log_path, wandb_project, wandb_name=wandb_name, config=settings)
     # The run's cumulative counts, from the checkpoint on a resume.
     totals: Dict[str, float] = dict(resume.totals) if resume is not None else {}
@@ -587,7 +516,7 @@ async def train(
         for b in range(first_batch, steps):
             step_start = time.monotonic()
             if async_depth == 0:
-                sampler, sampler_step = await _publish(training_client, stability), learner_step
+                sampler, sampler_step = await _current_sampler(), learner_step
                 ahead.append(asyncio.ensure_future(collect(b, sampler, sampler_step)))
             collected = await ahead[0]
             ahead.popleft()
@@ -640,8 +569,6 @@ async def train(
             }
             if "loss:sum" in metrics:
                 stats["loss"] = float(metrics["loss:sum"])
-            if "entropy:sum" in metrics and result.tokens_trained:
-                stats["optim/entropy"] = float(metrics["entropy:sum"]) / result.tokens_trained
             # Billed tokens by kind, as tinker-cookbook's TokenUsage counts them; the KL
             # reference's scoring requests are prefill too.
             stats["tokens/sampled"] = float(collected.tokens_sampled)
@@ -651,6 +578,13 @@ async def train(
             stats["tokens/trained"] = float(result.input_tokens)
             stats.update(result.kl)
             learner_step += 1
+            if compute_post_kl:
+                # The post-update sampler scores the datums (the cookbook's compute_post_kl);
+                # the next collection that starts from these weights samples from it.
+                post, post_step = await _publish(training_client, stability), learner_step
+                post_kl, scored = await _post_kl(result.datums, post)
+                stats.update(post_kl)
+                stats["tokens/prefill_uncached"] += scored
             for key in ("tokens/sampled", "tokens/prefill_cached", "tokens/prefill_uncached", "tokens/trained", "rollouts", "trees"):
                 totals[key] = totals.get(key, 0.0) + stats[key]
             stats.update({f"total/{key}": value for key, value in totals.items()})
@@ -692,7 +626,7 @@ async def train(
                 on_step(report)
             if async_depth and b + async_depth + 1 < steps:
                 # The sampler for the collection the next iteration starts (batch b+depth+1).
-                sampler, sampler_step = await _publish(training_client, stability), learner_step
+                sampler, sampler_step = await _current_sampler(), learner_step
         if checkpoint_path is not None and saved_step != learner_step:
             await checkpoint(steps, "final")  # kept indefinitely, whatever checkpoint_every is
         return reports

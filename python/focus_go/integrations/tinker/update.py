@@ -9,7 +9,7 @@ import asyncio
 import concurrent.futures
 import inspect
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
@@ -142,6 +142,7 @@ class _Update:
     kl: Dict[str, float]
     input_tokens: int = 0  # the datums' model input tokens (billed as trained)
     reference_tokens: int = 0  # the tokens the KL reference scored
+    datums: List[Any] = field(default_factory=list)  # as trained, with their mask
 
 
 async def _update(
@@ -186,7 +187,8 @@ async def _update(
     trained = sum(int(sum(d.loss_fn_inputs["mask"].tolist())) for d in datums)
     outputs = [o for out in backwards for o in (list(getattr(out, "loss_fn_outputs", None) or ()))]
     inputs = sum(d.model_input.length for d in datums)
-    return _Update(metrics, trained, {**_kl_sample_train(datums, outputs), **kl_base}, inputs, reference_tokens)
+    kl = {**_kl_sample_train(datums, outputs), **kl_base, **_entropy(datums)}
+    return _Update(metrics, trained, kl, inputs, reference_tokens, datums)
 
 
 async def _kl_penalty(datums: List[Any], reference: Any, coef: float, discount: float) -> "tuple[List[Any], Dict[str, float], int]":
@@ -202,19 +204,7 @@ async def _kl_penalty(datums: List[Any], reference: Any, coef: float, discount: 
     import numpy as np
 
     types = _types()
-    sequences = [
-        types.ModelInput.from_ints(d.model_input.to_ints() + [int(d.loss_fn_inputs["target_tokens"].tolist()[-1])]) for d in datums
-    ]
-    scored = await asyncio.gather(*(_result(reference.compute_logprobs(seq)) for seq in sequences))
-    diffs, masks = [], []
-    for datum, ref in zip(datums, scored):
-        ref_lp = np.asarray([0.0 if v is None else float(v) for v in list(ref)[1:]], dtype=np.float64)
-        mask = np.asarray(datum.loss_fn_inputs["mask"].tolist(), dtype=np.float64)
-        sampled = np.asarray(datum.loss_fn_inputs["logprobs"].tolist(), dtype=np.float64)
-        if ref_lp.shape != sampled.shape:
-            raise ConfigError(f"train: the KL reference scored {ref_lp.size + 1} positions of a {sampled.size + 1}-token sequence")
-        diffs.append((sampled - np.nan_to_num(ref_lp)) * mask)
-        masks.append(mask)
+    diffs, masks, scored_tokens = await _logprob_diffs(datums, reference, "the KL reference")
     total = float(sum(m.sum() for m in masks))
     mean = float(sum(d.sum() for d in diffs)) / total if total else 0.0
     out = []
@@ -226,7 +216,55 @@ async def _kl_penalty(datums: List[Any], reference: Any, coef: float, discount: 
         advantages = np.asarray(datum.loss_fn_inputs["advantages"].tolist(), dtype=np.float64) + penalty
         inputs = dict(datum.loss_fn_inputs, advantages=types.TensorData.from_numpy(advantages.astype(np.float32)))
         out.append(dataclasses.replace(datum, loss_fn_inputs=inputs))
-    return out, {"kl_policy_base": mean}, sum(len(seq.to_ints()) for seq in sequences)
+    return out, {"kl_policy_base": mean}, scored_tokens
+
+
+async def _logprob_diffs(datums: Sequence[Any], scorer: Any, what: str) -> "tuple[List[Any], List[Any], int]":
+    """Each datum's ``sampled logprob - scored logprob`` per position (0 off the mask), its
+    mask, and the number of tokens scored: ``scorer`` (a ``SamplingClient``) scores each
+    datum's whole sequence with ``compute_logprobs``, as the cookbook's
+    ``score_sequences``."""
+    import numpy as np
+
+    types = _types()
+    sequences = [
+        types.ModelInput.from_ints(d.model_input.to_ints() + [int(d.loss_fn_inputs["target_tokens"].tolist()[-1])]) for d in datums
+    ]
+    scored = await asyncio.gather(*(_result(scorer.compute_logprobs(seq)) for seq in sequences))
+    diffs, masks = [], []
+    for datum, ref in zip(datums, scored):
+        ref_lp = np.asarray([0.0 if v is None else float(v) for v in list(ref)[1:]], dtype=np.float64)
+        mask = np.asarray(datum.loss_fn_inputs["mask"].tolist(), dtype=np.float64)
+        sampled = np.asarray(datum.loss_fn_inputs["logprobs"].tolist(), dtype=np.float64)
+        if ref_lp.shape != sampled.shape:
+            raise ConfigError(f"train: {what} scored {ref_lp.size + 1} positions of a {sampled.size + 1}-token sequence")
+        diffs.append((sampled - np.nan_to_num(ref_lp)) * mask)
+        masks.append(mask)
+    return diffs, masks, sum(len(seq.to_ints()) for seq in sequences)
+
+
+async def _post_kl(datums: Sequence[Any], sampler: Any) -> "tuple[Dict[str, float], int]":
+    """How far the update moved the policy on the tokens it trained, as the cookbook's
+    ``compute_post_kl``: the post-update ``sampler`` scores the datums, and over the
+    generated tokens ``kl_pre_post_v1`` = mean(sampled - scored), ``kl_pre_post_v2`` =
+    mean((sampled - scored)^2) / 2. Also the number of tokens scored."""
+    import numpy as np
+
+    diffs, masks, scored_tokens = await _logprob_diffs(datums, sampler, "the post-update sampler")
+    flat = np.concatenate([d[m > 0] for d, m in zip(diffs, masks)]) if diffs else np.zeros(0)
+    if flat.size == 0:
+        return {}, scored_tokens
+    return {"kl_pre_post_v1": float(flat.mean()), "kl_pre_post_v2": float(0.5 * (flat**2).mean())}, scored_tokens
+
+
+def _entropy(datums: Sequence[Any]) -> Dict[str, float]:
+    """The sampling distribution's entropy estimated on the generated tokens, as the
+    cookbook's ``optim/entropy``: minus the mean of their sampled logprobs."""
+    import numpy as np
+
+    values = [np.asarray(d.loss_fn_inputs["logprobs"].tolist())[np.asarray(d.loss_fn_inputs["mask"].tolist()) > 0] for d in datums]
+    flat = np.concatenate(values) if values else np.zeros(0)
+    return {"optim/entropy": float(-flat.mean())} if flat.size else {}
 
 
 def _kl_sample_train(datums: Sequence[Any], outputs: Sequence[Any]) -> Dict[str, float]:
