@@ -261,3 +261,25 @@ def test_kl_reference_scoring_is_counted_in_the_billed_tokens(server, sim_policy
         assert all(r["tokens/prefill_uncached"] >= r["tokens/kl_reference"] for r in rows)
     finally:
         reference.close()
+
+
+def test_resume_with_a_client_created_from_the_state_loads_nothing(server, sim_policy, standin, problems, tmp_path):
+    # The SDK's supported resume: a training client created from the checkpoint's state
+    # (create_training_client_from_state_with_optimizer), which train uses as it is.
+    checkpoints = tmp_path / "checkpoints.jsonl"
+    run_train(standin, server, problems, steps=2, checkpoint_every=2, checkpoint_path=checkpoints)
+    saved = load_checkpoint(checkpoints)
+    created = StandinTinker(sim_policy, start_version=standin.states[saved.state_path], states=standin.states)
+    try:
+        reports = run_train(created, server, problems, steps=3, checkpoint_path=checkpoints, state_loaded=True)
+        assert [r.learner_step for r in reports] == [2] and created.loads == []
+        assert created.samplers[created.sampler_order[0]] == 2
+    finally:
+        created.close()
+    fresh = StandinTinker(sim_policy)
+    try:
+        with pytest.raises(ValueError, match="state_loaded is set but there is no checkpoint"):
+            run_train(fresh, server, problems, steps=1, state_loaded=True)
+        assert fresh.paths == []
+    finally:
+        fresh.close()

@@ -194,7 +194,9 @@ async def _load_state(training_client: Any, checkpoint: TrainCheckpoint) -> None
     if not callable(load):
         raise ConfigError(
             f"train: resuming loads {checkpoint.state_path!r} into the training client, but "
-            f"{type(training_client).__name__} has no load_state_with_optimizer"
+            f"{type(training_client).__name__} has no load_state_with_optimizer; create the client with "
+            f"ServiceClient.create_training_client_from_state_with_optimizer({checkpoint.state_path!r}) and pass "
+            "state_loaded=True"
         )
     with warnings.catch_warnings():
         # Deprecated in tinker 0.38 in favour of creating a client from the state; still the

@@ -134,6 +134,7 @@ async def train(
     kl_discount_factor: float = 0.0,
     kl_reference_client: Any = None,
     compute_post_kl: bool = False,
+    state_loaded: bool = False,
     shuffle: bool = True,
     seed: int = 0,
     num_groups_to_log: int = 4,
@@ -208,8 +209,9 @@ async def train(
 
     Args:
         training_client: A Tinker ``TrainingClient``. On resume ``train`` loads the
-            checkpoint's weights and optimizer into it (``load_state_with_optimizer``),
-            whatever it held, and refuses one of another base model or LoRA rank.
+            checkpoint's weights and optimizer into it (``load_state_with_optimizer``,
+            which the SDK deprecates), whatever it held, unless ``state_loaded``; it
+            refuses one of another base model or LoRA rank.
         model: The model directory or Hugging Face id, for the tokenizer and chat template.
         problems: The training problems, one epoch after another (see above).
         collector_for: Builds the collector for each problem.
@@ -298,6 +300,11 @@ async def train(
         compute_post_kl: After each update, score the datums with a sampler of the new
             weights and log ``kl_pre_post_v1`` and ``kl_pre_post_v2`` (the cookbook's
             ``compute_post_kl``); the next collection from those weights samples from it.
+        state_loaded: The training client was created from the checkpoint's state, the
+            SDK's supported way to resume:
+            ``service_client.create_training_client_from_state_with_optimizer(
+            load_checkpoint(checkpoint_path).state_path)``; ``train`` then loads nothing
+            into it. Needs a checkpoint to resume.
         shuffle: Shuffle the problem order of each epoch (from ``seed``); False takes the
             list in order every epoch.
         seed: The run's seed for the shuffled order.
@@ -363,7 +370,9 @@ async def train(
     _types()  # fail before any collection when the SDK is missing
     if steps <= first_batch:
         return []
-    if resume is not None:
+    if state_loaded and resume is None:
+        raise ConfigError("train: state_loaded is set but there is no checkpoint to resume (resume_from, checkpoint_path)")
+    if resume is not None and not state_loaded:
         # Whatever the client held, train from the checkpoint's weights and optimizer.
         await _load_state(training_client, resume)
     if resume is not None or checkpoint_path is not None:
