@@ -79,3 +79,14 @@ def test_a_kill_before_the_first_checkpoint_and_rerun_keep_one_row_per_step(tmp_
     assert run(folder) == 0
     rows, critic, _, _ = outcome(folder)
     assert [r["step"] for r in rows] == [0, 1, 2, 3, 4] and sum(critic.values()) == 8
+
+
+def test_a_row_cut_short_by_a_kill_is_dropped_on_restart(tmp_path):
+    from focus_go.integrations.tinker.checkpoint import _truncate_log
+
+    log = tmp_path / "metrics.jsonl"
+    log.write_text('{"step": 1, "loss": 0.5}\n{"step": 2, "loss": 0.25}\n{"step": 3, "lo')
+    _truncate_log(log, 2)
+    assert [json.loads(line)["step"] for line in log.read_text().splitlines()] == [1, 2]
+    _truncate_log(log, 1)
+    assert [json.loads(line)["step"] for line in log.read_text().splitlines()] == [1]
