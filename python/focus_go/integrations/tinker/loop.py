@@ -31,7 +31,7 @@ from .checkpoint import (
     load_checkpoint,
 )
 from .datum import _add_sequence_ids, _types
-from .metrics_log import _MetricsLog
+from .metrics_log import _MetricsLog, _check_wandb
 from .steps import _Order, _epoch_seed, _gather_all, _has_checkpoint, _mean, _publish, _warmup
 from .transcripts import _Transcripts
 from .config import check_arguments, loss_config
@@ -372,25 +372,29 @@ async def train(
         return []
     if state_loaded and resume is None:
         raise ConfigError("train: state_loaded is set but there is no checkpoint to resume (resume_from, checkpoint_path)")
-    if resume is not None and not state_loaded:
-        # Whatever the client held, train from the checkpoint's weights and optimizer.
-        await _load_state(training_client, resume)
-    if resume is not None or checkpoint_path is not None:
-        # The run's folder holds one run: the rows, critic files and transcripts of the
-        # steps after the checkpoint (all of them, before the first) are written again, so
-        # drop those an earlier attempt left.
-        if log_path is not None:
-            # A fresh start evaluates step 0 again (when it evaluates), so drops its row too.
-            _truncate_log(log_path, learner_step if learner_step or not eval_every else -1)
-        if critic_sink is not None:
-            _truncate_sink(critic_sink, learner_step)
-        transcripts.drop_from(first_batch)
-    base_model, lora_rank = _client_identity(training_client)
-
+    _check_wandb(wandb_project)
     from ...generation.tinker import TinkerPolicy
     from ...generation.types import SamplingParams
 
-    fmt = PolicyFormat.resolve(model, profile=profile)
+    fmt = PolicyFormat.resolve(model, profile=profile)  # a bad profile fails before any request
+    try:
+        if resume is not None and not state_loaded:
+            # Whatever the client held, train from the checkpoint's weights and optimizer.
+            await _load_state(training_client, resume)
+        if resume is not None or checkpoint_path is not None:
+            # The run's folder holds one run: the rows, critic files and transcripts of the
+            # steps after the checkpoint (all of them, before the first) are written again,
+            # so drop those an earlier attempt left.
+            if log_path is not None:
+                # A fresh start evaluates step 0 again (when it evaluates): its row goes too.
+                _truncate_log(log_path, learner_step if learner_step or not eval_every else -1)
+            if critic_sink is not None:
+                _truncate_sink(critic_sink, learner_step)
+            transcripts.drop_from(first_batch)
+    except BaseException:
+        fmt.codec.tokenizer.close()
+        raise
+    base_model, lora_rank = _client_identity(training_client)
     k = problems_per_step
     # Samplers record stability information when the loss trains on it, as the SDK
     # documents for stable_reinforce and tinker-cookbook sets (records_stability_info).

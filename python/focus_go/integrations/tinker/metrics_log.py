@@ -17,10 +17,9 @@ class _MetricsLog:
         self._file = None
         self._wandb = None
         if wandb_project is not None:
-            try:
-                import wandb
-            except ImportError as exc:
-                raise ConfigError("train: wandb_project was given but wandb is not installed (pip install wandb)") from exc
+            _check_wandb(wandb_project)
+            import wandb
+
             self._wandb = wandb.init(project=wandb_project, name=wandb_name, config=dict(config or {}))
         if path is not None:
             self._file = open(path, "a", encoding="utf-8")
@@ -37,3 +36,13 @@ class _MetricsLog:
             self._file.close()
         if self._wandb is not None:
             self._wandb.finish()
+
+
+def _check_wandb(wandb_project: Optional[str]) -> None:
+    """Refuse ``wandb_project`` when wandb is not installed."""
+    if wandb_project is None:
+        return
+    try:
+        import wandb  # noqa: F401
+    except ImportError as exc:
+        raise ConfigError("train: wandb_project was given but wandb is not installed (pip install wandb)") from exc
