@@ -283,3 +283,19 @@ def test_resume_with_a_client_created_from_the_state_loads_nothing(server, sim_p
         assert fresh.paths == []
     finally:
         fresh.close()
+
+
+def test_a_span_record_of_two_sampled_runs_is_named_as_a_chain():
+    # Generated, an observation, generated again, then a tool response: each generated run
+    # is a request's sampled tokens, the observation the second request's prompt.
+    from focus_go.integrations.tinker import to_datum
+    from focus_go.integrations.tinker.datum import _add_sequence_ids
+
+    record = {"tokens": [5, 6, 20, 21, 30, 31, 22, 23, 40], "loss_mask": [0, 0, 1, 1, 0, 0, 1, 1, 0],
+              "behavior_logprobs": [0, 0, -0.5, -0.5, 0, 0, -0.5, -0.5, 0], "advantage": 0.5, "lane": "actor",
+              "response_start": 2}
+    _add_sequence_ids([record], {((5, 6), (20, 21)): "seq-a", ((5, 6, 20, 21, 30, 31), (22, 23)): "seq-b"})
+    assert record["tinker_sequences"] == [("seq-a", 2, 2), ("seq-b", 6, 2)]
+    spans = [(type(s).__name__, s.sequence_id, s.offset, s.length) for s in to_datum(record).loss_fn_input_spans]
+    assert spans == [("PromptProvenanceSpan", "seq-a", 1, 1), ("SampledProvenanceSpan", "seq-a", 0, 2),
+                     ("PromptProvenanceSpan", "seq-b", 4, 2), ("SampledProvenanceSpan", "seq-b", 0, 2)]

@@ -182,7 +182,10 @@ def _add_sequence_ids(actor: List[Dict[str, Any]], sequence_ids: Mapping[tuple, 
     tokens) pair the policy saw (``SEQUENCE_ID_KEY``). A path record (per-token
     ``advantages``) is a chain of them: from each generated token not yet covered, the
     longest sampled continuation of the tokens before it that the path goes on with
-    (``SEQUENCES_KEY``); a path with a generated token no request sampled gets none."""
+    (``SEQUENCES_KEY``); a path with a generated token no request sampled gets none. A span
+    record that is not one pair (generated runs with an observation between them) is named
+    as a chain too. Conditioning tokens after the last generated one (a tool's response)
+    need no request: the datum leaves them out."""
     by_prompt: Dict[tuple, List[Tuple[tuple, str]]] = {}
     for (prompt, sampled), sequence_id in sequence_ids.items():
         by_prompt.setdefault(prompt, []).append((sampled, sequence_id))
@@ -191,13 +194,13 @@ def _add_sequence_ids(actor: List[Dict[str, Any]], sequence_ids: Mapping[tuple, 
         tokens = tuple(int(t) for t in record["tokens"])
         if cut >= len(tokens):
             continue
+        end = _generated_end(record["loss_mask"])
         if record.get("advantages") is None:
-            # A tool turn's record goes on past its sampled tokens with the tool's response.
-            sequence_id = sequence_ids.get((tokens[:cut], tokens[cut : max(cut, _generated_end(record["loss_mask"]))]))
+            sequence_id = sequence_ids.get((tokens[:cut], tokens[cut : max(cut, end)]))
             if sequence_id is not None:
                 record[SEQUENCE_ID_KEY] = sequence_id
-            continue
-        chain = _chain(tokens, record["loss_mask"], by_prompt)
+                continue
+        chain = _chain(tokens[:end], record["loss_mask"], by_prompt)
         if chain:
             record[SEQUENCES_KEY] = chain
 
