@@ -95,6 +95,7 @@ async def run(args: argparse.Namespace) -> None:
         problems_per_step=args.problems_per_step,
         log_path=run_dir / "metrics.jsonl",
         wandb_project=args.wandb_project,
+        wandb_name=args.wandb_name,
         eval_problems=held_out,
         eval_every=args.eval_every if held_out else 0,
         checkpoint_every=args.checkpoint_every,
@@ -123,6 +124,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--run-dir", default="focus-run", help="where metrics.jsonl and checkpoints.jsonl go")
     parser.add_argument("--resume", metavar="JSONL", help="continue from the last checkpoint in this file")
     parser.add_argument("--wandb-project", help="also log to this wandb project (wandb must be installed)")
+    parser.add_argument("--wandb-name", help="the wandb run's name (with --wandb-project)")
     parser.add_argument("--learning-rate", type=float, default=1e-5)
     parser.add_argument("--rank", type=int, default=32, help="LoRA rank")
     parser.add_argument("--budget", type=int, default=Selective().budget)

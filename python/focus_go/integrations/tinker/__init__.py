@@ -27,7 +27,9 @@ deprecated (``optim_step_async`` warns) and only wrap the methods used here.
 
 One job per module, every name above importable from the package: ``loop`` (``train``,
 ``StepReport``), ``update`` (``update_actor``, ``PPO_CLIP``), ``datum`` (``to_datum``,
-``SEQUENCE_ID_KEY``), ``checkpoint`` (``TrainCheckpoint``, ``load_checkpoint``).
+``SEQUENCE_ID_KEY``), ``checkpoint`` (``TrainCheckpoint``, ``load_checkpoint``); and,
+internal, ``config`` (the arguments checked before any request), ``steps`` (samplers,
+concurrency, problem order), ``metrics_log`` and ``transcripts``.
 """
 
 from __future__ import annotations

@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 import os
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional, Sequence, Union
+from typing import Any, Mapping, Optional, Sequence, Union
 
 from .. import Problem
 from ...errors import ConfigError
@@ -39,6 +39,12 @@ class TrainCheckpoint:
             checkpoint.
         kind: ``"periodic"`` (every ``checkpoint_every``), ``"rolling"`` (every
             ``rolling_save_every``, state only, short-lived) or ``"final"``.
+        settings: What the run trained with that a resume must train with too: ``profile``,
+            ``loss_fn``, ``loss_fn_config``, ``learning_rate``, ``layout``,
+            ``visitation_weights``, ``num_substeps``, ``kl_penalty_coef`` and
+            ``kl_discount_factor`` (empty in checkpoints from before they were recorded).
+        totals: The run's cumulative counts up to ``learner_step`` (``tokens/*``,
+            ``rollouts``, ``trees``), which a resumed run goes on adding to.
     """
 
     state_path: str
@@ -52,6 +58,8 @@ class TrainCheckpoint:
     order: Optional[str] = None
     sampler_path: Optional[str] = None
     kind: str = "periodic"
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    totals: Mapping[str, float] = field(default_factory=dict)
 
     def to_json(self) -> str:
         """The checkpoint as one JSON line, as ``train`` appends it to ``checkpoint_path``."""
@@ -68,6 +76,8 @@ class TrainCheckpoint:
                 "order": self.order,
                 "sampler_path": self.sampler_path,
                 "kind": self.kind,
+                "settings": dict(self.settings),
+                "totals": dict(self.totals),
             },
             sort_keys=True,
         )
@@ -109,6 +119,8 @@ def load_checkpoint(path: Union[str, "os.PathLike[str]"]) -> TrainCheckpoint:
             order=None if raw.get("order") is None else str(raw["order"]),
             sampler_path=None if raw.get("sampler_path") is None else str(raw["sampler_path"]),
             kind=str(raw.get("kind", "periodic")),
+            settings=dict(raw.get("settings") or {}),
+            totals={str(k): float(v) for k, v in (raw.get("totals") or {}).items()},
         )
     except (ValueError, KeyError, TypeError) as exc:
         raise ConfigError(f"load_checkpoint: the last line of {os.fspath(path)!r} is not a checkpoint: {exc}") from exc
@@ -182,7 +194,9 @@ async def _load_state(training_client: Any, checkpoint: TrainCheckpoint) -> None
     if not callable(load):
         raise ConfigError(
             f"train: resuming loads {checkpoint.state_path!r} into the training client, but "
-            f"{type(training_client).__name__} has no load_state_with_optimizer"
+            f"{type(training_client).__name__} has no load_state_with_optimizer; create the client with "
+            f"ServiceClient.create_training_client_from_state_with_optimizer({checkpoint.state_path!r}) and pass "
+            "state_loaded=True"
         )
     with warnings.catch_warnings():
         # Deprecated in tinker 0.38 in favour of creating a client from the state; still the
@@ -193,8 +207,8 @@ async def _load_state(training_client: Any, checkpoint: TrainCheckpoint) -> None
 
 
 def _truncate_log(path: Union[str, "os.PathLike[str]"], learner_step: int) -> None:
-    """Drop the metric rows of updates after ``learner_step`` (a resumed run logs them
-    again)."""
+    """Drop the metric rows of steps after ``learner_step`` (a resumed run logs them
+    again), and a line a kill cut short."""
     try:
         lines = Path(path).read_text(encoding="utf-8").splitlines()
     except FileNotFoundError:
@@ -204,7 +218,7 @@ def _truncate_log(path: Union[str, "os.PathLike[str]"], learner_step: int) -> No
         try:
             step = json.loads(line).get("step")
         except (ValueError, AttributeError):
-            step = None
+            continue  # a row cut short by a kill; its step is written again
         if not (isinstance(step, int) and step > learner_step):
             kept.append(line)
     if len(kept) != len(lines):
@@ -220,6 +234,8 @@ def _truncate_sink(sink: Any, learner_step: int) -> None:
 
     if not isinstance(sink, JsonlDirectory) or not sink.directory.is_dir():
         return
+    for part in sink.directory.glob("*.jsonl.part"):  # a file a kill left unrenamed
+        part.unlink()
     for file in sink.directory.glob("*.jsonl"):
         try:
             with open(file, encoding="utf-8") as f:
@@ -229,3 +245,35 @@ def _truncate_sink(sink: Any, learner_step: int) -> None:
         step = first.get("learner_step") if isinstance(first, dict) else None
         if isinstance(step, int) and step >= learner_step:
             file.unlink()
+
+
+def _append_line(path: Union[str, "os.PathLike[str]"], line: str) -> None:
+    """Append ``line`` to the checkpoint file as one atomic replacement, so a kill leaves
+    either the old file or the new one, never a line cut short."""
+    try:
+        old = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        old = ""
+    if old and not old.endswith("\n"):
+        old += "\n"
+    tmp = Path(os.fspath(path) + ".part")
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(old + line + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def _check_settings(checkpoint: TrainCheckpoint, settings: Mapping[str, Any]) -> None:
+    """Refuse a resume whose settings differ from those the checkpoint recorded."""
+    for name, saved in checkpoint.settings.items():
+        if name in settings and _jsonable(settings[name]) != saved:
+            raise ConfigError(
+                f"train: the checkpoint {checkpoint.state_path!r} was trained with {name}={saved!r}, got "
+                f"{_jsonable(settings[name])!r}; resume with the checkpoint's {name} (or start a new run)"
+            )
+
+
+def _jsonable(value: Any) -> Any:
+    """``value`` as the checkpoint's JSON gives it back."""
+    return json.loads(json.dumps(dict(value) if isinstance(value, Mapping) else value, sort_keys=True))

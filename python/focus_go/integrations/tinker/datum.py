@@ -53,7 +53,10 @@ def to_datum(record: Mapping[str, Any]) -> Any:
     ``stable_reinforce`` loss needs them. A path record ``train`` collected names each
     request its path is made of (key ``tinker_sequences``: ``[sequence_id, start, length]``
     per request, in order); its spans tile them, each request's prompt positions since the
-    previous request followed by its sampled tokens.
+    previous request followed by its sampled tokens. Conditioning tokens after the last
+    generated one (a tool turn's record ends with the tool's response, the start of the
+    next request's prompt) are left out of the datum: they predict nothing it trains, as
+    the cookbook's datums end with a trajectory's last action.
 
     The record's ``off_policy_tokens`` is not read: Tinker has no partial rollout (``train``
     never resumes a tree), so its records have none."""
@@ -63,6 +66,11 @@ def to_datum(record: Mapping[str, Any]) -> Any:
     tokens = [int(t) for t in record["tokens"]]
     mask = list(record["loss_mask"])
     logprobs = list(record["behavior_logprobs"])
+    # Conditioning tokens after the last generated one (a tool turn's response, which
+    # opens the next request's prompt) predict nothing trained: the datum ends before them.
+    end = _generated_end(mask)
+    if end >= 2:
+        tokens, mask, logprobs = tokens[:end], mask[:end], logprobs[:end]
     if len(tokens) < 2:
         raise ConfigError(f"to_datum: record has {len(tokens)} tokens; a datum needs at least 2")
     if mask[0]:
@@ -75,8 +83,11 @@ def to_datum(record: Mapping[str, Any]) -> Any:
         per_token = [advantage] * len(tokens)
     else:
         per_token = [float(a) for a in per_token]
-        if len(per_token) != len(tokens):
-            raise ConfigError(f"to_datum: record has {len(tokens)} tokens but {len(per_token)} advantages; they must be equal")
+        if len(per_token) != len(record["tokens"]):
+            raise ConfigError(
+                f"to_datum: record has {len(record['tokens'])} tokens but {len(per_token)} advantages; they must be equal"
+            )
+        per_token = per_token[: len(tokens)]
         bad = next((a for a, m in zip(per_token, mask) if m and not math.isfinite(a)), None)
         if bad is not None:
             raise ConfigError(f"to_datum: advantage {bad} is not finite")
@@ -117,10 +128,15 @@ def _sequences(record: Mapping[str, Any], tokens: List[int], mask: List[Any]) ->
         raise ConfigError(
             f"to_datum: a record with {SEQUENCE_ID_KEY} needs its response_start (actor records from focus-go carry it)"
         )
-    sampled = len(tokens) - prompt_len
-    if sampled > 0 and all(mask[prompt_len:]):
+    sampled = _generated_end(mask) - prompt_len
+    if sampled > 0 and all(mask[prompt_len : prompt_len + sampled]):
         return [(sequence_id, prompt_len, sampled)]
     return []
+
+
+def _generated_end(mask: List[Any]) -> int:
+    """The position after the last generated token (0 when there is none)."""
+    return next((i + 1 for i in range(len(mask) - 1, -1, -1) if mask[i]), 0)
 
 
 def _provenance_spans(types: Any, sequences: List[Tuple[str, int, int]]) -> List[Any]:
@@ -166,7 +182,10 @@ def _add_sequence_ids(actor: List[Dict[str, Any]], sequence_ids: Mapping[tuple, 
     tokens) pair the policy saw (``SEQUENCE_ID_KEY``). A path record (per-token
     ``advantages``) is a chain of them: from each generated token not yet covered, the
     longest sampled continuation of the tokens before it that the path goes on with
-    (``SEQUENCES_KEY``); a path with a generated token no request sampled gets none."""
+    (``SEQUENCES_KEY``); a path with a generated token no request sampled gets none. A span
+    record that is not one pair (generated runs with an observation between them) is named
+    as a chain too. Conditioning tokens after the last generated one (a tool's response)
+    need no request: the datum leaves them out."""
     by_prompt: Dict[tuple, List[Tuple[tuple, str]]] = {}
     for (prompt, sampled), sequence_id in sequence_ids.items():
         by_prompt.setdefault(prompt, []).append((sampled, sequence_id))
@@ -175,12 +194,13 @@ def _add_sequence_ids(actor: List[Dict[str, Any]], sequence_ids: Mapping[tuple, 
         tokens = tuple(int(t) for t in record["tokens"])
         if cut >= len(tokens):
             continue
+        end = _generated_end(record["loss_mask"])
         if record.get("advantages") is None:
-            sequence_id = sequence_ids.get((tokens[:cut], tokens[cut:]))
+            sequence_id = sequence_ids.get((tokens[:cut], tokens[cut : max(cut, end)]))
             if sequence_id is not None:
                 record[SEQUENCE_ID_KEY] = sequence_id
-            continue
-        chain = _chain(tokens, record["loss_mask"], by_prompt)
+                continue
+        chain = _chain(tokens[:end], record["loss_mask"], by_prompt)
         if chain:
             record[SEQUENCES_KEY] = chain
 

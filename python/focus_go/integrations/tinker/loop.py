@@ -7,9 +7,6 @@ from __future__ import annotations
 import asyncio
 import collections
 import dataclasses
-import hashlib
-import math
-import random
 import os
 import time
 from dataclasses import dataclass, field
@@ -21,7 +18,9 @@ from ...critic_rule import CriticRule, _fit_into
 from ...errors import CollectionError, ConfigError
 from .checkpoint import (
     TrainCheckpoint,
+    _append_line,
     _check_client,
+    _check_settings,
     _client_identity,
     _load_state,
     _problem_ids,
@@ -32,9 +31,23 @@ from .checkpoint import (
     load_checkpoint,
 )
 from .datum import _add_sequence_ids, _types
-from .metrics_log import _MetricsLog
+from .metrics_log import _MetricsLog, _check_wandb
+from .steps import _Order, _epoch_seed, _gather_all, _has_checkpoint, _mean, _publish, _warmup
 from .transcripts import _Transcripts
-from .update import PPO_CLIP, _update
+from .config import check_arguments, loss_config
+from .update import _post_kl, _update
+
+# Names a kill point of the loop (``"updated"``, ``"logged"``, ``"critic"``,
+# ``"checkpointed"``) and a learner step, ``"logged:2"``: the process kills itself with
+# SIGKILL there. The kill tests use it to land on the moments between the loop's writes.
+KILL_AT_ENV = "FOCUS_GO_TINKER_KILL_AT"
+
+
+def _fault(point: str, learner_step: int) -> None:
+    if os.environ.get(KILL_AT_ENV) == f"{point}:{learner_step}":
+        import signal
+
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 @dataclass(frozen=True)
@@ -67,24 +80,6 @@ class StepReport:
     """The step's metrics as ``train`` logs them (see ``train``)."""
 
 
-async def _publish(training_client: Any, record_stability_info: bool = False) -> Any:
-    """A frozen sampler of the current weights. The SDK's save blocks its caller, so it runs
-    in a worker thread and the event loop (an overlapping collection) keeps going.
-    ``record_stability_info`` asks every sample of the sampler to record what Tinker's
-    ``stable_reinforce`` loss trains on (passed only when set: older SDKs lack it)."""
-
-    def save() -> Any:
-        if record_stability_info:
-            client = training_client.save_weights_and_get_sampling_client(record_stability_info=True)
-        else:
-            client = training_client.save_weights_and_get_sampling_client()
-        # tinker >= 0.3x returns a future of the client; older versions the client itself.
-        result = getattr(client, "result", None)
-        return result() if callable(result) else client
-
-    return await asyncio.to_thread(save)
-
-
 @dataclass
 class _Collected:
     batch: int
@@ -100,67 +95,6 @@ class _Collected:
     prefill_uncached: int = 0
 
 
-async def _gather_all(coros: Sequence[Any]) -> List[Any]:
-    """Run coroutines concurrently; if one raises, cancel and join the others, then raise."""
-    tasks = [asyncio.ensure_future(c) for c in coros]
-    try:
-        return list(await asyncio.gather(*tasks))
-    finally:
-        pending = [t for t in tasks if not t.done()]
-        for t in pending:
-            t.cancel()
-        if pending:
-            await asyncio.gather(*pending, return_exceptions=True)
-
-
-def _warmup(collector: Any) -> int:
-    """How many rollouts a collector's search starts from the root at once."""
-    search = getattr(collector, "search", None)
-    for name in ("warmup", "n"):
-        value = getattr(search, name, None)
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-    return 1
-
-
-class _Order:
-    """Which problem each position of the run trains on: epoch ``e`` (positions ``e * n``
-    to ``e * n + n - 1``) is a permutation of the list, ``random.Random(f"{seed}:{e}")``'s
-    shuffle of ``range(n)``; the list order when ``seed`` is None."""
-
-    def __init__(self, n: int, seed: Optional[int]):
-        self._n, self._seed = n, seed
-        self._epoch, self._perm = -1, list(range(n))
-
-    def index(self, position: int) -> int:
-        epoch, offset = divmod(position, self._n)
-        if self._seed is None:
-            return offset
-        if epoch != self._epoch:
-            perm = list(range(self._n))
-            random.Random(f"{self._seed}:{epoch}").shuffle(perm)
-            self._epoch, self._perm = epoch, perm
-        return self._perm[offset]
-
-
-def _epoch_seed(seed: int, epoch: int) -> int:
-    """A search seed for ``epoch`` > 0 from the collector's own."""
-    digest = hashlib.sha256(f"{seed}:{epoch}".encode()).digest()
-    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
-
-
-def _has_checkpoint(path: Union[str, "os.PathLike[str]"]) -> bool:
-    try:
-        with open(path, encoding="utf-8") as f:
-            return any(line.strip() for line in f)
-    except FileNotFoundError:
-        return False
-
-
-def _mean(values: Sequence[float]) -> float:
-    return float(sum(values) / len(values)) if values else 0.0
-
-
 async def train(
     training_client: Any,
     *,
@@ -173,7 +107,7 @@ async def train(
     async_depth: int = 1,
     profile: Optional[str] = None,
     loss_fn: str = "ppo",
-    loss_fn_config: Mapping[str, float] = PPO_CLIP,
+    loss_fn_config: Optional[Mapping[str, float]] = None,
     workspace_for: Optional[Callable[[Problem], Workspace]] = None,
     min_abs_advantage: Optional[float] = None,
     allow_partial: bool = False,
@@ -181,6 +115,7 @@ async def train(
     problems_per_step: int = 1,
     log_path: Optional[Union[str, "os.PathLike[str]"]] = None,
     wandb_project: Optional[str] = None,
+    wandb_name: Optional[str] = None,
     eval_problems: Sequence[Problem] = (),
     eval_every: int = 0,
     checkpoint_every: int = 0,
@@ -198,6 +133,8 @@ async def train(
     kl_penalty_coef: float = 0.0,
     kl_discount_factor: float = 0.0,
     kl_reference_client: Any = None,
+    compute_post_kl: bool = False,
+    state_loaded: bool = False,
     shuffle: bool = True,
     seed: int = 0,
     num_groups_to_log: int = 4,
@@ -273,8 +210,9 @@ async def train(
 
     Args:
         training_client: A Tinker ``TrainingClient``. On resume ``train`` loads the
-            checkpoint's weights and optimizer into it (``load_state_with_optimizer``),
-            whatever it held, and refuses one of another base model or LoRA rank.
+            checkpoint's weights and optimizer into it (``load_state_with_optimizer``,
+            which the SDK deprecates), whatever it held, unless ``state_loaded``; it
+            refuses one of another base model or LoRA rank.
         model: The model directory or Hugging Face id, for the tokenizer and chat template.
         problems: The training problems, one epoch after another (see above).
         collector_for: Builds the collector for each problem.
@@ -285,8 +223,13 @@ async def train(
             batch trains behind the weights it was sampled with); 0 none.
         profile: The parser profile of the samplers' format (see
             ``PolicyFormat.resolve``).
-        loss_fn: Tinker's loss function.
-        loss_fn_config: The loss's configuration; by default PPO with ratio clip 1 ± 0.2.
+        loss_fn: Tinker's loss function: ``importance_sampling``, ``ppo``, ``cispo``,
+            ``dro``, ``gspo`` or ``stable_reinforce`` (those the SDK offers); another name,
+            or ``cross_entropy``/``custom`` (which train no advantages), is refused before
+            any request, and a loss the service rejects ends ``train`` with its message.
+        loss_fn_config: The loss's configuration; None its default (``ppo``: ratio clip
+            1 ± 0.2; the others: the service's). ``importance_sampling`` takes none,
+            ``ppo`` and ``cispo`` only ``clip_low_threshold`` < ``clip_high_threshold``.
         workspace_for: Gives each problem its own ``Workspace``, as in
             ``collect_records``.
         min_abs_advantage: Drops actor records whose advantage is smaller in magnitude.
@@ -297,25 +240,34 @@ async def train(
         problems_per_step: Trees per update.
         log_path: Appends each step's stats as one JSON line, ``{"step": learner_step + 1,
             ...}``.
-        wandb_project: Also logs the stats with ``wandb.log`` (wandb must be installed).
-        eval_problems: Held-out problems for evaluation.
+        wandb_project: Also logs the stats with ``wandb.log`` (wandb must be installed),
+            in a run whose config holds the settings a checkpoint records.
+        wandb_name: The wandb run's name (the cookbook's ``wandb_name``); None wandb's.
+        eval_problems: Held-out problems for evaluation (needs ``eval_every``).
         eval_every: Evaluate the starting weights (logged as step 0, not reported), after
-            every N-th update, and after the last one; 0 never.
+            every N-th update, and after the last one; 0 never (then ``eval_problems``
+            must be empty).
         checkpoint_every: Save the training state after every N-th update; 0 never.
         checkpoint_path: The JSONL file each ``TrainCheckpoint`` line is appended to; the
             final state is saved too when the last update is not a multiple of
             ``checkpoint_every``. When it already holds a checkpoint, ``train`` resumes
-            from its last one (a rerun of the same command continues the run), dropping
-            the ``log_path`` rows and ``JsonlDirectory`` critic files of the updates after
-            it, which it writes again.
+            from its last one (a rerun of the same command continues the run). The run's
+            files hold one run: a start drops the ``log_path`` rows, ``JsonlDirectory``
+            critic files and transcripts of the updates after its checkpoint (all of them
+            when there is none yet), which it writes again. Each step writes its row and
+            critic files before its checkpoint line, so through a kill at any moment each
+            is written exactly once. The checkpoint records the settings a resume must
+            keep (``TrainCheckpoint.settings``); a resume with others is refused, naming
+            them.
         checkpoint_name: The prefix of the saved states' names
             (``f"{checkpoint_name}-{step:06d}"``).
-        ttl_seconds: The periodic checkpoints' expiry (the cookbook's ``ttl_seconds``);
-            None never. The final checkpoint never expires.
+        ttl_seconds: The periodic checkpoints' expiry in seconds, 3600 (the SDK's
+            minimum) to 10 years (the cookbook's ``ttl_seconds``); None never. The final
+            checkpoint never expires.
         rolling_save_every: Also save the training state (no sampler export) after every
             N-th update between periodic ones, named ``...-rolling``; 0 never (the
             cookbook's ``rolling_save_every``).
-        rolling_ttl_seconds: The rolling checkpoints' expiry.
+        rolling_ttl_seconds: The rolling checkpoints' expiry (as ``ttl_seconds``).
         resume_from: A checkpoint file or ``TrainCheckpoint`` to continue from instead of
             ``checkpoint_path``'s last: the first batch collected is its ``next_batch``,
             learner steps go on from its ``learner_step`` (its sampler holds the resumed
@@ -346,6 +298,14 @@ async def train(
             scores each datum's sequence with ``compute_logprobs``), needed with a
             penalty: for the base model, ``service_client.create_sampling_client(
             base_model=...)``, in place of the cookbook's ``kl_reference_config``.
+        compute_post_kl: After each update, score the datums with a sampler of the new
+            weights and log ``kl_pre_post_v1`` and ``kl_pre_post_v2`` (the cookbook's
+            ``compute_post_kl``); the next collection from those weights samples from it.
+        state_loaded: The training client was created from the checkpoint's state, the
+            SDK's supported way to resume:
+            ``service_client.create_training_client_from_state_with_optimizer(
+            load_checkpoint(checkpoint_path).state_path)``; ``train`` then loads nothing
+            into it. Needs a checkpoint to resume.
         shuffle: Shuffle the problem order of each epoch (from ``seed``); False takes the
             list in order every epoch.
         seed: The run's seed for the shuffled order.
@@ -370,48 +330,23 @@ async def train(
     from ...generation.format import PolicyFormat
     from .._outcomes import TreeOutcomes, evaluate_outcome
 
-    if not isinstance(steps, int) or steps < 0:
-        raise ConfigError(f"train: steps must be an integer >= 0, got {steps!r}")
-    if critic_rule is not None and not isinstance(critic_rule, CriticRule):
-        raise ConfigError(f"train: critic_rule must be a CriticRule, got {type(critic_rule).__name__}")
-    if not isinstance(async_depth, int) or isinstance(async_depth, bool) or async_depth < 0:
-        raise ConfigError(f"train: async_depth must be an integer >= 0, got {async_depth!r}")
-    if not isinstance(problems_per_step, int) or isinstance(problems_per_step, bool) or problems_per_step < 1:
-        raise ConfigError(f"train: problems_per_step must be an integer >= 1, got {problems_per_step!r}")
-    if not isinstance(eval_every, int) or isinstance(eval_every, bool) or eval_every < 0:
-        raise ConfigError(f"train: eval_every must be an integer >= 0, got {eval_every!r}")
+    problems, eval_problems = list(problems), list(eval_problems)
+    check_arguments(
+        steps=steps, critic_rule=critic_rule, async_depth=async_depth, problems_per_step=problems_per_step,
+        problems=problems, eval_problems=eval_problems, eval_every=eval_every, checkpoint_every=checkpoint_every,
+        checkpoint_path=checkpoint_path, rolling_save_every=rolling_save_every, ttl_seconds=ttl_seconds,
+        rolling_ttl_seconds=rolling_ttl_seconds, temperature=temperature, num_substeps=num_substeps,
+        kl_penalty_coef=kl_penalty_coef, kl_discount_factor=kl_discount_factor,
+        kl_reference_client=kl_reference_client, seed=seed, learning_rate=learning_rate, loss_fn=loss_fn, layout=layout,
+    )
+    config = loss_config(loss_fn, loss_fn_config)
     transcripts = _Transcripts(log_path, num_groups_to_log, rollout_json_export)
-    problems = list(problems)
-    if not problems:
-        raise ConfigError("train: problems is empty")
-    for i, p in enumerate(problems):
-        if not isinstance(p, Problem):
-            raise ConfigError(f"train: problems[{i}] is a {type(p).__name__}, expected a Problem")
-    eval_problems = list(eval_problems)
-    for i, p in enumerate(eval_problems):
-        if not isinstance(p, Problem):
-            raise ConfigError(f"train: eval_problems[{i}] is a {type(p).__name__}, expected a Problem")
-    if eval_every and not eval_problems:
-        raise ConfigError("train: eval_every is set but eval_problems is empty")
-    if not isinstance(checkpoint_every, int) or isinstance(checkpoint_every, bool) or checkpoint_every < 0:
-        raise ConfigError(f"train: checkpoint_every must be an integer >= 0, got {checkpoint_every!r}")
-    if checkpoint_every and checkpoint_path is None:
-        raise ConfigError("train: checkpoint_every is set but checkpoint_path is not")
-    if not isinstance(rolling_save_every, int) or isinstance(rolling_save_every, bool) or rolling_save_every < 0:
-        raise ConfigError(f"train: rolling_save_every must be an integer >= 0, got {rolling_save_every!r}")
-    if rolling_save_every and checkpoint_path is None:
-        raise ConfigError("train: rolling_save_every is set but checkpoint_path is not")
-    if not (isinstance(temperature, (int, float)) and not isinstance(temperature, bool) and math.isfinite(temperature) and temperature >= 0):
-        raise ConfigError(f"train: temperature must be a finite number >= 0, got {temperature!r}")
-    if not isinstance(num_substeps, int) or isinstance(num_substeps, bool) or num_substeps < 1:
-        raise ConfigError(f"train: num_substeps must be an integer >= 1, got {num_substeps!r}")
-    for name, value in (("kl_penalty_coef", kl_penalty_coef), ("kl_discount_factor", kl_discount_factor)):
-        if not (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0):
-            raise ConfigError(f"train: {name} must be a finite number >= 0, got {value!r}")
-    if kl_penalty_coef and kl_reference_client is None:
-        raise ConfigError("train: kl_penalty_coef is set but kl_reference_client is not")
-    if not isinstance(seed, int) or isinstance(seed, bool):
-        raise ConfigError(f"train: seed must be an integer, got {seed!r}")
+    # What a resume must train with too; the checkpoint records it.
+    settings = {
+        "profile": profile, "loss_fn": loss_fn, "loss_fn_config": config, "learning_rate": float(learning_rate),
+        "layout": layout, "visitation_weights": bool(visitation_weights), "num_substeps": num_substeps,
+        "kl_penalty_coef": float(kl_penalty_coef), "kl_discount_factor": float(kl_discount_factor),
+    }
     order_name = f"shuffled, seed {seed}" if shuffle else "in order"
     first_batch, learner_step = 0, 0  # learner_step: updates applied so far
     resume: Optional[TrainCheckpoint] = None
@@ -430,25 +365,37 @@ async def train(
         if resume.order is not None and resume.order != order_name:
             raise ConfigError(f"train: resume_from was saved with the problem order {resume.order!r}, got {order_name!r} (shuffle, seed)")
         _check_client(training_client, resume)
+        _check_settings(resume, settings)
         first_batch, learner_step = resume.next_batch, resume.learner_step
     _check_min_abs_advantage(min_abs_advantage)  # validate the threshold before any work
     _types()  # fail before any collection when the SDK is missing
     if steps <= first_batch:
         return []
-    if resume is not None:
-        # Whatever the client held, train from the checkpoint's weights and optimizer; the
-        # rows and critic files of updates after it are written again, so drop them.
-        await _load_state(training_client, resume)
-        if log_path is not None:
-            _truncate_log(log_path, resume.learner_step)
-        if critic_sink is not None:
-            _truncate_sink(critic_sink, resume.learner_step)
-    base_model, lora_rank = _client_identity(training_client)
-
+    if state_loaded and resume is None:
+        raise ConfigError("train: state_loaded is set but there is no checkpoint to resume (resume_from, checkpoint_path)")
+    _check_wandb(wandb_project)
     from ...generation.tinker import TinkerPolicy
     from ...generation.types import SamplingParams
 
-    fmt = PolicyFormat.resolve(model, profile=profile)
+    fmt = PolicyFormat.resolve(model, profile=profile)  # a bad profile fails before any request
+    try:
+        if resume is not None and not state_loaded:
+            # Whatever the client held, train from the checkpoint's weights and optimizer.
+            await _load_state(training_client, resume)
+        if resume is not None or checkpoint_path is not None:
+            # The run's folder holds one run: the rows, critic files and transcripts of the
+            # steps after the checkpoint (all of them, before the first) are written again,
+            # so drop those an earlier attempt left.
+            if log_path is not None:
+                # A fresh start evaluates step 0 again (when it evaluates): its row goes too.
+                _truncate_log(log_path, learner_step if learner_step or not eval_every else -1)
+            if critic_sink is not None:
+                _truncate_sink(critic_sink, learner_step)
+            transcripts.drop_from(first_batch)
+    except BaseException:
+        fmt.codec.tokenizer.close()
+        raise
+    base_model, lora_rank = _client_identity(training_client)
     k = problems_per_step
     # Samplers record stability information when the loss trains on it, as the SDK
     # documents for stable_reinforce and tinker-cookbook sets (records_stability_info).
@@ -553,13 +500,21 @@ async def train(
         sampler_path = None if kind == "rolling" else await _save_sampler(training_client, name, ttl)
         record = TrainCheckpoint(
             state_path, learner_step, next_batch, k, len(problems), fingerprint, base_model, lora_rank, order_name,
-            sampler_path, kind,
+            sampler_path, kind, settings=settings, totals=dict(totals),
         )
-        with open(checkpoint_path, "a", encoding="utf-8") as f:
-            f.write(record.to_json() + "\n")
+        _append_line(checkpoint_path, record.to_json())
+        _fault("checkpointed", learner_step)
         saved_step = learner_step
 
-    log = _MetricsLog(log_path, wandb_project)
+    post, post_step = None, -1  # the compute_post_kl sampler and its weights' step
+
+    async def _current_sampler() -> Any:
+        """A sampler of the current weights: the post-update one when it holds them."""
+        return post if post is not None and post_step == learner_step else await _publish(training_client, stability)
+
+    log = _MetricsLog(log_path, wandb_project, wandb_name=wandb_name, config=settings)
+    # The run's cumulative counts, from the checkpoint on a resume.
+    totals: Dict[str, float] = dict(resume.totals) if resume is not None else {}
     reports: List[StepReport] = []
     fingerprint = _problem_ids(problems)
     # The collections started and not yet trained on, oldest first (batch b at the front).
@@ -575,7 +530,7 @@ async def train(
         for b in range(first_batch, steps):
             step_start = time.monotonic()
             if async_depth == 0:
-                sampler, sampler_step = await _publish(training_client, stability), learner_step
+                sampler, sampler_step = await _current_sampler(), learner_step
                 ahead.append(asyncio.ensure_future(collect(b, sampler, sampler_step)))
             collected = await ahead[0]
             ahead.popleft()
@@ -596,7 +551,7 @@ async def train(
                     collected.actor,
                     learning_rate=learning_rate,
                     loss_fn=loss_fn,
-                    loss_fn_config=loss_fn_config,
+                    loss_fn_config=config,
                     num_substeps=num_substeps,
                     kl_reference_client=kl_reference_client,
                     kl_penalty_coef=kl_penalty_coef,
@@ -628,21 +583,27 @@ async def train(
             }
             if "loss:sum" in metrics:
                 stats["loss"] = float(metrics["loss:sum"])
-            # Billed tokens by kind, as tinker-cookbook's TokenUsage counts them.
+            # Billed tokens by kind, as tinker-cookbook's TokenUsage counts them; the KL
+            # reference's scoring requests are prefill too.
             stats["tokens/sampled"] = float(collected.tokens_sampled)
             stats["tokens/prefill_cached"] = float(collected.prefill_cached)
-            stats["tokens/prefill_uncached"] = float(collected.prefill_uncached)
-            stats["tokens/trained"] = float(sum(len(r["tokens"]) - 1 for r in collected.actor if r.get("lane", "actor") == "actor"))
+            stats["tokens/prefill_uncached"] = float(collected.prefill_uncached + result.reference_tokens)
+            stats["tokens/kl_reference"] = float(result.reference_tokens)
+            stats["tokens/trained"] = float(result.input_tokens)
             stats.update(result.kl)
             learner_step += 1
+            if compute_post_kl:
+                # The post-update sampler scores the datums (the cookbook's compute_post_kl);
+                # the next collection that starts from these weights samples from it.
+                post, post_step = await _publish(training_client, stability), learner_step
+                post_kl, scored = await _post_kl(result.datums, post)
+                stats.update(post_kl)
+                stats["tokens/prefill_uncached"] += scored
+            for key in ("tokens/sampled", "tokens/prefill_cached", "tokens/prefill_uncached", "tokens/trained", "rollouts", "trees"):
+                totals[key] = totals.get(key, 0.0) + stats[key]
+            stats.update({f"total/{key}": value for key, value in totals.items()})
             if eval_every and (learner_step % eval_every == 0 or b + 1 == steps):
                 stats.update(await evaluate())  # on the cadence, and the final weights
-            if b + 1 == steps:
-                pass  # the final checkpoint follows the loop
-            elif checkpoint_every and learner_step % checkpoint_every == 0:
-                await checkpoint(b + 1, "periodic")
-            elif rolling_save_every and learner_step % rolling_save_every == 0:
-                await checkpoint(b + 1, "rolling")
             stats["time_step_s"] = time.monotonic() - step_start
             report = StepReport(
                 batch=b,
@@ -657,17 +618,29 @@ async def train(
                 stats=MappingProxyType(stats),
             )
             reports.append(report)
+            # The step's row and critic files before its checkpoint: a kill before the
+            # checkpoint line redoes the step from the previous one (which drops them), a
+            # kill after it finds them written.
+            _fault("updated", learner_step)
             log.write(learner_step, stats)
+            _fault("logged", learner_step)
             if critic_sink is not None:
                 for tree_critic in collected.critic:
                     critic_sink(
                         [dict(r, behavior_step=report.behavior_step, learner_step=report.learner_step) for r in tree_critic]
                     )
+            _fault("critic", learner_step)
+            if b + 1 == steps:
+                pass  # the final checkpoint follows the loop
+            elif checkpoint_every and learner_step % checkpoint_every == 0:
+                await checkpoint(b + 1, "periodic")
+            elif rolling_save_every and learner_step % rolling_save_every == 0:
+                await checkpoint(b + 1, "rolling")
             if on_step is not None:
                 on_step(report)
             if async_depth and b + async_depth + 1 < steps:
                 # The sampler for the collection the next iteration starts (batch b+depth+1).
-                sampler, sampler_step = await _publish(training_client, stability), learner_step
+                sampler, sampler_step = await _current_sampler(), learner_step
         if checkpoint_path is not None and saved_step != learner_step:
             await checkpoint(steps, "final")  # kept indefinitely, whatever checkpoint_every is
         return reports

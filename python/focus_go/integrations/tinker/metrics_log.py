@@ -12,15 +12,15 @@ from ...errors import ConfigError
 class _MetricsLog:
     """One JSON line per step to ``path`` (always, when given) and to wandb (when asked)."""
 
-    def __init__(self, path: Optional[Union[str, "os.PathLike[str]"]], wandb_project: Optional[str]):
+    def __init__(self, path: Optional[Union[str, "os.PathLike[str]"]], wandb_project: Optional[str], *,
+                 wandb_name: Optional[str] = None, config: Optional[Mapping[str, Any]] = None):
         self._file = None
         self._wandb = None
         if wandb_project is not None:
-            try:
-                import wandb
-            except ImportError as exc:
-                raise ConfigError("train: wandb_project was given but wandb is not installed (pip install wandb)") from exc
-            self._wandb = wandb.init(project=wandb_project)
+            _check_wandb(wandb_project)
+            import wandb
+
+            self._wandb = wandb.init(project=wandb_project, name=wandb_name, config=dict(config or {}))
         if path is not None:
             self._file = open(path, "a", encoding="utf-8")
 
@@ -36,3 +36,13 @@ class _MetricsLog:
             self._file.close()
         if self._wandb is not None:
             self._wandb.finish()
+
+
+def _check_wandb(wandb_project: Optional[str]) -> None:
+    """Refuse ``wandb_project`` when wandb is not installed."""
+    if wandb_project is None:
+        return
+    try:
+        import wandb  # noqa: F401
+    except ImportError as exc:
+        raise ConfigError("train: wandb_project was given but wandb is not installed (pip install wandb)") from exc

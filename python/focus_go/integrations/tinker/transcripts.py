@@ -34,6 +34,17 @@ class _Transcripts:
         out.mkdir(parents=True, exist_ok=True)
         return out
 
+    def drop_from(self, batch: int) -> None:
+        """Remove the transcripts of batches ``batch`` on, which the run collects again."""
+        if self.root is None or not self.root.is_dir():
+            return
+        for folder in self.root.glob("iteration_*"):
+            number = folder.name[len("iteration_"):]
+            if folder.is_dir() and number.isdigit() and int(number) >= batch:
+                for file in folder.iterdir():
+                    if file.is_file():
+                        file.unlink()
+
     def on_state(self, batch: int, tree: int) -> Optional[Callable[[Any], None]]:
         """What to do with tree ``tree`` of batch ``batch`` once collected: write its page
         (the first ``num_groups_to_log`` trees of a batch), or nothing."""
