@@ -39,13 +39,14 @@ def _sdk_losses() -> Sequence[str]:
 
 def loss_config(loss_fn: Any, loss_fn_config: Optional[Mapping[str, Any]], where: str = "train") -> Optional[Dict[str, float]]:
     """The configuration sent with ``loss_fn``: ``loss_fn_config`` checked against the loss,
-    or, when it is None, the loss's default (PPO's ratio clip 1 ± 0.2 for ``ppo``, the
-    service's own for the others)."""
+    or, when it is None or the default ``PPO_CLIP`` with a loss that takes no clip, the
+    loss's default (PPO's ratio clip 1 ± 0.2 for ``ppo`` and ``cispo``, the service's own for
+    the others)."""
     if not isinstance(loss_fn, str) or loss_fn not in RL_LOSSES or loss_fn not in _sdk_losses():
         offered = [name for name in RL_LOSSES if name in _sdk_losses()]
         raise ConfigError(f"{where}: loss_fn must be one of {offered}, got {loss_fn!r}")
-    if loss_fn_config is None:
-        return dict(PPO_CLIP) if loss_fn == "ppo" else None
+    if loss_fn_config is None or (loss_fn_config is PPO_CLIP and loss_fn not in ("ppo", "cispo")):
+        return dict(PPO_CLIP) if loss_fn in ("ppo", "cispo") else None
     if not isinstance(loss_fn_config, Mapping):
         raise ConfigError(f"{where}: loss_fn_config must be a mapping of names to numbers or None, got {type(loss_fn_config).__name__}")
     config: Dict[str, float] = {}

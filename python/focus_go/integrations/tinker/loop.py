@@ -35,7 +35,7 @@ from .metrics_log import _MetricsLog, _check_wandb
 from .steps import _Order, _epoch_seed, _gather_all, _has_checkpoint, _mean, _publish, _warmup
 from .transcripts import _Transcripts
 from .config import check_arguments, loss_config
-from .update import _post_kl, _update
+from .update import PPO_CLIP, _post_kl, _update
 
 # Names a kill point of the loop (``"updated"``, ``"logged"``, ``"critic"``,
 # ``"checkpointed"``) and a learner step, ``"logged:2"``: the process kills itself with
@@ -107,7 +107,7 @@ async def train(
     async_depth: int = 1,
     profile: Optional[str] = None,
     loss_fn: str = "ppo",
-    loss_fn_config: Optional[Mapping[str, float]] = None,
+    loss_fn_config: Optional[Mapping[str, float]] = PPO_CLIP,
     workspace_for: Optional[Callable[[Problem], Workspace]] = None,
     min_abs_advantage: Optional[float] = None,
     allow_partial: bool = False,
@@ -227,8 +227,9 @@ async def train(
             ``dro``, ``gspo`` or ``stable_reinforce`` (those the SDK offers); another name,
             or ``cross_entropy``/``custom`` (which train no advantages), is refused before
             any request, and a loss the service rejects ends ``train`` with its message.
-        loss_fn_config: The loss's configuration; None its default (``ppo``: ratio clip
-            1 ± 0.2; the others: the service's). ``importance_sampling`` takes none,
+        loss_fn_config: The loss's configuration. The default ``PPO_CLIP`` (ratio clip
+            1 ± 0.2) is sent with ``ppo`` and ``cispo``; with another loss it, like None,
+            means the loss's own default (the service's). ``importance_sampling`` takes none,
             ``ppo`` and ``cispo`` only ``clip_low_threshold`` < ``clip_high_threshold``.
         workspace_for: Gives each problem its own ``Workspace``, as in
             ``collect_records``.

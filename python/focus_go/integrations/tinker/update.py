@@ -104,7 +104,7 @@ async def update_actor(
     *,
     learning_rate: float,
     loss_fn: str = "ppo",
-    loss_fn_config: Optional[Mapping[str, float]] = None,
+    loss_fn_config: Optional[Mapping[str, float]] = PPO_CLIP,
 ) -> Any:
     """Take one Tinker optimizer step on a batch's actor records.
 
@@ -120,8 +120,9 @@ async def update_actor(
         learning_rate: Adam's learning rate.
         loss_fn: Tinker's loss function (one of ``importance_sampling``, ``ppo``,
             ``cispo``, ``dro``, ``gspo``, ``stable_reinforce`` that the SDK offers).
-        loss_fn_config: The loss's configuration; None the loss's default (for ``ppo``,
-            ratio clip 1 ± 0.2; for the others, the service's). ``importance_sampling``
+        loss_fn_config: The loss's configuration. The default ``PPO_CLIP`` (ratio clip
+            1 ± 0.2) is sent with ``ppo`` and ``cispo``; with another loss it, like None,
+            means the loss's own default (the service's). ``importance_sampling``
             takes none, ``ppo`` and ``cispo`` only ``clip_low_threshold`` and
             ``clip_high_threshold``.
 
