@@ -40,13 +40,14 @@ func WithResume(from *tree.Tree) Option {
 
 // resumed is where a resumed collection continues.
 type resumed struct {
-	warmup     []int // the warmup indices still to launch
-	firstRound int   // the first branching round
+	firstWarmup int // the warmup index of the first warmup rollout still to launch
+	warmup      int // the warmup rollouts still to launch (indices firstWarmup, firstWarmup+1, ...)
+	firstRound  int // the first branching round
 }
 
 // adopt copies from's kept nodes into the new tree (whose root is built) and counts
 // them as spent; see WithResume.
-func (e *engine) adopt(from *tree.Tree, env Env) (resumed, error) {
+func (e *engine) adopt(ctx context.Context, from *tree.Tree, env Env) (resumed, error) {
 	cfg := &e.cfg
 	if from.ProblemID != cfg.ProblemID {
 		return resumed{}, status.Errorf(status.InvalidArgument, "collect: resume: the tree is of problem %q, this collection is of problem %q", from.ProblemID, cfg.ProblemID)
@@ -114,10 +115,7 @@ func (e *engine) adopt(from *tree.Tree, env Env) (resumed, error) {
 	var next resumed
 	next.firstRound = lastPass + 1
 	if lastPass == 0 {
-		w := cfg.Search.Warmup
-		for j := range max(w-warm, 0) {
-			next.warmup = append(next.warmup, st.Resumes*w+j)
-		}
+		next.firstWarmup, next.warmup = st.Resumes*cfg.Search.Warmup, max(cfg.Search.Warmup-warm, 0)
 	}
 	return next, nil
 }
