@@ -182,6 +182,7 @@ func (e *engine) run(ctx context.Context, env Env) error {
 		Logprobs:  make([]float64, len(cfg.PromptTokens)),
 	}
 	e.t = tree.New(cfg.ProblemID, prompt, cfg.PromptText)
+	e.t.Stats.SegmentRule = cfg.segmentRule()
 	e.snaps = []*snapshot{{env: env}}
 	e.scored = []bool{false}
 

@@ -3,6 +3,7 @@ package collect
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/focus-go/focus-go/core/action"
@@ -55,6 +56,16 @@ func (e *engine) adopt(ctx context.Context, from *tree.Tree, env Env) (resumed, 
 	if err := from.Revalidate(); err != nil {
 		return resumed{}, status.Wrap(status.InvalidArgument, err, "collect: resume")
 	}
+	switch rule := e.t.Stats.SegmentRule; from.Stats.SegmentRule {
+	case rule:
+	case "":
+		return resumed{}, status.Errorf(status.InvalidArgument,
+			"collect: resume: the tree records no segment rule (stats.segment_rule), so its edges cannot be checked against %s; start a new collection instead", rule)
+	default:
+		return resumed{}, status.Errorf(status.InvalidArgument,
+			"collect: resume: the tree's edges were cut by %s, this collection cuts by %s; resume it with %s, or start a new collection",
+			from.Stats.SegmentRule, rule, from.Stats.SegmentRule)
+	}
 	was, now := from.ContextTokens(0), e.t.ContextTokens(0)
 	if !slices.Equal(was, now) {
 		at := 0
@@ -96,6 +107,11 @@ func (e *engine) adopt(ctx context.Context, from *tree.Tree, env Env) (resumed, 
 			}
 		}
 	}
+	if len(e.t.Nodes) == 1 {
+		return resumed{}, status.Errorf(status.InvalidArgument,
+			"collect: resume: the tree keeps nothing: %d of its %d nodes besides the root failed or lie under a failed node, and a resume drops them; start a new collection instead",
+			len(from.Nodes)-1, len(from.Nodes)-1)
+	}
 	if kept > cfg.Search.Budget {
 		return resumed{}, status.Errorf(status.InvalidArgument, "collect: resume: the tree has %d finished rollouts, more than the budget of %d", kept, cfg.Search.Budget)
 	}
@@ -108,6 +124,9 @@ func (e *engine) adopt(ctx context.Context, from *tree.Tree, env Env) (resumed, 
 	// The reset env, never stepped: replays fork it (the root's own snapshot is released
 	// once the root stops being a candidate).
 	e.base = &snapshot{env: env}
+	if err := e.regrade(ctx); err != nil {
+		return resumed{}, err
+	}
 
 	// Each collection of the tree (the first, then each resume) launches at most W
 	// warmup rollouts, from its own block of indices, so no seed of a kept rollout is
@@ -150,7 +169,7 @@ func (e *engine) restore(ctx context.Context, id int) error {
 		generated = e.t.PathGeneratedTokens(e.t.Nodes[path[0]].Parent)
 	}
 	for _, n := range path {
-		g, err := e.replayStep(ctx, env, n, generated)
+		g, err := e.replayStep(ctx, env, n, generated, false)
 		if err != nil {
 			env.Close()
 			if ctx.Err() != nil {
@@ -164,10 +183,71 @@ func (e *engine) restore(ctx context.Context, id int) error {
 	return nil
 }
 
+// regrade replays every kept path on forks of the reset env (one step per kept node): each
+// checkpoint must replay exactly (replayStep), and each finished leaf takes the reward the
+// env gives it now, so a kept reward is never one this env did not grade. Stats counts
+// the rewards that changed.
+func (e *engine) regrade(ctx context.Context) error {
+	env, err := e.base.fork(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return e.cancelled(ctx)
+		}
+		return status.Wrap(status.CodeOf(err), err, "collect: resume: fork the env to re-grade the kept rollouts")
+	}
+	defer env.Close()
+	return e.regradeBelow(ctx, env, 0, 0)
+}
+
+// regradeBelow replays the kept subtree under node id, whose state env holds (with
+// generated tokens on the path to it); the last child steps env itself, the others a fork.
+func (e *engine) regradeBelow(ctx context.Context, env Env, id, generated int) error {
+	kids := e.t.Nodes[id].Children
+	for i, c := range kids {
+		child := env
+		if i < len(kids)-1 {
+			ectx, cancel := withTimeout(ctx, e.cfg.EnvTimeout)
+			forked, err := env.Fork(ectx)
+			cancel()
+			if err != nil {
+				if ctx.Err() != nil {
+					return e.cancelled(ctx)
+				}
+				return status.Wrap(status.CodeOf(err), err, "collect: resume: fork the env to re-grade node %d", c)
+			}
+			child = forked
+		}
+		err := e.regradeNode(ctx, child, c, generated)
+		if child != env {
+			child.Close()
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (e *engine) regradeNode(ctx context.Context, env Env, id, generated int) error {
+	g, err := e.replayStep(ctx, env, id, generated, true)
+	if err != nil {
+		if ctx.Err() != nil {
+			return e.cancelled(ctx)
+		}
+		return status.Wrap(status.InvalidArgument, err, "collect: resume: the env did not replay node %d", id)
+	}
+	if e.t.Nodes[id].Terminal() {
+		return nil
+	}
+	return e.regradeBelow(ctx, env, id, generated+g)
+}
+
 // replayStep steps env with node id's edge, read as the engine read it when it
 // generated it, and checks that the env gives back what the tree holds. It returns
-// the edge's generated tokens.
-func (e *engine) replayStep(ctx context.Context, env Env, id, generated int) (int, error) {
+// the edge's generated tokens. With regrade, a finished leaf's reward is not checked but
+// replaced: a done leaf takes the step's reward (finite, within the reward range), a
+// truncated one the configured truncated reward.
+func (e *engine) replayStep(ctx context.Context, env Env, id, generated int, regrade bool) (int, error) {
 	nd := &e.t.Nodes[id]
 	if nd.Inexact != "" {
 		return 0, fmt.Errorf("its edge is inexact (%s), so its generated tokens are not known apart from its observation", nd.Inexact)
@@ -175,11 +255,12 @@ func (e *engine) replayStep(ctx context.Context, env Env, id, generated int) (in
 	n, _ := e.t.EdgeTrainable(id)
 	tokens := nd.Tokens()
 	reply, want := tokens[:n], tokens[n:]
-	// The finish is not stored: a reply shorter than its max_tokens stopped, one that
-	// filled it ran to the length limit. A wrong guess (a stop exactly at the limit)
-	// shows as a step that differs, never as a different tree.
+	// The finish is not stored: a reply shorter than its max_tokens stopped; one that
+	// filled it stopped if it ended its path done (a finished answer exactly at the
+	// limit), else it ran to the length limit. A wrong guess shows as a step that
+	// differs, never as a different tree.
 	stop := generate.StopReasonLength
-	if n < min(e.cfg.Segments, e.cfg.MaxTotalTokens-generated) {
+	if n < min(e.cfg.Segments, e.cfg.MaxTotalTokens-generated) || nd.Done {
 		stop = generate.StopReasonStop
 	}
 	var act action.Action
@@ -204,15 +285,30 @@ func (e *engine) replayStep(ctx context.Context, env Env, id, generated int) (in
 	} else {
 		obsTokens, obsText, err = e.observation(step.Observation)
 	}
+	graded := regrade && nd.Terminal()
 	switch {
 	case err != nil:
 		return 0, fmt.Errorf("env: observation: %w", err)
-	case step.Reward != nd.Reward:
+	case graded && nd.Done && (math.IsNaN(step.Reward) || math.IsInf(step.Reward, 0) ||
+		step.Reward < e.cfg.Reward.RewardMin || step.Reward > e.cfg.Reward.RewardMax):
+		return 0, fmt.Errorf("the step's reward %v is not a finite value in [reward_min, reward_max] = [%v, %v]",
+			step.Reward, e.cfg.Reward.RewardMin, e.cfg.Reward.RewardMax)
+	case !graded && step.Reward != nd.Reward:
 		return 0, fmt.Errorf("the step's reward is %v, the tree's %v", step.Reward, nd.Reward)
 	case step.Done != nd.Done:
 		return 0, fmt.Errorf("the step's done is %t, the tree's %t", step.Done, nd.Done)
 	case !slices.Equal(obsTokens, want) || obsText != nd.Observation:
 		return 0, fmt.Errorf("the step's observation (%d tokens, %.60q) differs from the tree's (%d tokens, %.60q)", len(obsTokens), obsText, len(want), nd.Observation)
+	}
+	if graded {
+		r := step.Reward
+		if nd.Truncated {
+			r = e.cfg.Reward.TruncatedReward
+		}
+		if r != nd.Reward {
+			nd.Reward = r
+			e.t.Stats.RewardsRegraded++
+		}
 	}
 	return n, nil
 }
