@@ -81,7 +81,8 @@ func WithProgress(p *Progress) Option {
 // (each round's picks launched concurrently) until the budget is spent or
 // the plan is empty. At most MaxRolloutsInFlight rollouts (fewer when the
 // policy reports a smaller Capacity) run at once; each is set up when it
-// starts, so memory follows the rollouts in flight, not the budget. Before each plan, the critic scores (in one batch) the
+// starts, so memory follows the rollouts in flight and the tree collected so
+// far, not the budget. Before each plan, the critic scores (in one batch) the
 // candidate checkpoints it has not scored yet; after the last round it
 // scores the checkpoints that became candidates since, and with Independent
 // it scores every checkpoint. critic may be nil (no predictions).
@@ -305,7 +306,7 @@ type finished struct {
 // in-flight limit of the oldest outcome not yet inserted, so the outcomes held back for
 // order are bounded too. It returns the retries the failed launches earned.
 func (e *engine) runLaunches(ctx context.Context, n int, at func(j int) *launch) ([]*launch, error) {
-	limit := e.inFlightLimit()
+	limit := min(e.inFlightLimit(), n)
 	roundEnd := e.spent + n // the budget spent once every launch of the pass ran
 	done := make(chan finished, limit)
 	held := make([]*outcome, limit) // outcomes waiting for an earlier one, by index mod limit

@@ -16,9 +16,11 @@ import (
 // partial tree (one that was aborted or cancelled, as Run returns it with its error)
 // instead of starting from an empty tree. from is read, never changed.
 //
-// The tree must be of the same problem (ProblemID) and its root context must be the
-// one Run builds now (PromptTokens and the env's reset observation); otherwise Run
-// returns status.InvalidArgument naming what differs. Its failed nodes (the aborted
+// The tree must be of the same problem (ProblemID), its root context must be the one
+// Run builds now (PromptTokens and the env's reset observation), its edges must have
+// been cut by the same segment rule (tree.Stats.SegmentRule: Segments, and Turns or
+// not), and it must keep at least one node besides the root; otherwise Run returns
+// status.InvalidArgument naming what differs. Its failed nodes (the aborted
 // rollout, failures) are dropped and their budget refunded; every other node is kept,
 // renumbered in its id order, and marked tree.Node.OffPolicy (generated under an
 // older policy). Each finished rollout kept counts as one spent budget unit (more
@@ -27,12 +29,16 @@ import (
 // rounds continue after the tree's highest search pass, with the same planning rule
 // as ever. Stats counts what was kept (Resumes, RolloutsResumed, TokensResumed).
 //
-// A kept checkpoint has no env snapshot: the first time the search branches from one,
-// Run rebuilds it by replaying the path to it on a fork of the freshly reset env
-// (each edge's action read as the engine read it, then stepped). Each replayed step
-// must give back the reward, done flag and observation the tree holds; otherwise Run
-// ends with a status.InvalidArgument error "the env did not replay node N: ...",
-// never a silently different tree. A deterministic env (MathEnv) replays trivially; a
+// Before anything runs, every kept path is replayed on forks of the freshly reset env
+// (each edge's action read as the engine read it, then stepped), one step per kept
+// node: each checkpoint's step must give back the reward, done flag and observation
+// the tree holds, and each finished leaf takes the reward the env gives it now (a
+// truncated one the configured TruncatedReward); Stats.RewardsRegraded counts the
+// rewards that changed. So a reward edited in the saved tree, or graded by another
+// label, is never kept. A replayed step that differs ends Run with a
+// status.InvalidArgument error "the env did not replay node N: ...", never a silently
+// different tree. A kept checkpoint has no env snapshot: the first time the search
+// branches from one, Run rebuilds it the same way. A deterministic env (MathEnv) replays trivially; a
 // tool env runs its tool calls again. An inexact edge (no exact token ids) cannot be
 // replayed.
 func WithResume(from *tree.Tree) Option {
