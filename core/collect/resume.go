@@ -38,9 +38,9 @@ import (
 // label, is never kept. A replayed step that differs ends Run with a
 // status.InvalidArgument error "the env did not replay node N: ...", never a silently
 // different tree. A kept checkpoint has no env snapshot: the first time the search
-// branches from one, Run rebuilds it the same way. A deterministic env (MathEnv) replays trivially; a
-// tool env runs its tool calls again. An inexact edge (no exact token ids) cannot be
-// replayed.
+// branches from one, Run rebuilds it the same way. A deterministic env (MathEnv)
+// replays trivially; a tool env runs its tool calls again. An inexact edge (no exact
+// token ids) cannot be replayed, so a tree that keeps one is refused.
 func WithResume(from *tree.Tree) Option {
 	return func(o *options) { o.resume = from }
 }
@@ -194,7 +194,9 @@ func (e *engine) restore(ctx context.Context, id int) error {
 // env gives it now, so a kept reward is never one this env did not grade. Stats counts
 // the rewards that changed.
 func (e *engine) regrade(ctx context.Context) error {
-	env, err := e.base.fork(ctx)
+	ectx, cancel := withTimeout(ctx, e.cfg.EnvTimeout)
+	env, err := e.base.fork(ectx)
+	cancel()
 	if err != nil {
 		if ctx.Err() != nil {
 			return e.cancelled(ctx)
