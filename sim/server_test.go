@@ -115,7 +115,8 @@ func TestPrefixCacheEviction(t *testing.T) {
 }
 
 func TestAbortRequest(t *testing.T) {
-	s := startSim(t, Config{Latency: Latency{PerToken: Duration(5 * time.Millisecond)}})
+	// 200 tokens at 50 ms: the generation runs 10 s, far longer than the abort takes.
+	s := startSim(t, Config{Latency: Latency{PerToken: Duration(50 * time.Millisecond)}})
 	prompt := chatPrompt(t, s, "Find the sum of the integers from 1 to 365.")
 	done := make(chan map[string]any, 1)
 	go func() {
@@ -123,7 +124,7 @@ func TestAbortRequest(t *testing.T) {
 			"sampling_params": map[string]any{"max_new_tokens": 200, "ignore_eos": true}})
 		done <- obj(v)
 	}()
-	for i := 0; i < 200; i++ {
+	for guard := time.Now(); time.Since(guard) < time.Minute; { // wait for the request to be in flight
 		s.mu.Lock()
 		n := len(s.flights)
 		s.mu.Unlock()
@@ -132,7 +133,6 @@ func TestAbortRequest(t *testing.T) {
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
-	time.Sleep(20 * time.Millisecond)
 	code, _, _ := call(t, "POST", s.URL()+"/abort_request", map[string]any{"rid": "tree7-node3"})
 	require.Equal(t, 200, code)
 	r := <-done
@@ -487,7 +487,7 @@ func TestLoadsCountsRunningAndWaiting(t *testing.T) {
 		}()
 	}
 	var busy map[string]any
-	for i := 0; i < 500; i++ {
+	for guard := time.Now(); time.Since(guard) < time.Minute; { // a guard, not a timing check
 		busy = load()
 		if busy["num_running_reqs"] == float64(1) && busy["num_waiting_reqs"] == float64(1) {
 			break
