@@ -326,7 +326,9 @@ def test_stop_on_abort_ends_the_collection_at_the_first_aborted_generation(serve
         calls.append(len(tokens))
         return aborted(tokens) if len(calls) == 1 else await policy.agenerate_tokens(tokens, params)
 
-    collector = Collector(agent_of(abort_first), critic=Critic.constant(0.5), search=Selective(6, warmup))
+    # The aborted rollout is whichever call arrives first, so the other warmup returns may
+    # all be alike: stop_alike is off so that the search goes on whichever it was.
+    collector = Collector(agent_of(abort_first), critic=Critic.constant(0.5), search=Selective(6, warmup, stop_alike=False))
     with asyncio.run(collector.collect(problem, allow_partial=True)) as state:
         assert [f.aborted for f in state.failures] == [True]
         assert collector.last_progress.rollouts_launched == 6
