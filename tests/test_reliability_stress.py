@@ -38,11 +38,13 @@ def focus_threads():
 
 @pytest.fixture(scope="module", autouse=True)
 def warm_runtime():
-    """Let the Go runtime open its process-lifetime descriptors (netpoller, cgroup files)
-    before any test counts descriptors."""
+    """Let the Go runtime open its process-lifetime descriptors (netpoller, cgroup files,
+    the async calls' notification pipe) before any test counts descriptors."""
     with SimServer(seed=0) as server:
         policy = SGLangPolicy(model=server.model, base_url=server.url, profile="token_chunk")
         policy.generate_tokens([1, 2, 3], SamplingParams(max_tokens=2))
+        problem = server.problems()[0]
+        asyncio.run(Collector(agent_for(policy, problem), search=Selective(1, 1)).collect(problem)).close()
         policy.close()
 
 
