@@ -88,6 +88,9 @@ func TestTheLargestBudgetStaysUnderItsMemoryCeiling(t *testing.T) {
 	if _, ok := residentBytes(); !ok {
 		t.Skip("needs /proc/self/statm to read the resident set")
 	}
+	if raceDetector {
+		t.Skip("the race detector's shadow memory is not the collection's")
+	}
 	const rollouts = 20000
 	for name, sc := range map[string]search.Config{
 		"independent": search.Independent(search.MaxBudget),
