@@ -146,3 +146,55 @@ def test_a_collection_cancelled_from_python_leaves_its_tree_to_the_sink(server, 
         assert len(state) > 1
         with asyncio.run(collector_of(policy, problem).collect(problem, resume=state)) as resumed:
             assert resumed.stats["rollouts"] == BUDGET
+
+
+def collect_with(policy, problem, env, segments, resume):
+    agent = Agent(policy=policy, env=env, context=Segments(segments))
+    collector = Collector(agent, critic=Critic.constant(0.5), search=Selective(BUDGET, WARMUP, seed=3))
+    return asyncio.run(collector.collect(problem, resume=resume))
+
+
+def test_resume_regrades_the_kept_rollouts_with_its_env(server, policy):
+    # A MathEnv of another label grades the kept rollouts again: no reward of the old
+    # label survives beside the new ones, and the change is counted.
+    problem = server.problems()[4]
+    partial = partial_tree(policy, problem, 24)
+    kept = [n for n in SchedulerView(partial).nodes[1:] if n.failed is None and n.terminal]
+    right = [n for n in kept if n.reward == 1.0]
+    assert right, "the partial tree needs a rewarded rollout"
+    wrong_label = r"\boxed{-12345}"
+    with collect_with(policy, problem, MathEnv(wrong_label, policy.decode), 16, partial) as state:
+        view = SchedulerView(state)
+        assert all(n.reward == 0.0 for n in view.nodes if n.terminal and n.failed is None)
+        assert state.stats["rewards_regraded"] == len(right)
+    # A reward edited in the saved state is not trained on: the env grades it again.
+    data = json.loads(partial.to_json())
+    leaf = next(n for n in data["nodes"] if n["done"] and not n["failed"])
+    leaf["reward"] = 1.0 - leaf["reward"]
+    with collect_with(policy, problem, MathEnv(problem.label, policy.decode), 16, json.dumps(data)) as state:
+        assert state.stats["rewards_regraded"] == 1
+        assert SchedulerView(state).nodes[leaf["id"]].reward == 1.0 - leaf["reward"]
+    partial.close()
+
+
+@pytest.mark.parametrize("segments", [8, 64])
+def test_resume_refuses_another_segment_rule(server, policy, segments):
+    problem = server.problems()[4]
+    partial = partial_tree(policy, problem, 24)
+    try:
+        assert partial.stats["segment_rule"] == "Segments(16)"
+        with pytest.raises(ConfigError, match=rf"cut by Segments\(16\), this collection cuts by Segments\({segments}\)"):
+            collect_with(policy, problem, MathEnv(problem.label, policy.decode), segments, partial)
+    finally:
+        partial.close()
+
+
+def test_resume_refuses_a_tree_that_keeps_nothing(server, policy):
+    problem = server.problems()[4]
+    partial = partial_tree(policy, problem, 0)  # the first call is aborted: every node failed
+    try:
+        assert all(n.failed for n in SchedulerView(partial).nodes[1:])
+        with pytest.raises(ConfigError, match="the tree keeps nothing"):
+            asyncio.run(collector_of(policy, problem).collect(problem, resume=partial))
+    finally:
+        partial.close()

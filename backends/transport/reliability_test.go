@@ -131,7 +131,7 @@ func TestFaultsLeaveNoGoroutineOrConnection(t *testing.T) {
 				defer wg.Done()
 				// Only the hangs need the short deadline; the rest may queue behind them for
 				// a request slot.
-				timeout := 10 * time.Second
+				timeout := time.Minute
 				if ep == "/hang" {
 					timeout = 200 * time.Millisecond
 				}
@@ -239,7 +239,7 @@ func TestCloseWithCallsInFlight(t *testing.T) {
 			errs <- c.Do(context.Background(), Call{Method: "POST", Endpoint: "/x", Body: []byte(`{}`)}, func([]byte) error { return nil })
 		}()
 	}
-	require.Eventually(t, func() bool { return c.Stats().InFlight == calls }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return c.Stats().InFlight == calls }, time.Minute, time.Millisecond)
 	c.Close()
 	close(release)
 	for range calls {
@@ -247,6 +247,6 @@ func TestCloseWithCallsInFlight(t *testing.T) {
 	}
 	err := c.Do(context.Background(), Call{Method: "GET", Endpoint: "/x"}, nil)
 	assert.ErrorContains(t, err, "is closed")
-	assert.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return open == 0 }, time.Second, 5*time.Millisecond,
+	assert.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return open == 0 }, time.Minute, 5*time.Millisecond,
 		"connections of calls that ended after Close are closed at once")
 }

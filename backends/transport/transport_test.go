@@ -229,7 +229,7 @@ func (b *blocking) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	select {
 	case <-r.Context().Done():
 		b.disconnected <- struct{}{}
-	case <-time.After(5 * time.Second):
+	case <-time.After(time.Minute): // long past any deadline a test sets
 		reply(200, ok)(w, r)
 	}
 }
@@ -258,15 +258,15 @@ func TestCancellationAndDeadline(t *testing.T) {
 			c := newClient(t, srv.URL, nil)
 			ctx, cancel := tt.ctx()
 			defer cancel()
-			start := time.Now()
+			// The server answers 200 only after a minute: an error proves the call ended
+			// at its context, whatever the machine's load.
 			err := getOK(ctx, c)
-			assert.Less(t, time.Since(start), time.Second, "the call must return promptly")
 			assert.Equal(t, tt.code, status.CodeOf(err), "error: %v", err)
 			assert.Contains(t, err.Error(), "test: POST "+srv.URL+"/generate")
 			assert.Contains(t, err.Error(), tt.want)
 			select {
 			case <-b.disconnected:
-			case <-time.After(2 * time.Second):
+			case <-time.After(time.Minute): // a guard against hanging the suite, not a timing check
 				t.Fatal("the server never saw the client disconnect")
 			}
 			assert.Equal(t, int64(1), c.Stats().Requests, "no retry after cancellation")

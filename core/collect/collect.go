@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"runtime/debug"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -80,7 +79,10 @@ func WithProgress(p *Progress) Option {
 // Run collects one tree: it Resets env once, runs Search.Warmup rollouts from
 // the root concurrently, then rounds of branches planned by search.Plan
 // (each round's picks launched concurrently) until the budget is spent or
-// the plan is empty. Before each plan, the critic scores (in one batch) the
+// the plan is empty. At most MaxRolloutsInFlight rollouts (fewer when the
+// policy reports a smaller Capacity) run at once; each is set up when it
+// starts, so memory follows the rollouts in flight and the tree collected so
+// far, not the budget. Before each plan, the critic scores (in one batch) the
 // candidate checkpoints it has not scored yet; after the last round it
 // scores the checkpoints that became candidates since, and with Independent
 // it scores every checkpoint. critic may be nil (no predictions).
@@ -181,6 +183,7 @@ func (e *engine) run(ctx context.Context, env Env) error {
 		Logprobs:  make([]float64, len(cfg.PromptTokens)),
 	}
 	e.t = tree.New(cfg.ProblemID, prompt, cfg.PromptText)
+	e.t.Stats.SegmentRule = cfg.segmentRule()
 	e.snaps = []*snapshot{{env: env}}
 	e.scored = []bool{false}
 
@@ -209,21 +212,19 @@ func (e *engine) run(ctx context.Context, env Env) error {
 		root.Observation = text
 	}
 
-	next := resumed{firstRound: 1}
-	for i := range cfg.Search.Warmup {
-		next.warmup = append(next.warmup, i)
-	}
+	next := resumed{warmup: cfg.Search.Warmup, firstRound: 1}
 	if e.from != nil {
-		if next, err = e.adopt(e.from, env); err != nil {
+		if next, err = e.adopt(ctx, e.from, env); err != nil {
 			return err
 		}
 	}
-	warmup := make([]*launch, len(next.warmup))
-	for j, i := range next.warmup {
-		seed := search.WarmupSeed(cfg.Search.Seed, cfg.ProblemID, i)
-		warmup[j] = &launch{start: 0, pass: 0, seed: seed, base: seed}
+	// Warmup launches are built as they are admitted: a warmup of a million rollouts
+	// holds only the ones in flight.
+	warmup := func(j int) *launch {
+		seed := search.WarmupSeed(cfg.Search.Seed, cfg.ProblemID, next.firstWarmup+j)
+		return &launch{start: 0, pass: 0, seed: seed, base: seed}
 	}
-	if err := e.round(ctx, warmup); err != nil || e.silent {
+	if err := e.round(ctx, next.warmup, warmup); err != nil || e.silent {
 		return err
 	}
 	if cfg.Search.Independent {
@@ -242,103 +243,169 @@ func (e *engine) run(ctx context.Context, env Env) error {
 		if len(picks) == 0 {
 			return nil
 		}
-		launches := make([]*launch, len(picks))
-		for j, p := range picks {
+		branch := func(j int) *launch {
 			seed := search.BranchSeed(cfg.Search.Seed, cfg.ProblemID, round, j)
-			launches[j] = &launch{start: p.Node, pass: round, seed: seed, base: seed}
+			return &launch{start: picks[j].Node, pass: round, seed: seed, base: seed}
 		}
-		if err := e.round(ctx, launches); err != nil || e.silent {
+		if err := e.round(ctx, len(picks), branch); err != nil || e.silent {
 			return err
 		}
 	}
 	return e.scoreCheckpoints(ctx, search.Candidates(e.t, cfg.Search, e.lim, nil))
 }
 
-// round runs launches concurrently, inserts their outcomes in launch order,
-// then retries failed ones (in launch order, while budget remains) the same
-// way.
-func (e *engine) round(ctx context.Context, launches []*launch) error {
-	for len(launches) > 0 {
-		if len(launches) > e.cfg.Search.Budget-e.spent {
-			return status.Errorf(status.Internal, "collect: %d rollouts planned with %d budget units left", len(launches), e.cfg.Search.Budget-e.spent)
+// MaxRolloutsInFlight bounds the rollouts one collection runs at once. A round's
+// rollouts are set up (their prefix copied, their env forked) only when they are
+// admitted, so a collection's memory grows with the rollouts in flight and the tree
+// collected so far, never with the budget or the warmup.
+const MaxRolloutsInFlight = 4096
+
+// capacityReporter is a Policy that says how many requests it serves at once (a fleet's
+// Capacity); the engine runs no more rollouts at once than that.
+type capacityReporter interface {
+	Capacity() int
+}
+
+// inFlightLimit is how many rollouts of a round run at once: MaxRolloutsInFlight, or
+// fewer when the policy reports a smaller capacity.
+func (e *engine) inFlightLimit() int {
+	if c, ok := e.policy.(capacityReporter); ok {
+		if n := c.Capacity(); n > 0 {
+			return min(n, MaxRolloutsInFlight)
 		}
-		for _, l := range launches {
+	}
+	return MaxRolloutsInFlight
+}
+
+// round runs n launches (at(j) builds the j-th, in launch order) and inserts their
+// outcomes in launch order, then retries failed ones (in launch order, while budget
+// remains) the same way.
+func (e *engine) round(ctx context.Context, n int, at func(j int) *launch) error {
+	for n > 0 {
+		if n > e.cfg.Search.Budget-e.spent {
+			return status.Errorf(status.Internal, "collect: %d rollouts planned with %d budget units left", n, e.cfg.Search.Budget-e.spent)
+		}
+		retries, err := e.runLaunches(ctx, n, at)
+		if err != nil || e.silent {
+			return err
+		}
+		n, at = len(retries), func(j int) *launch { return retries[j] }
+	}
+	return nil
+}
+
+// finished is one rollout's outcome, by its index in the round.
+type finished struct {
+	j int
+	o outcome
+}
+
+// runLaunches runs one pass of a round: at most inFlightLimit rollouts at once, each set
+// up (restored, prepared) when it is admitted and inserted, in launch order, as soon as
+// every launch before it is in. A launch is admitted only while it is within the
+// in-flight limit of the oldest outcome not yet inserted, so the outcomes held back for
+// order are bounded too. It returns the retries the failed launches earned.
+func (e *engine) runLaunches(ctx context.Context, n int, at func(j int) *launch) ([]*launch, error) {
+	limit := min(e.inFlightLimit(), n)
+	roundEnd := e.spent + n // the budget spent once every launch of the pass ran
+	done := make(chan finished, limit)
+	held := make([]*outcome, limit) // outcomes waiting for an earlier one, by index mod limit
+	ran := make([]*launch, limit)   // the admitted launches, by index mod limit
+	var retries []*launch
+	var failed error // stops admitting; the rollouts in flight are awaited and discarded
+	silent := true
+	next, admitted, inFlight := 0, 0, 0
+	for next < n {
+		// A first window that all timed out is the whole round's answer: admit no more
+		// unless one of the rollouts still in flight answers.
+		for failed == nil && !(silent && next >= limit) && admitted < n && admitted < next+limit && ctx.Err() == nil {
+			l := at(admitted)
 			if e.base != nil {
 				if err := e.restore(ctx, l.start); err != nil {
-					return err
+					failed = err
+					break
 				}
 			}
 			if err := e.prepareLaunch(l); err != nil {
-				return err
+				failed = err
+				break
 			}
+			e.spent++
+			e.prog.launched.Add(1)
+			ran[admitted%limit] = l
+			go e.runOne(ctx, admitted, l, done)
+			admitted++
+			inFlight++
 		}
-		e.spent += len(launches)
-		e.prog.launched.Add(int64(len(launches)))
-		outcomes := make([]outcome, len(launches))
-		var wg sync.WaitGroup
-		for i, l := range launches {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				// A panic here would kill the process (the C boundary only
-				// recovers its own goroutine): make it the round's error.
-				defer func() {
-					if r := recover(); r != nil {
-						outcomes[i] = outcome{panicked: fmt.Sprintf("%v\n%s", r, debug.Stack())}
-					}
-				}()
-				outcomes[i] = e.rollout(ctx, l)
-				if outcomes[i].aborted && e.stop != nil {
-					// The first aborted generation ends the collection: cancel
-					// the siblings' calls in flight now, not when they finish.
-					e.stopped.Store(true)
-					e.stop()
-				}
-				e.prog.finishedRollout(&outcomes[i])
-			}()
+		if inFlight == 0 {
+			break // every admitted rollout is in and no more is admitted
 		}
-		wg.Wait()
-		for i := range outcomes {
-			if p := outcomes[i].panicked; p != "" {
-				for j := range outcomes {
-					outcomes[j].discard()
-				}
-				return status.Errorf(status.Internal, "collect: panic in a rollout from node %d: %s", launches[i].start, p)
+		f := <-done
+		inFlight--
+		held[f.j%limit] = &f.o
+		for next < admitted && held[next%limit] != nil {
+			o, l := held[next%limit], ran[next%limit]
+			held[next%limit], ran[next%limit] = nil, nil
+			next++
+			if failed != nil {
+				o.discard()
+				continue
 			}
-		}
-
-		// A round whose every rollout timed out waiting for the policy (a server that
-		// accepts and never answers) ends the tree: each further round would cost
-		// another full timeout for nothing. Its budget stays unspent.
-		silent := true
-		for i := range outcomes {
-			silent = silent && (outcomes[i].timedOut || outcomes[i].cancelled)
-		}
-		var retries []*launch
-		for i, l := range launches {
-			o := &outcomes[i]
+			if p := o.panicked; p != "" {
+				o.discard()
+				failed = status.Errorf(status.Internal, "collect: panic in a rollout from node %d: %s", l.start, p)
+				continue
+			}
+			// A round whose every rollout timed out waiting for the policy (a server that
+			// accepts and never answers) ends the tree: each further round would cost
+			// another full timeout for nothing. Its budget stays unspent.
+			silent = silent && (o.timedOut || o.cancelled)
 			if o.cancelled {
 				o.discard()
 				continue
 			}
 			if err := e.insert(l, o); err != nil {
-				return err
+				failed = err
+				continue
 			}
-			if o.failure != "" && l.attempt < e.cfg.MaxRetries && e.spent+len(retries) < e.cfg.Search.Budget {
+			if o.failure != "" && l.attempt < e.cfg.MaxRetries && roundEnd+len(retries) < e.cfg.Search.Budget {
 				a := l.attempt + 1
 				retries = append(retries, &launch{start: l.start, pass: l.pass, seed: retrySeed(l.base, e.cfg.ProblemID, a), attempt: a, base: l.base})
 			}
 		}
-		if ctx.Err() != nil {
-			return e.cancelled(ctx)
-		}
-		if silent {
-			e.silent = true
-			return nil
-		}
-		launches = retries
 	}
-	return nil
+	if failed != nil {
+		return nil, failed
+	}
+	if ctx.Err() != nil {
+		return nil, e.cancelled(ctx)
+	}
+	if silent {
+		e.silent = true
+		return nil, nil
+	}
+	return retries, nil
+}
+
+// runOne runs one admitted rollout and sends its outcome.
+func (e *engine) runOne(ctx context.Context, j int, l *launch, done chan<- finished) {
+	var o outcome
+	defer func() { done <- finished{j: j, o: o} }()
+	// A panic here would kill the process (the C boundary only recovers its own
+	// goroutine): make it the round's error.
+	defer func() {
+		if r := recover(); r != nil {
+			o = outcome{panicked: fmt.Sprintf("%v\n%s", r, debug.Stack())}
+		}
+	}()
+	o = e.rollout(ctx, l)
+	if o.aborted && e.stop != nil {
+		// The first aborted generation ends the collection: cancel the siblings'
+		// calls in flight now, not when they finish.
+		e.stopped.Store(true)
+		e.stop()
+	}
+	e.prog.finishedRollout(&o)
 }
 
 // prepareLaunch reads what a rollout needs off the tree and counts the

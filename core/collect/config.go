@@ -1,6 +1,7 @@
 package collect
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/focus-go/focus-go/core/action"
@@ -146,6 +147,15 @@ func (c Config) Validate() error {
 		return status.Wrap(status.InvalidArgument, err, "collect: base sampling parameters")
 	}
 	return nil
+}
+
+// segmentRule names the rule that cuts the tree's edges (tree.Stats.SegmentRule), after
+// defaults: "Segments(n)", or "Segments(n), whole turns" with Turns.
+func (c Config) segmentRule() string {
+	if c.Turns != nil {
+		return fmt.Sprintf("Segments(%d), whole turns", c.Segments)
+	}
+	return fmt.Sprintf("Segments(%d)", c.Segments)
 }
 
 func (c Config) limits() search.Limits {

@@ -2,6 +2,8 @@ package collect
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"sync/atomic"
 	"testing"
 
@@ -215,4 +217,98 @@ func TestResumeFailsWhenTheEnvDoesNotReplay(t *testing.T) {
 	assert.Equal(t, status.InvalidArgument, status.CodeOf(err))
 	assert.Regexp(t, `collect: resume: the env did not replay node \d+: the step's observation \(1 tokens, ""\) differs from the tree's \(1 tokens`, err.Error())
 	assert.Equal(t, env.stats.forks.Load(), env.stats.closes.Load())
+}
+
+// terminalLeaves lists the finished (not failed) leaves of tr.
+func terminalLeaves(tr *tree.Tree) []int {
+	var ids []int
+	for id, nd := range tr.Nodes {
+		if nd.Terminal() && nd.Failed == "" {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// A resume re-grades every kept finished rollout with its env: a reward edited in the
+// saved tree is not kept, and an env that grades otherwise (another label) re-grades
+// them all; checkpoints must still replay exactly.
+func TestResumeRegradesTheKeptRollouts(t *testing.T) {
+	const length = 512
+	cfg := baseConfig(search.Selective(16, 8))
+	from := partialTree(t, cfg, newFakeEnv(), length, 8*length/256)
+	leaves := terminalLeaves(from)
+	require.NotEmpty(t, leaves)
+
+	t.Run("an edited reward", func(t *testing.T) {
+		var edited tree.Tree
+		require.NoError(t, json.Unmarshal(marshalDeterministic(t, from), &edited))
+		leaf := leaves[0]
+		edited.Nodes[leaf].Reward = 1 - from.Nodes[leaf].Reward
+		res, err := Run(context.Background(), cfg, newPolicy(length), newFakeEnv(), &fakeCritic{}, WithResume(&edited))
+		require.NoError(t, err)
+		assert.Equal(t, 1, res.Tree.Stats.RewardsRegraded)
+		got := terminalLeaves(res.Tree) // the kept leaves first, in their order
+		for i, id := range leaves {
+			assert.Equal(t, from.Nodes[id].Reward, res.Tree.Nodes[got[i]].Reward, "kept leaf %d has the env's reward", id)
+		}
+	})
+	t.Run("another grader", func(t *testing.T) {
+		flipped := newFakeEnv() // rewards 1 - parity: another label's grading
+		flipped.step = func(e *fakeEnv, chunk *action.TokenChunk) (Step, error, bool) {
+			if !chunk.Finished {
+				return Step{}, nil, false
+			}
+			return Step{Reward: float64(1 - chunk.Tokens[len(chunk.Tokens)-1]%2), Done: true}, nil, true
+		}
+		res, err := Run(context.Background(), cfg, newPolicy(length), flipped, &fakeCritic{}, WithResume(from))
+		require.NoError(t, err)
+		assert.Equal(t, len(leaves), res.Tree.Stats.RewardsRegraded)
+		for _, id := range terminalLeaves(res.Tree) {
+			nd := res.Tree.Nodes[id]
+			last := nd.Tokens()[len(nd.Tokens())-1]
+			assert.Equal(t, float64(1-last%2), nd.Reward, "node %d (off-policy %t) is graded by this env", id, nd.OffPolicy)
+		}
+	})
+	t.Run("the same env", func(t *testing.T) {
+		res, err := Run(context.Background(), cfg, newPolicy(length), newFakeEnv(), &fakeCritic{}, WithResume(from))
+		require.NoError(t, err)
+		assert.Zero(t, res.Tree.Stats.RewardsRegraded)
+	})
+}
+
+// The segment rule is part of the saved tree: a resume with another is refused naming
+// both, and so is a tree that records none.
+func TestResumeRefusesAnotherSegmentRule(t *testing.T) {
+	cfg := baseConfig(search.Selective(8, 4))
+	cfg.Segments = 16
+	from := partialTree(t, cfg, newFakeEnv(), 64, 8)
+	assert.Equal(t, "Segments(16)", from.Stats.SegmentRule)
+	for _, segments := range []int{8, 64} {
+		other := cfg
+		other.Segments = segments
+		_, err := Run(context.Background(), other, newPolicy(64), newFakeEnv(), &fakeCritic{}, WithResume(from))
+		require.Error(t, err)
+		assert.Equal(t, status.InvalidArgument, status.CodeOf(err))
+		assert.Contains(t, err.Error(), fmt.Sprintf("the tree's edges were cut by Segments(16), this collection cuts by Segments(%d)", segments))
+	}
+	var unruled tree.Tree
+	require.NoError(t, json.Unmarshal(marshalDeterministic(t, from), &unruled))
+	unruled.Stats.SegmentRule = ""
+	_, err := Run(context.Background(), cfg, newPolicy(64), newFakeEnv(), &fakeCritic{}, WithResume(&unruled))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "the tree records no segment rule (stats.segment_rule)")
+}
+
+// A tree whose every node failed keeps nothing to resume: refused, not a fresh tree.
+func TestResumeRefusesATreeThatKeepsNothing(t *testing.T) {
+	cfg := baseConfig(search.Selective(8, 4))
+	from := partialTree(t, cfg, newFakeEnv(), 512, 0) // the first call is aborted
+	require.Greater(t, from.Len(), 1)
+	require.Empty(t, kept(from))
+	res, err := Run(context.Background(), cfg, newPolicy(512), newFakeEnv(), &fakeCritic{}, WithResume(from))
+	require.Error(t, err)
+	assert.Equal(t, status.InvalidArgument, status.CodeOf(err))
+	assert.Contains(t, err.Error(), "the tree keeps nothing")
+	assert.Equal(t, 1, res.Tree.Len())
 }

@@ -21,10 +21,9 @@ func TestASilentPolicyStopsTheTreeAfterOneTimedOutRound(t *testing.T) {
 	cfg := baseConfig(search.Selective(16, 4))
 	cfg.Search.Score = search.ScoreUniform
 	cfg.PolicyTimeout, cfg.AllowPartial, cfg.MaxRetries = 20*time.Millisecond, true, 2
-	began := time.Now()
+	// The policy would answer after a minute: failures prove the 20 ms timeout ended them.
 	res, err := Run(context.Background(), cfg, pol, newFakeEnv(), nil)
 	require.NoError(t, err)
-	assert.Less(t, time.Since(began), time.Second)
 	assert.Len(t, res.Failures, 4, "the warmup's rollouts fail, no retry and no branch round follows")
 	assert.Equal(t, 12, res.Tree.Stats.BudgetUnspent)
 	assert.Equal(t, int64(4), pol.calls.Load())

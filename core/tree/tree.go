@@ -162,6 +162,12 @@ type Stats struct {
 	Resumes         int `json:"resumes,omitempty"`
 	RolloutsResumed int `json:"rollouts_resumed,omitempty"`
 	TokensResumed   int `json:"tokens_resumed,omitempty"`
+	// RewardsRegraded counts the kept finished rollouts whose reward the resume's env
+	// graded differently from the tree it continued (the new reward is the one kept).
+	RewardsRegraded int `json:"rewards_regraded,omitempty"`
+	// SegmentRule is the rule that cut the tree's edges, "Segments(n)" or "Segments(n),
+	// whole turns" (collect.Config.Segments and Turns); a resume must use the same.
+	SegmentRule string `json:"segment_rule,omitempty"`
 }
 
 // Tree is the whole mutable search state of one problem (SchedulerState in the

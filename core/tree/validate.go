@@ -218,7 +218,8 @@ func (s *Stats) validate() *ValidationError {
 		name string
 		v    int
 	}{{"rollouts", s.Rollouts}, {"budget_unspent", s.BudgetUnspent}, {"generated_tokens", s.GeneratedTokens}, {"prefix_tokens_reused", s.PrefixTokensReused},
-		{"resumes", s.Resumes}, {"rollouts_resumed", s.RolloutsResumed}, {"tokens_resumed", s.TokensResumed}} {
+		{"resumes", s.Resumes}, {"rollouts_resumed", s.RolloutsResumed}, {"tokens_resumed", s.TokensResumed},
+		{"rewards_regraded", s.RewardsRegraded}} {
 		if f.v < 0 {
 			return invalid(-1, "stats."+f.name, "is %d, must be >= 0", f.v)
 		}

@@ -319,11 +319,15 @@ class Collector:
                 them, generated under an older policy; each actor record counts the
                 response tokens they hold in ``off_policy_tokens``) and its finished rollouts count
                 against the budget; the missing warmup rollouts run first, then branching
-                rounds. A kept checkpoint the search branches from gets its environment
-                back by replaying its path on a fork of the freshly reset environment
-                (a tool environment runs its tool calls again); each replayed step must
-                give back the reward, done flag and observation the tree holds. The
-                tree's ``stats`` count what was kept (``rollouts_resumed``,
+                rounds. Every kept path is first replayed on forks of the freshly reset
+                environment (a tool environment runs its tool calls again): each
+                replayed checkpoint must give back the reward, done flag and observation
+                the tree holds, and each kept finished rollout takes the reward the
+                environment gives it now (``stats["rewards_regraded"]`` counts the
+                changes), so a reward this environment did not grade is never trained
+                on. The tree must have been cut by the same ``Segments(n)`` (its
+                ``stats["segment_rule"]``) and keep at least one node that did not
+                fail. The tree's ``stats`` count what was kept (``rollouts_resumed``,
                 ``tokens_resumed``). None (the default) starts a new tree.
 
         Returns:
@@ -335,8 +339,9 @@ class Collector:
                 False. Its ``state`` attribute keeps everything collected.
             ConfigError: The agent's parts do not fit together, for instance a
                 ``"tokens"`` environment without ``Segments``; or ``resume`` is a tree of
-                another problem or root context, or the environment did not replay one of
-                its nodes (the message names it).
+                another problem, root context or segment rule, keeps no node that did not
+                fail, or the environment did not replay one of its nodes (the message
+                names it).
         """
         if isinstance(problem, str):
             problem = Problem(problem)

@@ -1,0 +1,6 @@
+//go:build race
+
+package collect
+
+// raceDetector is true under -race, whose shadow memory multiplies the resident set.
+const raceDetector = true
