@@ -17,7 +17,7 @@ from ...collector import Collector, _native_tokenizer
 from ...critic_rule import CriticRule, _fit_into
 from ...errors import CollectionError, ConfigError, ConfigTypeError, InternalError
 from .abort import _aborted, _slime_aborted, _unless_aborted
-from .rewards import MAX_RESCALES, RewardRefused, RewardScaleGrew, _RewardScale, _RewardWatch, _with_reward_model
+from .rewards import MAX_RESCALES, _RewardRefused, _RewardScaleGrew, _RewardScale, _RewardWatch, _with_reward_model
 from .samples import (
     TreeSamples,
     _aborted_tree,
@@ -145,13 +145,13 @@ class _SlimeHook:
         return _reward_model_env(args, sample, tokenizer, settings, watch), watch
 
     async def rescaling(self, collect: Callable[[], Any], problem: Problem) -> Any:
-        """``await collect()``, again while it raises ``RewardScaleGrew`` (a reward
+        """``await collect()``, again while it raises ``_RewardScaleGrew`` (a reward
         outside the range the tree ran with: the range is wider next time), at most
         ``MAX_RESCALES`` times more."""
         for _ in range(MAX_RESCALES):
             try:
                 return await collect()
-            except RewardScaleGrew as grew:
+            except _RewardScaleGrew as grew:
                 logger.warning(
                     "focus %s: %s; collecting it again over the widened range (declare the reward scale with "
                     "RewardConfig(reward_min=..., reward_max=...) in collector_for to save this)",
@@ -160,8 +160,8 @@ class _SlimeHook:
                 )
         try:
             return await collect()
-        except RewardScaleGrew as grew:
-            raise RewardRefused(
+        except _RewardScaleGrew as grew:
+            raise _RewardRefused(
                 f"{grew}, after {MAX_RESCALES} collections over wider ranges; declare the reward model's scale with "
                 "RewardConfig(reward_min=..., reward_max=...) in collector_for"
             ) from None
@@ -263,7 +263,7 @@ class _Generate(_SlimeHook):
                 lambda: self._collect_once(args, sample, problem, settings, resume, False, partial_rollout, cancelled), problem
             )
         except ConfigError as exc:
-            if resume is None or isinstance(exc, RewardRefused):
+            if resume is None or isinstance(exc, _RewardRefused):
                 raise
             if getattr(exc, "state", None) is not None:
                 exc.state.close()

@@ -209,27 +209,27 @@ class _RewardWatch:
             self.error = error
 
     def settle(self, scale: _RewardScale, problem_id: Any) -> None:
-        """After the collection: raise the recorded error, if any, as a RewardRefused;
-        widen ``scale`` to the rewards outside the range and raise ``RewardScaleGrew`` if
+        """After the collection: raise the recorded error, if any, as a _RewardRefused;
+        widen ``scale`` to the rewards outside the range and raise ``_RewardScaleGrew`` if
         there were any."""
         if self.error is not None:
-            raise RewardRefused(str(self.error)) from self.error
+            raise _RewardRefused(str(self.error)) from self.error
         if self.outside:
             scale.widen([v for v, _ in self.outside])
             value, source = self.outside[0]
-            raise RewardScaleGrew(
+            raise _RewardScaleGrew(
                 f"problem {problem_id!r}: {source} returned {value:g}, outside the reward range "
                 f"[{self.low:g}, {self.high:g}] the tree was collected over"
             )
 
 
-class RewardRefused(ConfigError):
+class _RewardRefused(ConfigError):
     """A reward that cannot train (not finite, or an answer of the reward model that is not
     a number), or a reward scale that kept growing: the collection's error, not the
     partial tree's."""
 
 
-class RewardScaleGrew(Exception):
+class _RewardScaleGrew(Exception):
     """A collection met rewards outside the range it ran with (``_RewardWatch.settle``):
     the hook collects the tree again over the widened range."""
 

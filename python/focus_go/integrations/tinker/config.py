@@ -5,12 +5,15 @@ tinker-cookbook refuses is refused here, naming it, before the first request is 
 from __future__ import annotations
 
 import math
+from types import MappingProxyType
 from typing import Any, Dict, Mapping, Optional, Sequence
 
 from .. import Problem, _check_layout
 from ...critic_rule import CriticRule
 from ...errors import ConfigError
-from .update import PPO_CLIP
+
+PPO_CLIP: Mapping[str, float] = MappingProxyType({"clip_low_threshold": 0.8, "clip_high_threshold": 1.2})
+"""Tinker's PPO loss configuration for the paper's ratio clip, 1 ± 0.2."""
 
 # Losses whose datums are what ``to_datum`` builds (target_tokens, logprobs, advantages).
 # ``cross_entropy`` takes weights, not advantages, and ``custom`` needs
@@ -37,7 +40,7 @@ def _sdk_losses() -> Sequence[str]:
     return tuple(names) if names else RL_LOSSES
 
 
-def loss_config(loss_fn: Any, loss_fn_config: Optional[Mapping[str, Any]], where: str = "train") -> Optional[Dict[str, float]]:
+def _loss_config(loss_fn: Any, loss_fn_config: Optional[Mapping[str, Any]], where: str = "train") -> Optional[Dict[str, float]]:
     """The configuration sent with ``loss_fn``: ``loss_fn_config`` checked against the loss,
     or, when it is None or the default ``PPO_CLIP`` with a loss that takes no clip, the
     loss's default (PPO's ratio clip 1 ± 0.2 for ``ppo`` and ``cispo``, the service's own for
@@ -87,7 +90,7 @@ def _ttl(name: str, value: Any) -> None:
         )
 
 
-def check_arguments(
+def _check_arguments(
     *, steps: Any, critic_rule: Any, async_depth: Any, problems_per_step: Any, problems: Sequence[Any],
     eval_problems: Sequence[Any], eval_every: Any, checkpoint_every: Any, checkpoint_path: Any, rolling_save_every: Any,
     ttl_seconds: Any, rolling_ttl_seconds: Any, temperature: Any, num_substeps: Any, kl_penalty_coef: Any,

@@ -34,7 +34,7 @@ from .datum import _add_sequence_ids, _types
 from .metrics_log import _MetricsLog, _check_wandb
 from .steps import _Order, _epoch_seed, _gather_all, _has_checkpoint, _mean, _publish, _warmup
 from .transcripts import _Transcripts
-from .config import check_arguments, loss_config
+from .config import _check_arguments, _loss_config
 from .update import PPO_CLIP, _post_kl, _update
 
 # Names a kill point of the loop (``"updated"``, ``"logged"``, ``"critic"``,
@@ -332,7 +332,7 @@ async def train(
     from .._outcomes import TreeOutcomes, evaluate_outcome
 
     problems, eval_problems = list(problems), list(eval_problems)
-    check_arguments(
+    _check_arguments(
         steps=steps, critic_rule=critic_rule, async_depth=async_depth, problems_per_step=problems_per_step,
         problems=problems, eval_problems=eval_problems, eval_every=eval_every, checkpoint_every=checkpoint_every,
         checkpoint_path=checkpoint_path, rolling_save_every=rolling_save_every, ttl_seconds=ttl_seconds,
@@ -340,7 +340,7 @@ async def train(
         kl_penalty_coef=kl_penalty_coef, kl_discount_factor=kl_discount_factor,
         kl_reference_client=kl_reference_client, seed=seed, learning_rate=learning_rate, loss_fn=loss_fn, layout=layout,
     )
-    config = loss_config(loss_fn, loss_fn_config)
+    config = _loss_config(loss_fn, loss_fn_config)
     transcripts = _Transcripts(log_path, num_groups_to_log, rollout_json_export)
     # What a resume must train with too; the checkpoint records it.
     settings = {

@@ -10,15 +10,13 @@ import concurrent.futures
 import inspect
 import math
 from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from ...errors import ConfigError
+from .config import PPO_CLIP, _loss_config
 from .datum import SEQUENCE_ID_KEY, _types, _without_mask, to_datum
 
 
-PPO_CLIP: Mapping[str, float] = MappingProxyType({"clip_low_threshold": 0.8, "clip_high_threshold": 1.2})
-"""Tinker's PPO loss configuration for the paper's ratio clip, 1 ± 0.2."""
 
 
 async def _result(future: Any) -> Any:
@@ -130,9 +128,7 @@ async def update_actor(
         The step's metrics: the forward-backward metrics (such as ``loss:sum``) updated with
             the optimizer's.
     """
-    from .config import loss_config
-
-    config = loss_config(loss_fn, loss_fn_config, where="update_actor")
+    config = _loss_config(loss_fn, loss_fn_config, where="update_actor")
     return (await _update(training_client, records, learning_rate=learning_rate, loss_fn=loss_fn, loss_fn_config=config)).metrics
 
 
@@ -152,7 +148,7 @@ async def _update(
     *,
     learning_rate: float,
     loss_fn: str,
-    loss_fn_config: Optional[Mapping[str, float]],  # as config.loss_config gives it
+    loss_fn_config: Optional[Mapping[str, float]],  # as config._loss_config gives it
     num_substeps: int = 1,
     kl_reference_client: Any = None,
     kl_penalty_coef: float = 0.0,
