@@ -43,6 +43,7 @@ from typing import Dict, List, Optional, Sequence
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import crosscheck  # noqa: E402
 from signal_learning import learning, tau_name  # noqa: E402
 from signal_trees import (  # noqa: E402,F401  (re-exported for tests/test_bench_signal.py)
     SCORES,
@@ -460,8 +461,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "signal.json").write_text(json.dumps({"args": dict(vars(args)), "gradient": grad, "learning": learn}))
-    text = write(out, args, methods, grad, learn, ["", f"Run time {t2 - t0:.0f} s (gradient cells {t1 - t0:.0f} s, learning {t2 - t1:.0f} s)."],
-                 plot_it=not args.quick)
+    text = write(out, args, methods, grad, learn, ["", f"Run time {t2 - t0:.0f} s (gradient cells {t1 - t0:.0f} s, learning {t2 - t1:.0f} s).", ""]
+                 + crosscheck.markdown(), plot_it=not args.quick)
     print(text)
     return 0
 

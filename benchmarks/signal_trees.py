@@ -23,6 +23,8 @@ import struct
 from dataclasses import dataclass, field, replace
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from crosscheck import check
+
 ACTION_CHARS = "ABCDEFGH"  # single tokens in the simulator's tokenizer; K <= 4 (loss / win tokens)
 FILLER_CHAR = "."  # a single token too: the rest of every segment
 State = Tuple[int, ...]
@@ -438,8 +440,12 @@ async def collect_tree(h: Harness, bandit: Bandit, method: Method, seed: int, ta
                         batch._go.close() if batch._go is not None else None
                 tree_stats = state.stats
                 alike = tree_stats["finished_rollouts"] >= 2 and not tree_stats["outcomes_differ"]
-                return TreeResult(edges, int(stats["rollouts"]), int(stats["generated_tokens"]), int(stats["prefix_tokens_reused"]),
-                                  counts["prefill"], counts["cached"], critic_fit(state, reward) if fit else None, alike)
+                result = TreeResult(edges, int(stats["rollouts"]), int(stats["generated_tokens"]), int(stats["prefix_tokens_reused"]),
+                                    counts["prefill"], counts["cached"], critic_fit(state, reward) if fit else None, alike)
+                # Every rollout is D segments of L tokens, each generated or reused from a prefix.
+                check(result.tokens + result.prefix_reused == result.rollouts * depth * segment_tokens,
+                      "bandit trees: every tree's generated plus reused prefix tokens are its rollouts x D x L (the library's stats)")
+                return result
             finally:
                 state.close()
 
