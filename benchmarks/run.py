@@ -41,6 +41,13 @@ Sections (--sections throughput,latency,prepare,memory,layouts,fleet; all by def
   flight); then 4 servers, each with its own prefix cache, routed with prefix affinity vs
   round-robin vs one server: prefill tokens computed (prompt tokens the cache did not
   serve) per generated token, and tokens/s.
+
+Every section checks facts about its own results as it runs (benchmarks/crosscheck.py: the
+reference's records equal the library's, both layouts train the same tokens, ...); a run
+stops at the first that does not hold, and RESULTS.md lists those that held. RESULTS.md's
+sections that this program does not write (make bench-signal's, resume_tokens.py's, the
+targets) are kept as they are. --quick runs every section and its checks at the smallest
+settings (the smoke run, `make bench-smoke`).
 """
 
 from __future__ import annotations
@@ -1005,8 +1012,9 @@ def results_header(chosen: list, started: float, load_start: str, load_end: str)
     return [
         "# Benchmark results",
         "",
-        "Written by `make bench` (`benchmarks/run.py`), which replaces this file on every finished run. How to run the "
-        "benchmarks and read these numbers: [README.md](README.md).",
+        "Written by `make bench` (`benchmarks/run.py`), which replaces sections 1 to 7 and the cross-checks on every "
+        "finished run and keeps the others as they are. How to run the benchmarks and read these numbers: "
+        "[README.md](README.md).",
         "",
         "| | |",
         "|---|---|",
@@ -1096,8 +1104,10 @@ def main() -> int:
             # A fresh process: the earlier sections leave this one's heap large.
             child = subprocess.run(
                 [sys.executable, __file__, "--sections", "memory", "--memory-trees", str(args.memory_trees), "--rows-only"],
-                capture_output=True, text=True, check=True,
+                capture_output=True, text=True,
             )
+            if child.returncode:
+                raise RuntimeError(f"the memory section's process exited {child.returncode}:\n{child.stderr[-4000:]}")
             lines += crosscheck.take(child.stdout.splitlines())
     if "layouts" in chosen:
         lines += ["", "## 6. record layouts: per-segment vs path records", ""]
