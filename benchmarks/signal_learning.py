@@ -19,7 +19,7 @@ the selection seeds, then runs again at that rate on fresh seeds; the tables rep
 fresh seeds. A method whose chosen rate sits on an edge of its grid gets the next rate
 beyond that edge (the grid's own step there), on the selection seeds again, until no chosen
 rate sits on an edge or ``args.extend_lrs`` rates were added on that side
-(``extend_grids``). Paired: every method sees the same problems, the same sampler seeds on the
+(``beyond_edges``). Paired: every method sees the same problems, the same sampler seeds on the
 same visit of a problem (so the first tree of every Independent method of one size has the
 same rollouts) and the same critic noise.
 """
