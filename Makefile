@@ -23,7 +23,7 @@ GO_SOURCES     := $(shell find capi core backends sim -name '*.go' -not -name '*
 export CGO_ENABLED := 1
 export CGO_LDFLAGS := -L$(BUILD)
 
-.PHONY: all lib selftest-lib tokenizers testdata venv test test-go test-py demo bench bench-signal docs clean
+.PHONY: all lib selftest-lib tokenizers testdata venv test test-go test-py demo bench bench-signal bench-smoke docs clean
 
 all: lib
 
@@ -110,6 +110,13 @@ $(BUILD)/baseline/%/libfocus.so: $(LIBTOKENIZERS)
 bench-signal: venv
 	$(VPY) -m pip install --quiet --disable-pip-version-check matplotlib
 	$(VPY) benchmarks/learning_signal.py $(SIGNAL_ARGS)
+
+# The smoke run of every benchmark entry point (benchmarks/test_smoke.py; .ci/run calls it):
+# `make bench`, `make bench-signal` and benchmarks/resume_tokens.py at their smallest settings,
+# each section and cross-check asserted, no timing; a few minutes on 2 cores.
+bench-smoke: venv $(LIBSELFTEST) $(BUILD)/loadgen
+	$(VPY) -m pip install --quiet --disable-pip-version-check aiohttp matplotlib
+	cd benchmarks && FOCUS_GO_LIBRARY=$(LIBSELFTEST) FOCUS_BENCH_LOADGEN=$(BUILD)/loadgen $(VPY) -m pytest -q -p no:cacheprovider test_smoke.py
 
 $(BUILD)/loadgen: $(LIBTOKENIZERS) $(GO_SOURCES) $(wildcard benchmarks/loadgen/*.go)
 	$(GO) build -o $@ ./benchmarks/loadgen

@@ -43,6 +43,7 @@ from typing import Dict, List, Optional, Sequence
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import crosscheck  # noqa: E402
 from signal_learning import learning, tau_name  # noqa: E402
 from signal_trees import (  # noqa: E402,F401  (re-exported for tests/test_bench_signal.py)
     SCORES,
@@ -58,6 +59,7 @@ from signal_trees import (  # noqa: E402,F401  (re-exported for tests/test_bench
     make_problems,
     mean_se,
     sigmoid,
+    stop_groups,
     tree_gradient,
 )
 from signal_learning import area  # noqa: E402,F401
@@ -166,9 +168,10 @@ def report(args, methods: List[Method], grad: Dict, learn: Dict, default: str) -
     lines = [f"Bandit trees: D={args.depth} segments of L={args.segment_tokens} tokens (1 RE = {re_tokens} generated tokens, "
              f"one independent rollout), K={args.k}, weight scale {args.scale}, Selective budget {args.budget}, kappa {args.kappa:g}. "
              f"Learning: {args.learn_problems} problems per seed, one tree per visit, a step after every tree, up to "
-             f"{max(args.budgets)} RE; learning rates {', '.join(f'{x:g}' for x in args.lrs)} chosen per noise and budget on "
+             f"{max(args.budgets)} RE; learning rates {', '.join(f'{x:g}' for x in args.lrs)}, each method's grid extended past "
+             f"an edge its choice sat on (up to {args.extend_lrs} rates a side), chosen per noise and budget on "
              f"{args.seeds} selection seeds, reported on {args.confirm_seeds} fresh seeds. '*' = paired difference > 2 s.e.; "
-             "'^' = the best learning rate is at the edge of the grid.", ""]
+             "'^' = the best learning rate is at the edge of the method's grid.", ""]
     names = [m.name for m in methods]
     roots = [n for n in names if n.startswith("root-only:") and "@" not in n]
     grpos = [n for n in names if n.startswith("grpo:")]
@@ -212,7 +215,8 @@ def report(args, methods: List[Method], grad: Dict, learn: Dict, default: str) -
                 for t in taus:
                     c = learn[t][n]
                     lr = c["best_lr"][bs]
-                    edge = "^" if lr in (min(args.lrs), max(args.lrs)) and len(args.lrs) > 1 else ""
+                    grid = [float(x) for x in c["selection"]]
+                    edge = "^" if lr in (min(grid), max(grid)) and len(grid) > 1 else ""
                     cells.append(f"{mean_se(fresh(c, bs))[0]:.4f} ({lr:g}{edge})")
                 lines.append(f"| {label(n)} | " + " | ".join(cells) + " |")
             lines += ["", f"Margins, the first {b} RE: each method minus the best root-only and minus the best GRPO group size "
@@ -345,9 +349,17 @@ def parse_args(argv: Optional[List[str]]):
     ap.add_argument("--k", type=int, default=4)
     ap.add_argument("--scale", type=float, default=1.0, help="std of the reward-logit weights w_k[a]")
     ap.add_argument("--budget", type=int, default=32, help="the Selective trees' rollouts (warmup: half)")
-    ap.add_argument("--group-sizes", default="8,16,32", help="the Independent sizes of root-only and GRPO")
-    ap.add_argument("--scores", default=",".join(SCORES), help="the Selective scores, each with and without visitation weights")
-    ap.add_argument("--tgb-scores", default="value_refinement,critic_adaptive",
+    ap.add_argument("--group-sizes", default=None,
+                    help="the Independent sizes of root-only and GRPO (default: every size from the library default's "
+                         "warmup W to its budget B)")
+    ap.add_argument("--stop-groups", default=None,
+                    help="B/W sizes, comma-separated, of root-only and GRPO groups with dynamic sampling by stop_alike "
+                         "(W rollouts, then the rest of B unless all W returned alike), named '<kind>:<B>/<W>+stop' "
+                         "(default: the library default's B/W; '' none)")
+    ap.add_argument("--scores", default=None,
+                    help=f"scores of Selective(B, B/2) (B: --budget), each with and without visitation weights, of {', '.join(SCORES)} "
+                         "(default: none)")
+    ap.add_argument("--tgb-scores", default="",
                     help="the Selective scores also run with TreeGroupBaseline and visitation weights ('/tgb')")
     ap.add_argument("--selective", default=DEFAULT_SELECTIVE,
                     help="more Selective methods, comma-separated '<B>/<W>:<score>[+stop][+w][/tgb|/free|/auto[T][kK]]' "
@@ -357,9 +369,12 @@ def parse_args(argv: Optional[List[str]]):
     ap.add_argument("--methods", default="", help="keep only these methods (comma-separated names; default: all)")
     ap.add_argument("--taus", default="0.05,0.2,0.5,const", help="critic noises ('const': Critic.constant(0.5))")
     ap.add_argument("--budgets", default="160,640", help="the budgets of the areas, in rollout-equivalents (RE)")
-    ap.add_argument("--lrs", default="8,32,128,512,2048,8192,32768,131072", help="the learning-rate grid")
-    ap.add_argument("--seeds", type=int, default=4, help="selection seeds (0: no learning runs)")
-    ap.add_argument("--confirm-seeds", type=int, default=10, help="fresh seeds each method runs at its chosen rates")
+    ap.add_argument("--lrs", default=",".join(str(2 ** i) for i in range(4, 15)), help="the learning-rate grid (default: 16 to 16384, factors of 2)")
+    ap.add_argument("--extend-lrs", type=int, default=4,
+                    help="a method whose chosen rate sits on an edge of its grid runs the next rate past it (the grid's step "
+                         "there), on the selection seeds, up to this many rates a side")
+    ap.add_argument("--seeds", type=int, default=4, help="selection seeds (0: no learning runs); every choice is made on them")
+    ap.add_argument("--confirm-seeds", type=int, default=24, help="fresh seeds each method runs at its chosen rates")
     ap.add_argument("--learn-problems", type=int, default=4, help="problems per seed in a learning run")
     ap.add_argument("--grad-seeds", type=int, default=4, help="seeds of the gradient-error cells (0: none)")
     ap.add_argument("--problems", type=int, default=32, help="problems per seed in a gradient cell")
@@ -377,8 +392,8 @@ def parse_args(argv: Optional[List[str]]):
 
 
 def methods_of(args) -> List[Method]:
-    methods = all_methods([s for s in args.scores.split(",") if s], args.budget, [int(x) for x in parse_floats(args.group_sizes)],
-                          [s for s in args.tgb_scores.split(",") if s], parse_floats(args.extra_kappas))
+    methods = all_methods([s for s in (args.scores or "").split(",") if s], args.budget, [int(x) for x in parse_floats(args.group_sizes)],
+                          [s for s in args.tgb_scores.split(",") if s], parse_floats(args.extra_kappas), stop_groups(args.stop_groups or ""))
     have = {m.name for m in methods}
     for spec in (x for x in getattr(args, "selective", "").split(",") if x):
         m = parse_selective(spec, args.budget)
@@ -410,10 +425,18 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(write(Path(args.out), args, methods_of(args), saved["gradient"], saved["learning"]))
         return 0
     if args.quick:
-        args.depth, args.segment_tokens, args.budget, args.group_sizes = 3, 2, 8, "4,8"
+        args.depth, args.segment_tokens, args.budget, args.group_sizes = 3, 2, 8, args.group_sizes or "4,8"
         args.problems, args.grad_seeds, args.seeds, args.confirm_seeds, args.learn_problems = 2, 2, 2, 2, 2
         args.taus, args.budgets, args.lrs, args.tgb_scores = "0.2,const", "8,16", "4,16", "value_refinement"
-        args.scores = args.scores if args.scores != ",".join(SCORES) else "value_refinement,critic_adaptive"
+        args.scores = "value_refinement,critic_adaptive" if args.scores is None else args.scores
+        args.extend_lrs = min(args.extend_lrs, 1)
+    from focus_go import Selective
+
+    sel = Selective()
+    if args.group_sizes is None:
+        args.group_sizes = ",".join(str(b) for b in range(sel.warmup, sel.budget + 1))
+    if args.stop_groups is None:
+        args.stop_groups = f"{sel.budget}/{sel.warmup}"
     args.default = args.default or library_default()
     args.budgets = [int(b) for b in parse_floats(args.budgets)] if isinstance(args.budgets, str) else args.budgets
     args.lrs = parse_floats(args.lrs) if isinstance(args.lrs, str) else args.lrs
@@ -438,8 +461,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "signal.json").write_text(json.dumps({"args": dict(vars(args)), "gradient": grad, "learning": learn}))
-    text = write(out, args, methods, grad, learn, ["", f"Run time {t2 - t0:.0f} s (gradient cells {t1 - t0:.0f} s, learning {t2 - t1:.0f} s)."],
-                 plot_it=not args.quick)
+    text = write(out, args, methods, grad, learn, ["", f"Run time {t2 - t0:.0f} s (gradient cells {t1 - t0:.0f} s, learning {t2 - t1:.0f} s).", ""]
+                 + crosscheck.markdown(), plot_it=not args.quick)
     print(text)
     return 0
 

@@ -7,7 +7,10 @@ For each problem: a full collection gives the tree's call count C; a collection 
 as a trainer's abort leaves a tree) gives a partial tree; then the same problem is
 collected once resuming that tree and once from scratch. Printed per abort point: the
 tokens the second collection generated either way, the tokens the resume kept, and the
-saving (restart - resume) as a share of the restart.
+saving (restart - resume) as a share of the restart. Two cross-checks hold for every resumed
+tree (benchmarks/crosscheck.py; the run stops at one that does not): its generated tokens
+are the ones it kept plus the ones its collection generated, and it kept no more tokens or
+finished rollouts than the aborted tree held.
 
     .venv/bin/python benchmarks/resume_tokens.py [--problems 16] [--budget 32] [--warmup 8] [--segment 64]
 """
@@ -16,12 +19,19 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import sys
+from pathlib import Path
 from typing import Any, Dict, List
 
 from focus_go import Agent, Collector, Critic, MathEnv, Segments, Selective
 from focus_go.backends import GenerateResult, Policy, SamplingParams, SGLangPolicy
 from focus_go.errors import CollectionError
+from focus_go.extend import SchedulerView
 from focus_go.sim import SimServer
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import crosscheck  # noqa: E402
+from crosscheck import check  # noqa: E402
 
 SAMPLING = SamplingParams(temperature=1.0)
 
@@ -54,7 +64,14 @@ def one_problem(policy: Any, problem: Any, opts: argparse.Namespace, fractions: 
             continue  # finished before the abort point
         except CollectionError as exc:
             partial = exc.state
+        aborted = partial.stats
         with partial, asyncio.run(collector(policy, problem, opts).collect(problem, resume=partial)) as resumed:
+            kept = resumed.stats.get("tokens_resumed", 0)
+            held = sum(t for n in SchedulerView(resumed).nodes[1:] for s in n.spans for t in s.trainable)
+            check(held == kept + resumed.stats["generated_tokens"],
+                  "resume: a resumed tree's generated tokens are those it kept plus those its collection generated")
+            check(kept <= aborted["generated_tokens"] and resumed.stats.get("rollouts_resumed", 0) <= aborted["finished_rollouts"],
+                  "resume: a resumed tree kept no more tokens or finished rollouts than the aborted tree held")
             out.append({
                 "fraction": f, "restart": restart, "resume": resumed.stats["generated_tokens"],
                 "kept": resumed.stats.get("tokens_resumed", 0), "rollouts_kept": resumed.stats.get("rollouts_resumed", 0),
@@ -88,6 +105,8 @@ def main() -> None:
         restart, resume = sum(r["restart"] for r in rs), sum(r["resume"] for r in rs)
         kept, rollouts = sum(r["kept"] for r in rs), sum(r["rollouts_kept"] for r in rs)
         print(f"| {f:.0%} of the calls | {len(rs)} | {restart:,} | {resume:,} | {kept:,} | {rollouts} | {1 - resume / restart:.0%} |")
+    print()
+    print("\n".join(crosscheck.markdown()))
 
 
 if __name__ == "__main__":

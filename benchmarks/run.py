@@ -41,6 +41,13 @@ Sections (--sections throughput,latency,prepare,memory,layouts,fleet; all by def
   flight); then 4 servers, each with its own prefix cache, routed with prefix affinity vs
   round-robin vs one server: prefill tokens computed (prompt tokens the cache did not
   serve) per generated token, and tokens/s.
+
+Every section checks facts about its own results as it runs (benchmarks/crosscheck.py: the
+reference's records equal the library's, both layouts train the same tokens, ...); a run
+stops at the first that does not hold, and RESULTS.md lists those that held. RESULTS.md's
+sections that this program does not write (make bench-signal's, resume_tokens.py's, the
+targets) are kept as they are. --quick runs every section and its checks at the smallest
+settings (the smoke run, `make bench-smoke`).
 """
 
 from __future__ import annotations
@@ -61,17 +68,21 @@ import tempfile
 import time
 import urllib.request
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Sequence
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import crosscheck  # noqa: E402
+from crosscheck import check  # noqa: E402
+
 RESULTS = ROOT / "benchmarks" / "results"  # raw data (throughput.json); ignored by git
 RESULTS_MD = ROOT / "benchmarks" / "RESULTS.md"
 SIZES = [32, 256, 1024, 4096]
 
 
-def go_prepare_export() -> list[str]:
+def go_prepare_export(benchtime: str = "5x") -> list[str]:
     out = subprocess.run(
-        ["go", "test", "-run", "^$", "-bench", "BenchmarkPrepare", "-benchmem", "-benchtime", "5x", "./core/export"],
+        ["go", "test", "-run", "^$", "-bench", "BenchmarkPrepare", "-benchmem", "-benchtime", benchtime, "./core/export"],
         cwd=ROOT, capture_output=True, text=True, check=True,
     ).stdout
     rows = ["| benchmark | rollouts | ms/op | nodes | ns/node or ns/token | MB/op | allocs/op |", "|---|---|---|---|---|---|---|"]
@@ -100,7 +111,7 @@ def _best(fn, reps: int = 3) -> tuple:
     return best, out
 
 
-def python_prepare_export() -> list[str]:
+def python_prepare_export(sizes: Sequence[int] = SIZES) -> list[str]:
     """The same trees through the C boundary (prepare_samples + Batch.to_records) and through
     the plain-Python reference (DirectBranchTd values, advantages, critic targets, records),
     each producing identical records. prepare_samples returns samples that are built on first
@@ -112,7 +123,6 @@ def python_prepare_export() -> list[str]:
     from focus_go.preparation import prepare_samples
     from focus_go.tree import SchedulerState
 
-    sys.path.insert(0, str(ROOT / "benchmarks"))
     from reference import algorithm
 
     rows = [
@@ -120,7 +130,7 @@ def python_prepare_export() -> list[str]:
         "| end-to-end x | records/s (focus-go / reference) | read batch.critic ms | boundary MB (prepare / records) |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for n in SIZES:
+    for n in sizes:
         state = SchedulerState(_lib.call_handle("focus_selftest_search_tree", n, 8, 256, 1))
         ref_tree = algorithm.from_json(json.loads(state.to_json()))
         reps = 5 if n <= 1024 else 3
@@ -146,14 +156,15 @@ def python_prepare_export() -> list[str]:
             del records
             t, ref_records = _best(lambda: algorithm.records(ref_tree, adv, targets), 1)
             ref_r = min(ref_r, t)
-            assert len(ref_records) == n_records, (len(ref_records), n_records)
+            check(len(ref_records) == n_records, "prepare: the reference builds as many records as focus-go")
             del ref_records
             t, _ = _best(lambda: len(list(batch.critic)), 1)
             go_c = min(go_c, t)
         # the two implementations produce the same records
         key = lambda r: (r["lane"], r["node_id"])  # noqa: E731
         if n <= 1024:
-            assert sorted(algorithm.records(ref_tree, adv, targets), key=key) == sorted(batch.to_records(0, visitation_weights=False), key=key), "reference records differ"
+            check(sorted(algorithm.records(ref_tree, adv, targets), key=key) == sorted(batch.to_records(0, visitation_weights=False), key=key),
+                  "prepare: the reference's records equal focus-go's, key for key (trees of at most 1,024 rollouts)")
         prep_bytes, rec_bytes = _prepare_bytes(state), _boundary_bytes(batch)
         rows.append(
             f"| {n:,} | {len(ref_tree.nodes):,} | {n_records:,} | {go_p * 1e3:.1f} / {ref_p * 1e3:.1f} | {ref_p / go_p:.2f} "
@@ -484,7 +495,6 @@ async def _collect_trees(sim: SimProcess, seconds: float, variant: str, parallel
     else:
         policy = go_policy
     problems = [Problem(p["prompt"], p["label"], id=p["id"]) for p in sim.problems]
-    sys.path.insert(0, str(ROOT / "benchmarks"))
     from reference.window import Window, run_workers
 
     async def one_tree(i: int) -> int:
@@ -514,7 +524,6 @@ async def _collect_trees(sim: SimProcess, seconds: float, variant: str, parallel
 
 
 def _reference(sim: SimProcess, problems: list, seconds: float) -> dict:
-    sys.path.insert(0, str(ROOT / "benchmarks"))
     from reference import collector
 
     ids = {p["id"]: p["prompt_tokens"] for p in problems}
@@ -664,6 +673,8 @@ def throughput_sections(seconds: float, reps: int, baseline: Optional[Path] = No
     def rate(r: dict) -> float:
         return r.get("sps", r.get("rps", 0.0))
 
+    check(all(rate(r) > 0 for rs in rows.values() for r in rs), "throughput: every client finished segments or requests in every measurement")
+
     def cpu(r: dict) -> str:
         v = r.get("cpu_us_per_segment", r.get("cpu_us_per_request"))
         return f"{v:.0f}" if v is not None else ""
@@ -708,7 +719,7 @@ def throughput_sections(seconds: float, reps: int, baseline: Optional[Path] = No
     return out
 
 
-def latency_section() -> list[str]:
+def latency_section(problems: int = 3) -> list[str]:
     from focus_go import Agent, Collector, Critic, MathEnv, Segments, Selective
     from focus_go.extend import SchedulerView
     from focus_go.integrations import Problem
@@ -719,7 +730,7 @@ def latency_section() -> list[str]:
     try:
         policy = _policy(sim)
         # The hardest problems: their warmup disagrees, so the search runs branching rounds.
-        for p in sorted(sim.problems, key=lambda p: -p["difficulty"])[:3]:
+        for p in sorted(sim.problems, key=lambda p: -p["difficulty"])[:problems]:
             problem = Problem(p["prompt"], p["label"], id=p["id"])
             agent = Agent(policy=policy, env=MathEnv(problem.label, policy.decode), context=Segments(256))
             t0 = time.perf_counter()
@@ -727,6 +738,7 @@ def latency_section() -> list[str]:
             wall = time.perf_counter() - t0
             critical = _critical_path(SchedulerView(state), first_token, per_token)
             rounds = len({n.search_pass for n in SchedulerView(state).nodes[1:]})
+            check(rounds > 1, "latency: every tree ran branching rounds after its warmup")
             rows.append(f"| {p['id']} | {rounds} | {wall:.3f} | {critical:.3f} | {wall / critical:.3f} |")
             state.close()
         policy.close()
@@ -769,7 +781,7 @@ def memory_section(trees: int) -> list[str]:
                 async with Collector(agent, critic=Critic.constant(0.5), search=Selective(32, 16, seed=i)) as collector:
                     state = await collector.collect(problem, allow_partial=True)
                     records = collector.prepare(state).to_records(i)
-                assert records
+                check(bool(records), "memory: every tree exported records")
                 del records
                 state.close()
                 if i == 0 or (i + 1) % max(trees // 10, 1) == 0:
@@ -839,7 +851,8 @@ def layouts_section(problems: int = 4) -> list[str]:
                     trained[layout] += sum(sum(r["loss_mask"]) for r in actor)
                     ms[layout] += seconds * 1e3
                 state.close()
-            assert trained["spans"] == trained["paths"], "the layouts train different tokens"
+            check(trained["spans"] == trained["paths"], "layouts: both layouts train the same tokens")
+            check(sent["paths"] == floor, "layouts: path records send exactly the floor (the trees' leaf path lengths)")
             t = trained["spans"]
             rows.append(
                 f"| {seg} | {len(collected)} | {t:,} | {sent['spans']:,} | {sent['spans'] / t:.2f} | {sent['paths']:,} | "
@@ -882,13 +895,23 @@ def _cli_collect(sims: list, problems: Path, out: Path, *flags: str) -> dict:
     generated = sum(a[0] - b[0] for a, b in zip(after, before))
     prefill = sum((a[1] - a[2]) - (b[1] - b[2]) for a, b in zip(after, before))
     return {"seconds": summary["elapsed"], "generated": generated, "tokens_per_s": generated / summary["elapsed"],
-            "prefill_per_generated": prefill / max(generated, 1), "failed_problems": summary.get("failed_problems", 0)}
+            "prefill_per_generated": prefill / max(generated, 1), "failed_problems": summary["failed_problems"]}
 
 
 FLEET_PROBLEMS = 64
 
 
-def fleet_section(problems_n: int = FLEET_PROBLEMS) -> list[str]:
+def _default_search() -> str:
+    """The search and context `focus-go collect` runs by default, as the library defines them."""
+    from focus_go import _rules
+
+    d = _rules.defaults()
+    sel = d["selective"]
+    return (f"Selective({sel['budget']}, {sel['warmup']}), score {sel['score']}, stop_alike {sel['stop_alike']}, "
+            f"Segments({d['segments']['tokens']})")
+
+
+def fleet_section(problems_n: int = FLEET_PROBLEMS, capacity_seconds: float = 6) -> list[str]:
     per_token, batch = 0.004, 256
     latency = {"per_token": per_token, "max_concurrent": batch}
     out = []
@@ -899,21 +922,21 @@ def fleet_section(problems_n: int = FLEET_PROBLEMS) -> list[str]:
             _problems_file(sim, tmpdir / "problems.json")
             prompt = tmpdir / "prompt.json"
             prompt.write_text(json.dumps(json.loads((tmpdir / "problems.json").read_text())[0]["prompt_tokens"]))
-            full = _loadgen("load", sim.url, "-c", str(batch), "-d", "6", "-tokens", "256", "-prompt", str(prompt))
+            full = _loadgen("load", sim.url, "-c", str(batch), "-d", str(capacity_seconds), "-tokens", "256", "-prompt", str(prompt))
             capacity = full["tokens"] / full["seconds"]
             _problems_jsonl(sim, tmpdir / "p64.jsonl", problems_n)
-            _problems_jsonl(sim, tmpdir / "p16.jsonl", 16)
+            few = min(16, problems_n)
+            _problems_jsonl(sim, tmpdir / "p16.jsonl", few)
             runs = [
                 (f"default settings, {problems_n} problems", _cli_collect([sim], tmpdir / "p64.jsonl", tmpdir / "a")),
-                ("--concurrency 4 (the old default: 4 problems at once), 16 problems",
+                (f"--concurrency 4 (the old default: 4 problems at once), {few} problems",
                  _cli_collect([sim], tmpdir / "p16.jsonl", tmpdir / "b", "--concurrency", "4")),
             ]
         finally:
             sim.close()
         out += [f"Simulated server: batch of {batch} sequences (max_concurrent), {per_token * 1e3:g} ms per token; full-batch "
                 f"throughput (Go load generator, {batch} prompt-only 256-token requests in flight): {capacity:,.0f} tokens/s. "
-                "`focus-go collect` with Selective(32, 16), Segments(256) (its defaults), generated tokens/s over the "
-                "collection time.", "",
+                f"`focus-go collect` with its defaults ({_default_search()}), generated tokens/s over the collection time.", "",
                 "| run | seconds | generated tokens | tokens/s | x full-batch throughput |", "|---|---|---|---|---|"]
         for label, r in runs:
             out.append(f"| {label} | {r['seconds']:.1f} | {r['generated']:,} | {r['tokens_per_s']:,.0f} | {r['tokens_per_s'] / capacity:.3f} |")
@@ -938,6 +961,10 @@ def fleet_section(problems_n: int = FLEET_PROBLEMS) -> list[str]:
             for s in sims:
                 s.close()
         one = rows[0][1]
+        check(all(r["failed_problems"] == 0 and r["generated"] > 0 for _, r in runs + rows),
+              "fleet: every collect run generated tokens and failed no problem")
+        check(rows[2][1]["prefill_per_generated"] > rows[1][1]["prefill_per_generated"],
+              "fleet: round-robin routing computes more prefill per generated token than prefix affinity")
         out += ["", f"{n} simulated servers, each with its own prefix cache (a prompt is cached from its prefill on), batch "
                 f"{fleet_batch}, {per_token * 1e3:g} ms per token (one server's capacity: a quarter of the first table's); "
                 "`focus-go collect` defaults otherwise. Prefill = prompt tokens the server's cache did not serve.", "",
@@ -985,8 +1012,9 @@ def results_header(chosen: list, started: float, load_start: str, load_end: str)
     return [
         "# Benchmark results",
         "",
-        "Written by `make bench` (`benchmarks/run.py`), which replaces this file on every finished run. How to run the "
-        "benchmarks and read these numbers: [README.md](README.md).",
+        "Written by `make bench` (`benchmarks/run.py`), which replaces sections 1 to 7 and the cross-checks on every "
+        "finished run and keeps the others as they are. How to run the benchmarks and read these numbers: "
+        "[README.md](README.md).",
         "",
         "| | |",
         "|---|---|",
@@ -999,12 +1027,41 @@ def results_header(chosen: list, started: float, load_start: str, load_end: str)
     ]
 
 
+# The headings of the sections this program writes, by their first word ("## 1-2.", "## 4.",
+# "## Cross-checks"); RESULTS.md's other sections come from other programs (make bench-signal,
+# resume_tokens.py) or by hand (the targets), and a run keeps them as they are.
+OWN_HEADINGS = ("1-2.", "3.", "4.", "5.", "6.", "7.", "Cross-checks")
+
+
+def kept_sections(path: Path) -> list[str]:
+    """The lines of `path`'s "## " sections that this program does not write, in their order."""
+    if not path.exists():
+        return []
+    out: list[str] = []
+    keep = False
+    for line in path.read_text().splitlines():
+        if line.startswith("## "):
+            keep = line[3:].split(" ", 1)[0] not in OWN_HEADINGS
+            if keep and out and out[-1]:
+                out.append("")
+        if keep:
+            out.append(line)
+    while out and not out[-1]:
+        out.pop()
+    return out
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=float, default=3.0, help="duration of each throughput measurement")
     parser.add_argument("--reps", type=int, default=2, help="interleaved repetitions of the throughput measurements")
     parser.add_argument("--memory-trees", type=int, default=1000, help="trees collected in sequence for the memory section")
     parser.add_argument("--sections", default=",".join(SECTIONS), help="comma-separated subset of " + ", ".join(SECTIONS))
+    parser.add_argument("--quick", action="store_true",
+                        help="the smallest settings that still run every section and its cross-checks (a smoke run, "
+                             "benchmarks/test_smoke.py): 1 s measurements, 1 repetition, 20 memory trees, trees of 32 and "
+                             "256 rollouts, one problem per latency and layout table, 4 fleet problems; its numbers mean "
+                             "nothing")
     parser.add_argument("--rows-only", action="store_true", help=argparse.SUPPRESS)  # a child process's section
     parser.add_argument("--baseline", type=Path, default=None,
                         help="a checkout of an earlier commit with its self-test libfocus.so and loadgen built at its top "
@@ -1014,12 +1071,14 @@ def main() -> int:
                         help="the Markdown file the run writes, replacing it (default: %(default)s); a run of some "
                              "sections replaces it too, so point a partial run elsewhere to keep the full results")
     args = parser.parse_args()
+    if args.quick:
+        args.seconds, args.reps, args.memory_trees = 1.0, 1, 20
     if args.engine_variant:
         _engine_variant_child(json.loads(args.engine_variant))
         return 0
     chosen = [s for s in args.sections.split(",") if s]
     if args.rows_only:
-        print("\n".join(memory_section(args.memory_trees)))
+        print("\n".join(memory_section(args.memory_trees) + crosscheck.printed()))
         return 0
     for s in chosen:
         if s not in SECTIONS:
@@ -1031,12 +1090,12 @@ def main() -> int:
         lines += throughput_sections(args.seconds, args.reps, args.baseline.resolve() if args.baseline else None)
     if "latency" in chosen:
         lines += ["", "## 3. latency hiding", ""]
-        lines += latency_section()
+        lines += latency_section(1 if args.quick else 3)
     if "prepare" in chosen:
         lines += ["", "## 4. prepare + export (Go core, no Python objects)", ""]
-        lines += go_prepare_export()
+        lines += go_prepare_export("1x" if args.quick else "5x")
         lines += ["", "## 4. prepare + export to Python records: focus-go vs the plain-Python reference", ""]
-        lines += python_prepare_export()
+        lines += python_prepare_export(SIZES[:2] if args.quick else SIZES)
     if "memory" in chosen:
         lines += ["", "## 5. memory", ""]
         if chosen == ["memory"]:
@@ -1045,17 +1104,23 @@ def main() -> int:
             # A fresh process: the earlier sections leave this one's heap large.
             child = subprocess.run(
                 [sys.executable, __file__, "--sections", "memory", "--memory-trees", str(args.memory_trees), "--rows-only"],
-                capture_output=True, text=True, check=True,
+                capture_output=True, text=True,
             )
-            lines += child.stdout.splitlines()
+            if child.returncode:
+                raise RuntimeError(f"the memory section's process exited {child.returncode}:\n{child.stderr[-4000:]}")
+            lines += crosscheck.take(child.stdout.splitlines())
     if "layouts" in chosen:
         lines += ["", "## 6. record layouts: per-segment vs path records", ""]
-        lines += layouts_section()
+        lines += layouts_section(1 if args.quick else 4)
     if "fleet" in chosen:
         lines += ["", "## 7. keeping the servers busy: scheduling by requests in flight, several servers", ""]
-        lines += fleet_section()
+        lines += fleet_section(4, 3) if args.quick else fleet_section()
     while lines and not lines[0]:
         lines.pop(0)
+    lines += [""] + crosscheck.markdown()
+    kept = kept_sections(args.results)
+    if kept:
+        lines += [""] + kept
     text = "\n".join(results_header(chosen, started, load_start, _loadavg()) + [""] + lines) + "\n"
     print(text)
     args.results.parent.mkdir(parents=True, exist_ok=True)

@@ -16,7 +16,10 @@ independent rollout, D segments of L tokens.
 
 Each method gets its best learning rate from a grid, chosen per critic noise and budget on
 the selection seeds, then runs again at that rate on fresh seeds; the tables report the
-fresh seeds. Paired: every method sees the same problems, the same sampler seeds on the
+fresh seeds. A method whose chosen rate sits on an edge of its grid gets the next rate
+beyond that edge (the grid's own step there), on the selection seeds again, until no chosen
+rate sits on an edge or ``args.extend_lrs`` rates were added on that side
+(``beyond_edges``). Paired: every method sees the same problems, the same sampler seeds on the
 same visit of a problem (so the first tree of every Independent method of one size has the
 same rollouts) and the same critic noise.
 """
@@ -144,36 +147,80 @@ class Runs:
         return self.tasks[key]
 
 
+def best_rate(runs: Dict[float, List[Dict]], budget: int) -> float:
+    """The learning rate whose selection runs (``runs``: rate -> run summaries) have the best
+    mean area against tokens over ``budget`` RE; the smaller rate on a tie."""
+    scores = {lr: mean_se([s["tokens"][str(budget)] for s in rs])[0] for lr, rs in runs.items()}
+    return max(scores, key=lambda lr: (scores[lr], -lr))
+
+
+def beyond_edges(runs: Dict[float, List[Dict]], budgets: Sequence[int], added: Dict[str, int], limit: int) -> List[float]:
+    """The rates to add to a grid (the rates of ``runs``) whose chosen rate sits on an edge
+    for some budget: the next one past that edge at the grid's own step there, unless
+    ``limit`` rates were already added on that side (``added``, counted per side)."""
+    grid = sorted(runs)
+    if len(grid) < 2:
+        return []
+    out = []
+    for lr in {best_rate(runs, b) for b in budgets}:
+        if lr == grid[0] and added["low"] < limit:
+            out.append(grid[0] * grid[0] / grid[1])
+        elif lr == grid[-1] and added["high"] < limit:
+            out.append(grid[-1] * grid[-1] / grid[-2])
+    return out
+
+
 async def learning(h: Harness, args, methods: List[Method], taus: List[Optional[float]], log=print) -> Dict:
     """Select each method's learning rate per critic noise and budget on the selection
-    seeds, confirm on fresh seeds. Returns, per noise, per method: the selection areas of
-    every learning rate, the chosen rate per budget, and the fresh seeds' summaries and
-    curves at each chosen rate."""
+    seeds (extending its grid past an edge its choice sits on, up to ``args.extend_lrs``
+    rates a side), confirm on fresh seeds. Returns, per noise, per method: the selection
+    areas of every learning rate run, the chosen rate per budget, and the fresh seeds'
+    summaries and curves at each chosen rate."""
     runs = Runs(h, args)
     sel_seeds = [SELECTION_SEED0 + i for i in range(args.seeds)]
     fresh_seeds = [CONFIRM_SEED0 + i for i in range(args.confirm_seeds)]
     out: Dict = {}
-    # Phase 1: every learning rate on the selection seeds, all cells at once.
-    pending = {(tau_name(tau), m.name, lr): [runs.run(m, tau, lr, s) for s in sel_seeds]
-               for tau in taus for m in methods for lr in args.lrs}
-    total = len({id(t) for ts in pending.values() for t in ts})
-    log(f"  learning: {total} selection runs ({len(methods)} methods, {len(taus)} noises, {len(args.lrs)} learning rates, "
-        f"{len(sel_seeds)} seeds)")
     sel: Dict = {}
-    for (tn, name, lr), tasks in pending.items():
-        sel.setdefault(tn, {}).setdefault(name, {})[lr] = [summarize(r, args) for r in await asyncio.gather(*tasks)]
+
+    async def select(cells: Dict[tuple, List[float]]) -> int:
+        """Run each (tau, method)'s rates on the selection seeds into sel; the runs started."""
+        pending = {(tau_name(tau), m.name, lr): [runs.run(m, tau, lr, s) for s in sel_seeds]
+                   for (tau, m), lrs in cells.items() for lr in lrs}
+        started = len({id(t) for ts in pending.values() for t in ts if not t.done()})
+        for (tn, name, lr), tasks in pending.items():
+            sel.setdefault(tn, {}).setdefault(name, {})[lr] = [summarize(r, args) for r in await asyncio.gather(*tasks)]
+        return started
+
+    # Phase 1: every learning rate on the selection seeds, all cells at once; then the
+    # grids of the cells whose choice sits on an edge, one rate further each time.
+    cells = {(tau, m): list(args.lrs) for tau in taus for m in methods}
+    n = await select(cells)
+    log(f"  learning: {n} selection runs ({len(methods)} methods, {len(taus)} noises, {len(args.lrs)} learning rates, "
+        f"{len(sel_seeds)} seeds)")
+    added = {(tau_name(tau), m.name): {"low": 0, "high": 0} for tau in taus for m in methods}
+    while True:
+        more = {}
+        for tau, m in cells:
+            key = (tau_name(tau), m.name)
+            lrs = beyond_edges(sel[key[0]][m.name], args.budgets, added[key], args.extend_lrs)
+            for lr in lrs:
+                added[key]["low" if lr < min(sel[key[0]][m.name]) else "high"] += 1
+            if lrs:
+                more[(tau, m)] = lrs
+        if not more:
+            break
+        n = await select(more)
+        log(f"  learning: {n} more selection runs, past a grid edge ({len(more)} cells)")
     log("  learning: selection done")
     # Phase 2: the best rate per budget (by area against tokens), on fresh seeds.
     confirm = {}
     for tau in taus:
         tn = tau_name(tau)
         for m in methods:
-            best = {}
-            for b in args.budgets:
-                scores = {lr: mean_se([s["tokens"][str(b)] for s in sel[tn][m.name][lr]])[0] for lr in args.lrs}
-                best[str(b)] = max(args.lrs, key=lambda lr: (scores[lr], -lr))
+            rates = sel[tn][m.name]
+            best = {str(b): best_rate(rates, b) for b in args.budgets}
             out.setdefault(tn, {})[m.name] = {
-                "selection": {f"{lr:g}": sel[tn][m.name][lr] for lr in args.lrs},
+                "selection": {f"{lr:g}": rates[lr] for lr in sorted(rates)},
                 "best_lr": best,
             }
             for lr in set(best.values()):

@@ -20,8 +20,10 @@ import itertools
 import math
 import re
 import struct
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from crosscheck import check
 
 ACTION_CHARS = "ABCDEFGH"  # single tokens in the simulator's tokenizer; K <= 4 (loss / win tokens)
 FILLER_CHAR = "."  # a single token too: the rest of every segment
@@ -123,7 +125,10 @@ class Method:
     stop_alike, ``+w`` the visitation weights; ``selective<B>/<W>:...`` the same at
     Selective(B, W);
     ``root-only:<B>`` is Independent(B) + DirectBranchTd and ``grpo:<B>`` Independent(B) +
-    GroupBaseline; ``@k<kappa>`` runs at that critic_weight instead of the run's --kappa."""
+    GroupBaseline; ``root-only:<B>/<W>+stop`` and ``grpo:<B>/<W>+stop`` are the same groups
+    with dynamic sampling by ``stop_alike``: W rollouts first, and a group whose W returns
+    are all alike stops there (collect_tree); ``@k<kappa>`` runs at that critic_weight
+    instead of the run's --kappa."""
 
     name: str
     search: str  # "selective" or "independent"
@@ -214,22 +219,41 @@ def label(name: str) -> str:
     return f"{name} (the default)" if name == library_default() else name
 
 
+def stop_groups(spec: str) -> List[Tuple[int, int]]:
+    """The (B, W) sizes of ``--stop-groups`` ("8/4,16/8"; "" none)."""
+    out = []
+    for part in (x for x in spec.split(",") if x):
+        b, _, w = part.partition("/")
+        if not w or not 1 <= int(w) < int(b):
+            raise ValueError(f"--stop-groups: {part!r} is not B/W with 1 <= W < B")
+        out.append((int(b), int(w)))
+    return out
+
+
+def group_methods(size: int, warmup: Optional[int] = None) -> List[Method]:
+    """root-only and GRPO groups of ``size``; with ``warmup``, dynamic sampling by stop_alike
+    (named ``<kind>:<size>/<warmup>+stop``)."""
+    suffix = "" if warmup is None else f"/{warmup}+stop"
+    stop = dict(warmup=warmup, stop_alike=True) if warmup is not None else {}
+    return [Method(f"root-only:{size}{suffix}", "independent", size, **stop),
+            Method(f"grpo:{size}{suffix}", "independent", size, estimator="GroupBaseline", **stop)]
+
+
 def all_methods(scores: Sequence[str], budget: int = 32, group_sizes: Sequence[int] = (32,), tgb_scores: Sequence[str] = (),
-                extra_kappas: Sequence[float] = ()) -> List[Method]:
+                extra_kappas: Sequence[float] = (), stop_sizes: Sequence[Tuple[int, int]] = ()) -> List[Method]:
     """Every score with and without weights at Selective(budget, budget/2), each of
-    tgb_scores with weights and TreeGroupBaseline, root-only and GRPO for every group size,
-    at the run's kappa; then, for each of extra_kappas, the DirectBranchTd methods again at
-    that kappa, named "<name>@k<kappa>" (the group baselines read no kappa: no variant)."""
+    tgb_scores with weights and TreeGroupBaseline, root-only and GRPO for every group size
+    and, with dynamic sampling, for every (B, W) of stop_sizes, at the run's kappa; then, for
+    each of extra_kappas, the DirectBranchTd methods again at that kappa, named
+    "<name>@k<kappa>" (the group baselines read no kappa: no variant)."""
     base = []
     for s in scores:
         base.append(Method(f"selective:{s}", "selective", budget, s))
         base.append(Method(f"selective:{s}+w", "selective", budget, s, weighted=True))
     for s in tgb_scores:
         base.append(Method(f"selective:{s}+w/tgb", "selective", budget, s, estimator="TreeGroupBaseline", weighted=True))
-    for b in group_sizes:
-        base.append(Method(f"root-only:{b}", "independent", b))
-    for b in group_sizes:
-        base.append(Method(f"grpo:{b}", "independent", b, estimator="GroupBaseline"))
+    groups = [m for b in group_sizes for m in group_methods(b)] + [m for b, w in stop_sizes for m in group_methods(b, w)]
+    base += [m for m in groups if m.estimator == "DirectBranchTd"] + [m for m in groups if m.estimator != "DirectBranchTd"]
     out = list(base)
     for kappa in extra_kappas:
         out.extend(Method(f"{m.name}@k{kappa:g}", m.search, m.budget, m.score, m.estimator, m.weighted, float(kappa), m.warmup, m.stop_alike)
@@ -278,6 +302,7 @@ class TreeResult:
     prefill: int  # prompt and context tokens sent with every generate call (no cache)
     prefill_cached: int  # the same through a per-tree prefix cache (see collect_tree)
     fit: Any = None  # the tree's focus_go.critic_rule.CriticFit, when asked for
+    alike: bool = False  # at least two finished rollouts, all with the same return (the library's stats)
 
 
 async def collect_tree(h: Harness, bandit: Bandit, method: Method, seed: int, tau: Optional[float], noise_seed: int,
@@ -290,7 +315,20 @@ async def collect_tree(h: Harness, bandit: Bandit, method: Method, seed: int, ta
     tokens, ``prefill_cached`` only those that no earlier call of the same tree sent or
     generated (a prefix cache that keeps the tree's tokens while it is searched, as a
     radix cache does): the prompt once, then nothing, since every call continues a prefix
-    the tree already holds."""
+    the tree already holds.
+
+    A group with dynamic sampling (an Independent method with stop_alike) is collected as
+    Independent(W) first and, unless its returns are all alike (the rule Selective's
+    stop_alike applies to a warmup), as Independent(B) with the same seed: its first W
+    rollouts are the same ones (the engine seeds warmup rollout i from the tree's seed and
+    i), so that tree, and its tokens, are what a group that went on after W would have."""
+    if method.search == "independent" and method.stop_alike:
+        first = await collect_tree(h, bandit, replace(method, budget=method.warmup_n, stop_alike=False), seed, tau, noise_seed,
+                                   kappa, segment_tokens, estimators, fit)
+        if first.alike:
+            return first
+        return await collect_tree(h, bandit, replace(method, stop_alike=False), seed, tau, noise_seed, kappa, segment_tokens,
+                                  estimators, fit)
     from focus_go import Agent, Collector, Critic, DirectBranchTd, Env, GroupBaseline, Independent, RewardConfig, Segments, Selective, Step, TreeGroupBaseline
     from focus_go.backends import Policy, SamplingParams
     from focus_go.critic_rule import critic_fit
@@ -400,8 +438,14 @@ async def collect_tree(h: Harness, bandit: Bandit, method: Method, seed: int, ta
                         stats = dict(batch.stats)
                     finally:
                         batch._go.close() if batch._go is not None else None
-                return TreeResult(edges, int(stats["rollouts"]), int(stats["generated_tokens"]), int(stats["prefix_tokens_reused"]),
-                                  counts["prefill"], counts["cached"], critic_fit(state, reward) if fit else None)
+                tree_stats = state.stats
+                alike = tree_stats["finished_rollouts"] >= 2 and not tree_stats["outcomes_differ"]
+                result = TreeResult(edges, int(stats["rollouts"]), int(stats["generated_tokens"]), int(stats["prefix_tokens_reused"]),
+                                    counts["prefill"], counts["cached"], critic_fit(state, reward) if fit else None, alike)
+                # Every rollout is D segments of L tokens, each generated or reused from a prefix.
+                check(result.tokens + result.prefix_reused == result.rollouts * depth * segment_tokens,
+                      "bandit trees: every tree's generated plus reused prefix tokens are its rollouts x D x L (the library's stats)")
+                return result
             finally:
                 state.close()
 

@@ -169,3 +169,72 @@ def test_auto_and_free_methods(bench, tmp_path):
     assert "| selective:value_refinement/auto |" in text and "| selective:value_refinement/free |" in text
     rule_rows = text.split("The critic rule's choices")[1].split("\n\n")[1]
     assert "DBTD, kappa" in rule_rows
+
+
+def test_dynamic_sampling_groups(bench):
+    """'<kind>:<B>/<W>+stop' groups collect W rollouts first and stop there when all W
+    returned alike; otherwise they are the group of B with the same seed, whose first W
+    rollouts are the W group's (the engine seeds warmup rollout i from the tree's seed)."""
+    import asyncio
+    from collections import Counter
+
+    methods = {m.name: m for m in bench.all_methods([], 8, [4, 8], stop_sizes=bench.stop_groups("8/4"))}
+    assert list(methods) == ["root-only:4", "root-only:8", "root-only:8/4+stop", "grpo:4", "grpo:8", "grpo:8/4+stop"]
+    stop = methods["grpo:8/4+stop"]
+    assert (stop.budget, stop.warmup_n, stop.stop_alike, stop.reads_critic) == (8, 4, True, False)
+    assert methods["root-only:8/4+stop"].reads_critic
+    with pytest.raises(ValueError, match="--stop-groups: '4/8' is not B/W with 1 <= W < B"):
+        bench.stop_groups("4/8")
+
+    depth, seg = 3, 4
+    sure = bench.Bandit(0, depth=depth, k=4, b=50.0, w=[[0.0] * 4 for _ in range(depth)])
+    coin = bench.Bandit(1, depth=depth, k=4, b=0.0, w=[[0.0] * 4 for _ in range(depth)])
+    h = bench.Harness()
+    try:
+        def collect(problem, method, seed):
+            return asyncio.run(bench.collect_tree(h, problem, method, seed, 0.2, 0, 1.0, seg))
+
+        t = collect(sure, stop, 0)
+        assert (t.rollouts, t.tokens, t.alike) == (4, 4 * depth * seg, True)
+        assert all(adv == 0.0 for _, _, adv, _ in t.edges["GroupBaseline"])
+        differing = []
+        for seed in range(8):
+            w = collect(coin, methods["grpo:4"], seed)
+            if w.alike:
+                continue
+            b, s = collect(coin, methods["grpo:8"], seed), collect(coin, stop, seed)
+            assert (s.rollouts, s.tokens, s.edges) == (b.rollouts, b.tokens, b.edges) == (8, 8 * depth * seg, b.edges)
+            edges = lambda t: Counter((st, a) for st, a, _, _ in t.edges["GroupBaseline"])  # noqa: E731
+            assert not edges(w) - edges(b), "the W group's rollouts are the first W of the B group"
+            differing.append(seed)
+        assert differing, "some seed's first 4 coin flips differ"
+    finally:
+        h.close()
+
+
+def test_learning_rate_grids_extend_past_their_edges(bench, tmp_path):
+    """A method whose chosen rate sits on an edge of its grid gets the next rate past that
+    edge (the grid's step there), up to a limit per side; a choice inside the grid stops it."""
+    from signal_learning import beyond_edges
+
+    def runs(areas):
+        return {lr: [{"tokens": {"8": a, "16": a}}] for lr, a in areas.items()}
+
+    none = {"low": 0, "high": 0}
+    assert beyond_edges(runs({16: 0.5, 32: 0.6, 64: 0.7}), [8], none, 4) == [128]
+    assert beyond_edges(runs({16: 0.5, 32: 0.6, 64: 0.7}), [8], {"low": 0, "high": 4}, 4) == []
+    assert beyond_edges(runs({16: 0.9, 32: 0.6, 64: 0.7}), [8], none, 4) == [8]
+    assert beyond_edges(runs({16: 0.5, 32: 0.9, 64: 0.7}), [8, 16], none, 4) == []
+    # The quick run's grid (4, 16) has every choice on an edge: each cell runs one rate more
+    # past the edge each budget chose (the quick run's limit is one a side).
+    import json
+
+    assert bench.main(["--quick", "--out", str(tmp_path), "--grad-seeds", "0", "--methods", "grpo:8,grpo:8/4+stop,root-only:4"]) == 0
+    learn = json.loads((tmp_path / "signal.json").read_text())["learning"]
+    for tau, cells in learn.items():
+        for name, cell in cells.items():
+            grid = {float(x) for x in cell["selection"]}
+            assert {4.0, 16.0} < grid <= {1.0, 4.0, 16.0, 64.0}, (tau, name, grid)
+    text = (tmp_path / "signal.md").read_text()
+    assert "| grpo:8/4+stop |" in text
+    assert "- bandit trees: every tree's generated plus reused prefix tokens are its rollouts x D x L" in text
