@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import os
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -120,7 +121,9 @@ class Setup:
         from focus_go.backends import PolicyFormat
         from task import build_tokenizer
 
-        tokdir = build_tokenizer(workdir / "tokenizer")
+        tokdir = workdir / "tokenizer"
+        if not (tokdir / "tokenizer.json").exists():
+            build_tokenizer(tokdir)
         codec = Codec(tokdir)
         fmt = PolicyFormat.resolve(str(tokdir), profile="token_chunk")
         held = problems(10_000 + seed, cfg.held_out, cfg.digits)
@@ -136,7 +139,9 @@ class Setup:
             steps, rate = warm_start(model, codec, train, held, target=cfg.warm_target, seed=seed,
                                      max_new=cfg.segment * cfg.max_segments)
             saved = {"state": {k: v.cpu() for k, v in model.state_dict().items()}, "steps": steps, "success": rate}
-            torch.save(saved, path)
+            tmp = path.with_suffix(f".{os.getpid()}.tmp")
+            torch.save(saved, tmp)
+            os.replace(tmp, path)  # atomic: processes sharing the folder never read half a file
         return Setup(seed, cfg, codec, fmt, train, held, saved["state"], saved["steps"], saved["success"])
 
     def close(self) -> None:
