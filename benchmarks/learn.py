@@ -87,6 +87,21 @@ def _run(job: Tuple[str, int, float, dict, str]) -> dict:
         setup.close()
 
 
+def _indexed(job: Tuple) -> Tuple[int, object]:
+    fn, i, item = job
+    return i, fn(item)
+
+
+def _progress(log):
+    """A ``Pool.map`` logger of finished runs: method, seed, rate, area and seconds."""
+    def show(r: dict) -> None:
+        budget = r["points"][-1]["generated"]
+        gen = [p for p in r["points"] if p["success"] == p["success"]]
+        log(f"    {r['method']} seed {r['seed']} lr {r['lr']:g}: success {r['points'][0]['success']:.3f} -> {gen[-1]['success']:.3f}, "
+            f"{r['updates']} updates, {budget} tokens, {r['seconds']:.0f} s")
+    return show
+
+
 class Pool:
     """Runs jobs in ``jobs`` spawned processes (never forked: the Go runtime does not survive
     a fork), or in this process when ``jobs`` is 1."""
@@ -96,8 +111,17 @@ class Pool:
         if self.pool is None:
             _worker_init(threads)
 
-    def map(self, fn, items: Sequence) -> List:
-        return self.pool.map(fn, items, chunksize=1) if self.pool is not None else [fn(x) for x in items]
+    def map(self, fn, items: Sequence, log=None) -> List:
+        """``fn`` over ``items``, in order; ``log`` sees each result as it finishes."""
+        items = list(items)
+        done = (self.pool.imap_unordered(_indexed, [(fn, i, x) for i, x in enumerate(items)])
+                if self.pool is not None else (_indexed((fn, i, x)) for i, x in enumerate(items)))
+        out: List = [None] * len(items)
+        for i, result in done:
+            out[i] = result
+            if log is not None:
+                log(result)
+        return out
 
     def close(self) -> None:
         if self.pool is not None:
@@ -133,7 +157,7 @@ def select_rates(pool: Pool, methods: Sequence[str], grid: Sequence[float], seed
     chosen: Dict[str, float] = {}
     for round_ in range(max_extend + 1):
         jobs = [(m, s, lr, cfg, workdir) for m in methods for lr in todo.get(m, []) for s in seeds]
-        for r in pool.map(_run, jobs):
+        for r in pool.map(_run, jobs, _progress(log)):
             runs[r["method"]].setdefault(f"{r['lr']:g}", []).append(r)
         todo = {}
         for m in methods:
@@ -212,7 +236,7 @@ def main(argv: Sequence[str] = ()) -> int:
         warm = pool.map(_warm, [(s, cfg, str(workdir)) for s in sel_seeds + fresh_seeds])
         log("warm starts: " + ", ".join(f"seed {s}: {steps} steps, success {rate:.2f}" for s, steps, rate in warm))
         rates, selection = select_rates(pool, methods, grid, sel_seeds, cfg, str(workdir), conf["max_extend"], log)
-        fresh_runs = pool.map(_run, [(m, s, rates[m], cfg, str(workdir)) for m in methods for s in fresh_seeds])
+        fresh_runs = pool.map(_run, [(m, s, rates[m], cfg, str(workdir)) for m in methods for s in fresh_seeds], _progress(log))
         log("fresh seeds done")
     finally:
         pool.close()
