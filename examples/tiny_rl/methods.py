@@ -257,8 +257,9 @@ class Learner:
             choice = rule.choose() if rule is not None else None
             if choice is not None and type(choice.estimator).__name__ == "TreeGroupBaseline":
                 tgb_updates += 1
-            kept: List[Tuple[Any, Any]] = []
+            kept: List[Any] = []  # the batches the update trains on
             states: List[Any] = []
+            batches: List[Any] = []
             while len(kept) < cfg.trees_per_update and generated < cfg.budget_tokens:
                 need = cfg.trees_per_update - len(kept)
                 jobs = [self.tree(setup.train[(index + j) % len(setup.train)], tree_seed(setup.seed, index + j), choice)
@@ -266,6 +267,7 @@ class Learner:
                 index += need
                 for state, batch, fwd, fwd_cached in await asyncio.gather(*jobs):
                     states.append(state)
+                    batches.append(batch)
                     generated += int(batch.stats["generated_tokens"])
                     forward, cached = forward + fwd, cached + fwd_cached
                     res.trees += 1
@@ -274,11 +276,12 @@ class Learner:
                     if m.dynamic and finished >= 2 and wins in (0, finished):
                         res.trees_dropped += 1
                     else:
-                        kept.append((state, batch))
+                        kept.append(batch)
             if kept:
-                rows = [r for _, b in kept for r in rows_of(b.actor)]
-                self.trainer.actor_step(rows, sum(int(b.stats["rollouts"]) for _, b in kept))
-            critic_samples = [(c.context, c.target) for _, b in kept for c in b.critic]
+                rows = [r for b in kept for r in rows_of(b.actor)]
+                self.trainer.actor_step(rows, sum(int(b.stats["rollouts"]) for b in kept))
+            # The critic learns from every tree, the ones dynamic sampling leaves out of the update too.
+            critic_samples = [(c.context, c.target) for b in batches for c in b.critic]
             err = self.trainer.critic_step(critic_samples) if m.learned_critic else None
             if err is not None:
                 res.critic_mse.append(err)
