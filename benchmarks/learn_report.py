@@ -66,7 +66,7 @@ def report(data: Dict) -> List[str]:
     lines = [f"Neural benchmark ({data['config']}): {run['digits']}-digit addition with a scratchpad, Segments({run['segment']}), "
              f"model {run['model']}, {run['trees_per_update']} trees per update, {run['budget_tokens']} generated tokens per run; "
              f"learning rates from the grid {', '.join(f'{x:g}' for x in data['grid'])} (factor 2, extended at an edge) chosen on "
-             f"selection seeds {data['selection_seeds']}; reported: {what}. Areas are mean greedy held-out success over the first T "
+             f"selection seeds {data['selection_seeds']}; reported: {what}. Areas are mean held-out success (2 seeded samples per problem) over the first T "
              f"tokens. '*' = paired difference beyond 2 s.e.; '^' = the chosen rate sits at the edge of its final grid.", ""]
     lines += ["Warm starts (supervised steps to the target success):", "", "| seed | steps | held-out success |", "|---|---|---|"]
     lines += [f"| {s} | {steps} | {rate:.3f} |" for s, steps, rate in data["warm"]]
@@ -153,7 +153,7 @@ def plot(data: Dict, path: Path) -> Optional[Path]:
         style = "-" if m in SETTINGS else "--"
         ax.plot(xs, mean, style, label=f"{m} (lr {data['rates'][m]:g})", linewidth=2 if m == "selective" else 1)
     ax.set_xlabel("generated tokens")
-    ax.set_ylabel("greedy held-out success")
+    ax.set_ylabel("held-out success (sampled)")
     ax.set_title(f"bench-learn ({data['config']}): {what}")
     ax.legend(fontsize=7, ncol=2)
     ax.grid(alpha=0.3)

@@ -92,7 +92,7 @@ class RunConfig:
     held_out: int = 200
     trees_per_update: int = 8
     budget_tokens: int = 60_000  # generated tokens per run
-    warm_target: float = 0.15  # supervised steps until greedy held-out success reaches this
+    warm_target: float = 0.15  # supervised steps until held-out success (sampled) reaches this
     model: Dict[str, int] = field(default_factory=lambda: {"d": 64, "layers": 2, "heads": 4, "max_len": 96})
     epochs: int = 2
     clip: float = 0.2
@@ -128,7 +128,7 @@ class Setup:
         fmt = PolicyFormat.resolve(str(tokdir), profile="token_chunk")
         held = problems(10_000 + seed, cfg.held_out, cfg.digits)
         train = problems(seed, cfg.train_problems, cfg.digits, exclude=held)
-        key = tree_seed("warm", seed, sorted(cfg.model.items()), cfg.digits, cfg.warm_target, cfg.train_problems, cfg.held_out)
+        key = tree_seed("warm-sampled", seed, sorted(cfg.model.items()), cfg.digits, cfg.warm_target, cfg.train_problems, cfg.held_out)
         path = workdir / f"warm-{seed}-{key:016x}.pt"
         if path.exists():
             saved = torch.load(path, map_location="cpu")

@@ -190,27 +190,6 @@ class Sampler:
         return [(out[i], lps[i], reason[i] or "length") for i in range(n)]
 
 
-@torch.no_grad()
-def greedy(model: TinyGPT, prompts: Sequence[Sequence[int]], eos: int, pad_id: int, max_new: int) -> List[List[int]]:
-    """Greedy continuations of ``prompts`` (evaluation), each ending at ``eos`` or
-    ``max_new`` tokens."""
-    device = next(model.parameters()).device
-    seqs = [list(p) for p in prompts]
-    done = [False] * len(seqs)
-    out: List[List[int]] = [[] for _ in seqs]
-    for _ in range(max_new):
-        active = [i for i, d in enumerate(done) if not d and len(seqs[i]) < model.cfg.max_len]
-        if not active:
-            break
-        ids, lengths = pad([seqs[i] for i in active], pad_id, device)
-        nxt = model(ids)[torch.arange(len(active), device=device), lengths - 1].argmax(dim=-1).tolist()
-        for i, t in zip(active, nxt):
-            seqs[i].append(t)
-            out[i].append(t)
-            done[i] = t == eos
-    return out
-
-
 def value_of(model: TinyGPT, seqs: Sequence[Sequence[int]], pad_id: int) -> torch.Tensor:
     """The value model's prediction in (0, 1) at each sequence's last token."""
     device = next(model.parameters()).device

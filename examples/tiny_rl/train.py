@@ -4,7 +4,7 @@
     python examples/tiny_rl/train.py    # about ten minutes on a laptop's CPU
 
 The model learns 3-digit addition with a scratchpad (task.py). A short supervised warm start
-brings it to about 15% greedy held-out success; then each method trains a copy of it with
+brings it to about 15% held-out success (answers sampled at temperature 1); then each method trains a copy of it with
 the same PPO trainer (trainer.py) on trees collected through focus-go (methods.py): the
 library's default search, ``Selective()``, against a GRPO group of 8 (``Independent(8)`` with
 ``GroupBaseline``). The critic is a small value model trained on the collector's critic

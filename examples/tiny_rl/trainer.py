@@ -18,7 +18,7 @@ from typing import Iterable, List, Optional, Sequence, Tuple
 
 import torch
 
-from model import TinyGPT, greedy, token_logprobs, value_of
+from model import Sampler, TinyGPT, token_logprobs, value_of
 from task import Codec, Problem, correct
 
 
@@ -113,15 +113,20 @@ class Trainer:
         return before
 
 
-def success(model: TinyGPT, codec: Codec, problems: Sequence[Problem], max_new: int, batch: int = 256) -> float:
-    """Greedy held-out success: the share of ``problems`` whose answer is right."""
+def success(model: TinyGPT, codec: Codec, problems: Sequence[Problem], max_new: int, samples: int = 2, batch: int = 256) -> float:
+    """Held-out success of the policy as RL samples it (temperature 1): the share of right
+    answers over ``samples`` draws per problem. The draws' seeds are fixed, so every
+    evaluation (and every method) is measured on the same random numbers."""
     model.eval()
+    sampler = Sampler(model, codec.eos, codec.pad)
+    jobs = [(p, k) for p in problems for k in range(samples)]
     hits = 0
-    for start in range(0, len(problems), batch):
-        chunk = problems[start:start + batch]
-        outs = greedy(model, [codec.prompt_ids(p) for p in chunk], codec.eos, codec.pad, max_new)
-        hits += sum(correct(codec.decode(o), p) for o, p in zip(outs, chunk))
-    return hits / len(problems)
+    for start in range(0, len(jobs), batch):
+        chunk = jobs[start:start + batch]
+        outs = sampler.generate([codec.prompt_ids(p) for p, _ in chunk], [max_new] * len(chunk),
+                                [1_000_003 * k + 7 * i for i, (_, k) in enumerate(chunk, start)])
+        hits += sum(correct(codec.decode(o), p) for (o, _, _), (p, _) in zip(outs, chunk))
+    return hits / len(jobs)
 
 
 def supervised(model: TinyGPT, codec: Codec, problems: Sequence[Problem], steps: int, opt: torch.optim.Optimizer, batch: int,
@@ -146,7 +151,7 @@ def supervised(model: TinyGPT, codec: Codec, problems: Sequence[Problem], steps:
 def warm_start(model: TinyGPT, codec: Codec, train: Sequence[Problem], held_out: Sequence[Problem], *, target: float,
                chunk: int = 25, max_steps: int = 3000, lr: float = 1e-3, batch: int = 32, seed: int = 0,
                max_new: int = 64) -> Tuple[int, float]:
-    """Supervised steps in chunks of ``chunk`` until greedy held-out success reaches
+    """Supervised steps in chunks of ``chunk`` until held-out success (``success``) reaches
     ``target`` (or ``max_steps``); returns (steps, success)."""
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     steps, rate = 0, success(model, codec, held_out, max_new)
