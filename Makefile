@@ -23,7 +23,7 @@ GO_SOURCES     := $(shell find capi core backends sim -name '*.go' -not -name '*
 export CGO_ENABLED := 1
 export CGO_LDFLAGS := -L$(BUILD)
 
-.PHONY: all lib selftest-lib tokenizers testdata venv test test-go test-py demo bench bench-signal bench-smoke docs clean
+.PHONY: all lib selftest-lib tokenizers testdata venv test test-go test-py demo bench bench-signal bench-smoke bench-learn docs clean
 
 all: lib
 
@@ -110,6 +110,13 @@ $(BUILD)/baseline/%/libfocus.so: $(LIBTOKENIZERS)
 bench-signal: venv
 	$(VPY) -m pip install --quiet --disable-pip-version-check matplotlib
 	$(VPY) benchmarks/learning_signal.py $(SIGNAL_ARGS)
+
+# The neural-policy benchmark (benchmarks/learn.py, examples/tiny_rl): PyTorch, tokenizers and
+# matplotlib (the `learn` extra) go into .venv only for this target; LEARN_ARGS passes flags,
+# e.g. LEARN_ARGS=--quick (a smoke run of every section) or LEARN_ARGS='--full --device cuda'.
+bench-learn: venv
+	$(VPY) -m pip install --quiet --disable-pip-version-check 'torch>=2.4' 'tokenizers>=0.20' matplotlib
+	$(VPY) benchmarks/learn.py $(LEARN_ARGS)
 
 # The smoke run of every benchmark entry point (benchmarks/test_smoke.py; .ci/run calls it):
 # `make bench`, `make bench-signal` and benchmarks/resume_tokens.py at their smallest settings,
