@@ -119,10 +119,11 @@ bench-learn: venv
 	$(VPY) benchmarks/learn.py $(LEARN_ARGS)
 
 # The smoke run of every benchmark entry point (benchmarks/test_smoke.py; .ci/run calls it):
-# `make bench`, `make bench-signal` and benchmarks/resume_tokens.py at their smallest settings,
-# each section and cross-check asserted, no timing; a few minutes on 2 cores.
+# `make bench`, `make bench-signal`, benchmarks/resume_tokens.py and `make bench-learn` at their
+# smallest settings, each section and cross-check asserted, no timing; a few minutes on 2 cores
+# (the `learn` extra's PyTorch, about 3 minutes and 5.5 GB the first time, goes into .venv).
 bench-smoke: venv $(LIBSELFTEST) $(BUILD)/loadgen
-	$(VPY) -m pip install --quiet --disable-pip-version-check aiohttp matplotlib
+	$(VPY) -m pip install --quiet --disable-pip-version-check aiohttp matplotlib 'torch>=2.4' 'tokenizers>=0.20'
 	cd benchmarks && FOCUS_GO_LIBRARY=$(LIBSELFTEST) FOCUS_BENCH_LOADGEN=$(BUILD)/loadgen $(VPY) -m pytest -q -p no:cacheprovider test_smoke.py
 
 $(BUILD)/loadgen: $(LIBTOKENIZERS) $(GO_SOURCES) $(wildcard benchmarks/loadgen/*.go)

@@ -2,8 +2,9 @@
 each runs at the smallest settings that still execute every section and its cross-checks
 (benchmarks/crosscheck.py), and this file asserts that every section ran and that every
 cross-check held. It never asserts a timing: the numbers of such a run mean nothing. One
-test per entry point: `make bench` (run.py), `make bench-signal` (learning_signal.py) and
-resume_tokens.py; a new entry point (`make bench-learn --quick`) gets its own test here.
+test per entry point: `make bench` (run.py), `make bench-signal` (learning_signal.py),
+resume_tokens.py and `make bench-learn` (learn.py --quick; it needs the `learn` extra's
+PyTorch, which `make bench-smoke` installs, and is skipped without it outside CI).
 
 Run by `make bench-smoke`, which builds what the benchmarks load first; by hand:
     cd benchmarks && FOCUS_GO_LIBRARY=$PWD/../build/selftest/libfocus.so ../.venv/bin/python -m pytest -q test_smoke.py
@@ -11,6 +12,7 @@ Run by `make bench-smoke`, which builds what the benchmarks load first; by hand:
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -97,3 +99,26 @@ def test_resume_tokens():
         "resume: a resumed tree's generated tokens are those it kept plus those its collection generated",
         "resume: a resumed tree kept no more tokens or finished rollouts than the aborted tree held",
     ]
+
+
+def test_make_bench_learn(tmp_path):
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        if os.environ.get("CI"):
+            raise AssertionError("CI runs bench-learn's smoke: `make bench-smoke` installs torch first")
+        import pytest
+
+        pytest.skip("torch is not installed (make bench-smoke installs it)")
+    sys.path.insert(0, str(ROOT / "examples" / "tiny_rl"))
+    from methods import default_methods
+
+    # learn.py runs its cross-checks (costs in order, one warm start per seed) before it
+    # writes the report, and exits non-zero when one fails.
+    out = run("benchmarks/learn.py", "--quick", "--out", str(tmp_path))
+    for part in ("Warm starts", "Areas (", "Each setting minus each baseline", "Against the best baseline of each cell",
+                 "The decision rule's reading", "Costs per tree and the critic"):
+        assert part in out, f"no {part!r} table"
+    for name in default_methods():
+        assert f"| {name} |" in out, f"no row for {name}"
+    assert (tmp_path / "quick" / "results.json").exists() and (tmp_path / "quick" / "report.md").exists()
