@@ -65,6 +65,12 @@ def one_problem(policy: Any, problem: Any, opts: argparse.Namespace, fractions: 
         except CollectionError as exc:
             partial = exc.state
         aborted = partial.stats
+        if all(n.failed for n in SchedulerView(partial).nodes[1:]):
+            # Aborted before anything finished: a resume is refused (the tree keeps nothing),
+            # so the caller, as the Slime hook does, collects the problem again.
+            with partial, asyncio.run(collector(policy, problem, opts).collect(problem)) as again:
+                out.append({"fraction": f, "restart": restart, "resume": again.stats["generated_tokens"], "kept": 0, "rollouts_kept": 0})
+            continue
         with partial, asyncio.run(collector(policy, problem, opts).collect(problem, resume=partial)) as resumed:
             kept = resumed.stats.get("tokens_resumed", 0)
             held = sum(t for n in SchedulerView(resumed).nodes[1:] for s in n.spans for t in s.trainable)

@@ -944,8 +944,10 @@ def fleet_section(problems_n: int = FLEET_PROBLEMS, capacity_seconds: float = 6)
         # Part 2: 4 replicas, each with its own prefix cache (a running sequence's prompt is
         # cached at its prefill, as SGLang's radix cache does).
         n, fleet_batch = 4, 64
+        # One model directory for the replicas, as replicas of one model serve one path (the
+        # fleet refuses replicas whose model identities differ).
         fleet_sim = {"verbosity": 3, "latency": {"per_token": per_token, "max_concurrent": fleet_batch},
-                     "cache": {"insert_on_prefill": True}}
+                     "cache": {"insert_on_prefill": True}, "model_dir": str(tmpdir / "model")}
         fleet_problems = 4 * problems_n  # as many waves of trees per slot as the one server's run
         sims = [SimProcess({"seed": i, **fleet_sim}) for i in range(n)]
         try:
