@@ -32,7 +32,7 @@ from .checkpoint import (
 )
 from .datum import _add_sequence_ids, _types
 from .metrics_log import _MetricsLog, _check_wandb
-from .steps import _Order, _epoch_seed, _gather_all, _has_checkpoint, _mean, _publish, _warmup
+from .steps import _Order, _cancel_and_join, _epoch_seed, _gather_all, _has_checkpoint, _mean, _publish, _warmup
 from .transcripts import _Transcripts
 from .config import _check_arguments, _loss_config
 from .update import PPO_CLIP, _post_kl, _update
@@ -646,11 +646,6 @@ async def train(
             await checkpoint(steps, "final")  # kept indefinitely, whatever checkpoint_every is
         return reports
     finally:
-        outstanding = [t for t in ahead if not t.done()]
-        for t in outstanding:
-            t.cancel()
-        if outstanding:
-            # Join them, so no collection outlives the loop; their outcome no longer matters.
-            await asyncio.gather(*outstanding, return_exceptions=True)
+        await _cancel_and_join(ahead)  # no collection outlives the loop
         log.close()
         fmt.codec.tokenizer.close()

@@ -29,17 +29,23 @@ async def _publish(training_client: Any, record_stability_info: bool = False) ->
     return await asyncio.to_thread(save)
 
 
+async def _cancel_and_join(tasks: Sequence[Any]) -> None:
+    """Cancel the tasks not yet done and wait for them, so that none outlives its caller;
+    their outcome no longer matters."""
+    pending = [t for t in tasks if not t.done()]
+    for t in pending:
+        t.cancel()
+    if pending:
+        await asyncio.gather(*pending, return_exceptions=True)
+
+
 async def _gather_all(coros: Sequence[Any]) -> List[Any]:
     """Run coroutines concurrently; if one raises, cancel and join the others, then raise."""
     tasks = [asyncio.ensure_future(c) for c in coros]
     try:
         return list(await asyncio.gather(*tasks))
     finally:
-        pending = [t for t in tasks if not t.done()]
-        for t in pending:
-            t.cancel()
-        if pending:
-            await asyncio.gather(*pending, return_exceptions=True)
+        await _cancel_and_join(tasks)
 
 
 def _warmup(collector: Any) -> int:

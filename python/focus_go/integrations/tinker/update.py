@@ -14,6 +14,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from ...errors import ConfigError
 from .config import PPO_CLIP, _loss_config
+from .steps import _cancel_and_join
 from .datum import SEQUENCE_ID_KEY, _types, _without_mask, to_datum
 
 
@@ -72,11 +73,7 @@ async def _first_failure(futures: Sequence[Any], raise_it: bool = False) -> List
     try:
         await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
     finally:
-        pending = [t for t in tasks if not t.done()]
-        for t in pending:
-            t.cancel()
-        if pending:
-            await asyncio.gather(*pending, return_exceptions=True)
+        await _cancel_and_join(tasks)
     failed = next((t.exception() for t in tasks if not t.cancelled() and t.exception() is not None), None)
     if failed is not None and raise_it:
         raise failed
