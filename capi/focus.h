@@ -278,7 +278,7 @@ focus_status focus_tree_html(focus_handle tree, char *reward, size_t len, focus_
                              focus_bytes *out, focus_bytes *err);
 
 /* Trainer records of a batch, column-wise in one buffer (*blob, *size bytes; free it with
- * focus_buffer_free). *layout (JSON) gives problem_id, group_index, estimators, n_actor,
+ * focus_buffer_free). *layout (JSON) gives problem_id, group_index, estimators, weight_versions, n_actor,
  * n_critic, actor_keys and critic_keys (the record keys, in order) and, per section, its byte offset and element count: base, delta_offsets (i64)
  * and delta_tokens (u32) (actor record i's tokens are record base[i]'s tokens, none when -1,
  * then delta_tokens[delta_offsets[i]:delta_offsets[i+1]]),
@@ -287,7 +287,10 @@ focus_status focus_tree_html(focus_handle tree, char *reward, size_t len, focus_
  * each record's trained response starts in its tokens), return (f64: the rewards on its path
  * from the root through its edge), finished (u8: its edge ends a finished rollout),
  * off_policy_tokens (i64: how many tokens of its response an earlier collection this tree was
- * resumed from generated), critic_offsets (i64),
+ * resumed from generated), weight_version_offsets (i64) and weight_version (i32 index into
+ * weight_versions: actor record i's weight versions are those at
+ * weight_version[weight_version_offsets[i]:weight_version_offsets[i+1]], the distinct versions
+ * of the edges holding its response, in path order), critic_offsets (i64),
  * critic_context (UTF-8 bytes), critic_target (f64), critic_node_id (i64). min_abs_advantage
  * 0 keeps every record. record_layout (UTF-8, len 0 = "spans"): "spans" (one actor record per
  * generated span) or "paths" (one per root-to-leaf path, export.LayoutPaths); the layout JSON

@@ -45,7 +45,8 @@ def records_both(state):
 def test_reference_records_equal_the_librarys_key_for_key():
     """On a tree with a kept (off-policy) rollout, a reward on an inner edge, a truncated
     and a failed leaf, every record key of the library has the same value in the
-    reference's record (response_start, return, finished, off_policy_tokens included)."""
+    reference's record (response_start, return, finished, off_policy_tokens and
+    weight_versions included)."""
     from focus_go.tree import SchedulerState
 
     with selftest_tree() as base:
@@ -55,6 +56,8 @@ def test_reference_records_equal_the_librarys_key_for_key():
     for i in (1, 2, 3):  # root -> 1 -> 2 -> 3, a rollout an earlier collection generated
         nodes[i]["off_policy"] = True
     nodes[5]["reward"] = 0.25
+    for i in range(1, len(nodes)):  # the weights changed under the earlier collection's rollout
+        nodes[i]["weight_version"] = "v1" if i in (1, 2, 3) else "v2" if i in (4, 5) else ""
     nodes[9]["done"], nodes[9]["truncated"] = False, True
     nodes[8]["done"], nodes[8]["failed"] = False, "the server failed"
     with SchedulerState.from_json(json.dumps(data)) as state:
@@ -63,6 +66,7 @@ def test_reference_records_equal_the_librarys_key_for_key():
     actor = {r["node_id"]: r for r in lib if r["lane"] == "actor"}
     assert 8 not in actor, "a failed node has no record"
     assert [actor[i]["off_policy_tokens"] for i in (1, 2, 3, 7)] == [4, 4, 4, 0]
+    assert [actor[i]["weight_versions"] for i in (1, 4, 7)] == [["v1"], ["v2"], []]
     assert (actor[6]["return"], actor[6]["finished"], actor[5]["finished"], actor[9]["finished"]) == (1.25, True, False, True)
     assert all(r["response_start"] == len(r["tokens"]) - 4 and r["response_text"] is None for r in actor.values())
 

@@ -163,6 +163,11 @@ def test_an_allowed_weight_update_is_recorded_on_every_edge(tmp_path, server, pr
     tree = json.loads(next((out / "trees").glob("*.json")).read_text())
     versions = [n.get("weight_version") for n in tree["nodes"][1:]]
     assert set(versions) == {"default", "step-2"} and versions.count("default") == 3
+    # Every actor record names the weights that generated its response: one per-span
+    # record holds one edge's tokens, so it names that edge's version.
+    actor = lines(out / "actor.jsonl")
+    assert actor and all(r["weight_versions"] == [versions[r["node_id"] - 1]] for r in actor)
+    assert {r["weight_versions"][0] for r in actor} == {"default", "step-2"}
 
 
 def test_a_replica_that_comes_back_serving_another_model_is_refused(server):

@@ -287,7 +287,11 @@ def test_to_sample_alignment_with_conditioning_tokens():
     assert out.reward == -0.25 and out.status == Sample.Status.COMPLETED
     assert out.rollout_id == 41 and out.session_id == "s"
     assert out.weight_versions == ["w1"] and out.weight_versions is not source.weight_versions
-    assert out.metadata["focus"] == {"node_id": 9, "search_pass": 1, "estimator": "DirectBranchTd", "problem_id": "p", "group_index": 4}
+    assert out.metadata["focus"] == {"node_id": 9, "search_pass": 1, "estimator": "DirectBranchTd", "problem_id": "p", "group_index": 4,
+                                     "weight_versions": []}
+    # A record naming the weight versions that generated its response: the sample says so.
+    versioned = to_sample({**record, "weight_versions": ["v1", "v2"]}, source, None, Sample)
+    assert versioned.weight_versions == ["v1", "v2"] and versioned.metadata["focus"]["weight_versions"] == ["v1", "v2"]
     # The response starts at the record's response_start (Go's: its first trained token);
     # tokens, loss_mask and behavior_logprobs are not checked again (issue 35).
     with pytest.raises(ValueError, match="no generated"):

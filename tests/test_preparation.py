@@ -111,8 +111,9 @@ def test_default_records(state):
     assert r["node_id"] == 3 and r["search_pass"] == 1 and r["problem_id"] == "p0"
     assert set(r) == {"tokens", "loss_mask", "behavior_logprobs", "advantage", "lane", "group_index",
                       "estimator", "node_id", "search_pass", "problem_id", "response_start", "response_text", "return", "finished",
-                      "off_policy_tokens"}
-    assert (r["response_start"], r["response_text"], r["return"], r["finished"], r["off_policy_tokens"]) == (5, None, 1.0, True, 0)
+                      "off_policy_tokens", "weight_versions"}
+    assert (r["response_start"], r["response_text"], r["return"], r["finished"], r["off_policy_tokens"], r["weight_versions"]) == (
+        5, None, 1.0, True, 0, [])
     assert set(critic[0]) == {"context", "target", "lane", "group_index", "node_id", "problem_id"}
     assert to_samples(batch, group_index=7) == records
 

@@ -79,7 +79,7 @@ def test_record_keys_come_from_the_library(searched):
     actor_keys, critic_keys = layout["actor_keys"], layout["critic_keys"]
     assert actor_keys == ["tokens", "loss_mask", "behavior_logprobs", "advantage", "lane", "group_index", "estimator",
                           "node_id", "search_pass", "problem_id", "response_start", "response_text", "return", "finished",
-                          "off_policy_tokens"]
+                          "off_policy_tokens", "weight_versions"]
     assert critic_keys == ["context", "target", "lane", "group_index", "node_id", "problem_id"]
     assert ESTIMATOR_KEY in actor_keys and LANE_KEY in actor_keys and LANE_KEY in critic_keys
     assert [list(r) for r in records if r["lane"] == "actor"] == [actor_keys] * sum(r["lane"] == "actor" for r in records)

@@ -9,6 +9,7 @@ change, by ``trainer_snapshots.py``)."""
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 
@@ -16,12 +17,12 @@ from focus_go import DirectBranchTd, RewardConfig
 from focus_go._records import tree_records
 from focus_go.backends import SGLangPolicy
 from focus_go.errors import ConfigError
-from focus_go.tree import SchedulerView
+from focus_go.tree import SchedulerState, SchedulerView
 
 from collectors import math_collector
 from trainer_snapshots import slime_snapshots, snapshot_digests, tinker_snapshots
 
-NEW_KEYS = ["response_start", "response_text", "return", "finished", "off_policy_tokens"]
+NEW_KEYS = ["response_start", "response_text", "return", "finished", "off_policy_tokens", "weight_versions"]
 
 # trainer_snapshots.py's digests of the Slime samples and Tinker datums, taken before the
 # records carried these keys (the adapters derived them, and decoded each sample's text
@@ -30,12 +31,16 @@ NEW_KEYS = ["response_start", "response_text", "return", "finished", "off_policy
 # truncated_rollouts, outcomes_differ and rollout_tokens (metadata["focus"]) and its prefix
 # reuse in the first sample's prefix_cache_info (issue 37); with those reset the samples
 # gave the digests before (dropped a52b261887c029db, paths_skip_special a39d090aed843927,
-# spans 65ab1317bb13e2c2).
+# spans 65ab1317bb13e2c2). They were taken again when each sample gained its record's
+# weight versions (metadata["focus"]["weight_versions"] and Slime's own weight_versions
+# field, ["default"] on the simulated server); with both reset to [] the samples gave the
+# digests before (dropped 2816cf1756aa9e86, paths_skip_special 231790b53bccb4b7, spans
+# 6974f1049d750e18).
 SLIME_BEFORE = {
-    "dropped": "2816cf1756aa9e86",
+    "dropped": "4e7ede3ac7f41cc8",
     "evaluate": "e3c0c42938f50a01",
-    "paths_skip_special": "231790b53bccb4b7",
-    "spans": "6974f1049d750e18",
+    "paths_skip_special": "0ab5ab3c7c776acd",
+    "spans": "ad7aa3c542966388",
 }
 TINKER_BEFORE = {
     "datums_paths": "591f8623fe3729a4",
@@ -111,6 +116,7 @@ def test_record_fields_from_the_full_length_tokens(server, policy, layout, skip)
         assert record["return"] == returns[record["node_id"]]
         assert record["finished"] is finished[record["node_id"]]
         assert record["off_policy_tokens"] == 0  # a tree never resumed
+        assert record["weight_versions"] == ["default"]  # the simulated server's weights
         ended += record["finished"]
         assert without_text == {**record, "response_text": None}
     assert ended, "some record ends a finished rollout"
@@ -137,6 +143,62 @@ def test_batch_records_carry_the_keys_without_text(server, policy):
     assert list(records[0])[-len(NEW_KEYS):] == NEW_KEYS
     assert all(r["response_text"] is None for r in records)
     assert all(r["response_start"] == r["loss_mask"].index(True) for r in records)
+
+
+def _versions_reference(view, versions, record):
+    """The distinct weight versions of the edges holding ``record``'s response (tokens
+    ``response_start`` to its end), in path order, from the tree's edges."""
+    path, node = [], view.node(record["node_id"])
+    while node.parent is not None:
+        path.append(node)
+        node = view.node(node.parent)
+    start, end, out = record["response_start"], len(record["tokens"]), []
+    for n in reversed(path):
+        lo, hi = len(view.node(n.parent).context_tokens), len(n.context_tokens)
+        v = versions.get(n.id)
+        if v and lo < end and hi > start and v not in out:
+            out.append(v)
+    return out
+
+
+@pytest.mark.parametrize("layout", ["spans", "paths"])
+def test_records_name_the_weight_versions_of_their_response(server, policy, layout):
+    """A tree whose edges came from two weight versions (the server's "default", then
+    "step-2" on every edge below depth 1): each actor record names the distinct versions
+    of the edges holding its response, in path order; a tree whose server reported no
+    version gives records naming none."""
+    problem = server.problems()[1]
+    collector = math_collector(policy, problem)
+
+    async def collect():
+        async with collector:
+            return await collector.collect(problem)
+
+    with asyncio.run(collect()) as state:
+        data = json.loads(state.to_json())
+    versions = {}
+    for i, node in enumerate(data["nodes"]):
+        assert i == 0 or node["weight_version"] == "default"
+        if node.get("parent", -1) > 0:
+            node["weight_version"] = "step-2"
+        versions[i] = node.get("weight_version")
+    assert "step-2" in versions.values()
+    with SchedulerState.from_json(json.dumps(data)) as mixed:
+        view = SchedulerView(mixed)
+        records = tree_records(mixed, reward_config=RewardConfig(), estimator=DirectBranchTd(), group_index=0, layout=layout)
+    assert records.actor
+    seen = set()
+    for record in records.actor:
+        want = _versions_reference(view, versions, record)
+        assert record["weight_versions"] == want, record["node_id"]
+        seen.add(tuple(want))
+    assert ("step-2",) in seen and (("default", "step-2") in seen) == (layout == "paths")
+
+    for node in data["nodes"]:
+        node.pop("weight_version", None)
+    with SchedulerState.from_json(json.dumps(data)) as unversioned:
+        records = tree_records(unversioned, reward_config=RewardConfig(), estimator=DirectBranchTd(), group_index=0, layout=layout)
+    assert records.actor and all(r["weight_versions"] == [] for r in records.actor)
 
 
 def test_to_sample_takes_the_records_response():

@@ -147,18 +147,20 @@ func SampleSpans(b *prepare.Batch, i int) (*Blob, error) {
 // span_offsets (n_actor+1), span_mask (bool), span_logprobs (float64),
 // advantage (float64), node_id, search_pass, estimator (int32, into meta
 // "estimators"), response_start, return (float64), finished (bool),
-// off_policy_tokens and, when
+// off_policy_tokens, weight_version_offsets (n_actor+1) and weight_version
+// (int32, into meta "weight_versions": each record's weight versions) and, when
 // the export decoded text (Options.Text), response_text_offsets (n_actor+1)
 // and response_text (UTF-8 bytes) — ActorColumns. Critic sections: critic_offsets (n_critic+1),
 // critic_context (bytes), critic_target (float64), critic_node_id. Integers
-// are int64 unless noted. Meta: problem_id, group_index, estimators, n_actor,
+// are int64 unless noted. Meta: problem_id, group_index, estimators,
+// weight_versions (ActorColumns.VersionNames), n_actor,
 // n_critic, layout ("spans" or "paths"), and actor_keys / critic_keys
 // (ActorKeys or, in the path layout, PathKeys; CriticKeys: the record keys, in
 // order). The path layout adds span_advantages (float64, aligned with
 // span_mask: ActorColumns.SpanAdvantages).
 func RecordsBlob(f *Flat, st *SharedTokens) *Blob {
 	w := newBlob(map[string]any{"problem_id": f.ProblemID, "group_index": f.GroupIndex,
-		"estimators": nonNil(f.Estimators), "n_actor": f.NumActor(), "n_critic": f.NumCritic(),
+		"estimators": nonNil(f.Estimators), "weight_versions": nonNil(f.Actor.VersionNames), "n_actor": f.NumActor(), "n_critic": f.NumCritic(),
 		"layout": string(f.Layout), "actor_keys": f.actorKeys(), "critic_keys": CriticKeys})
 	a, c := &f.Actor, &f.Critic
 	w.Int64s("base", st.Base)
@@ -179,6 +181,8 @@ func RecordsBlob(f *Flat, st *SharedTokens) *Blob {
 	w.Float64s("return", a.Return)
 	w.Bools("finished", a.Finished)
 	w.Int64s("off_policy_tokens", a.OffPolicyTokens)
+	w.Int64s("weight_version_offsets", a.WeightVersionOffsets)
+	w.Int32s("weight_version", a.WeightVersion)
 	if a.TextOffsets != nil {
 		w.Int64s("response_text_offsets", a.TextOffsets)
 		w.Raw("response_text", a.Text)

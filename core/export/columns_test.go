@@ -29,7 +29,7 @@ func elemSize(name string) int {
 	switch name {
 	case "context", "critic_context", "span_mask", "trainable", "finished", "response_text":
 		return 1
-	case "actor_estimator", "estimator", "delta_tokens", "tokens":
+	case "actor_estimator", "estimator", "weight_version", "delta_tokens", "tokens":
 		return 4
 	}
 	return 8

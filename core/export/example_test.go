@@ -39,9 +39,9 @@ func Example() {
 	// └── 2 r=0 v_hat=0.5 A=-0.291667 target=0 "b"
 	//     └── 6 done r=0 A=-0.25 "-"
 	// 3 actor records, 3 critic records
-	// {"tokens":[1,2,3,10,11],"loss_mask":[false,false,false,true,true],"behavior_logprobs":[0,0,0,-0.25,-0.5],"advantage":0.33333333333333337,"lane":"actor","group_index":0,"estimator":"DirectBranchTd","node_id":1,"search_pass":0,"problem_id":"fig61","response_start":3,"response_text":null,"return":0,"finished":false,"off_policy_tokens":0}
-	// {"tokens":[1,2,3,20],"loss_mask":[false,false,false,true],"behavior_logprobs":[0,0,0,-0.25],"advantage":-0.29166666666666663,"lane":"actor","group_index":0,"estimator":"DirectBranchTd","node_id":2,"search_pass":0,"problem_id":"fig61","response_start":3,"response_text":null,"return":0,"finished":false,"off_policy_tokens":0}
-	// {"tokens":[1,2,3,20,40],"loss_mask":[false,false,false,false,true],"behavior_logprobs":[0,0,0,0,-0.25],"advantage":-0.25,"lane":"actor","group_index":0,"estimator":"DirectBranchTd","node_id":6,"search_pass":0,"problem_id":"fig61","response_start":4,"response_text":null,"return":0,"finished":true,"off_policy_tokens":0}
+	// {"tokens":[1,2,3,10,11],"loss_mask":[false,false,false,true,true],"behavior_logprobs":[0,0,0,-0.25,-0.5],"advantage":0.33333333333333337,"lane":"actor","group_index":0,"estimator":"DirectBranchTd","node_id":1,"search_pass":0,"problem_id":"fig61","response_start":3,"response_text":null,"return":0,"finished":false,"off_policy_tokens":0,"weight_versions":[]}
+	// {"tokens":[1,2,3,20],"loss_mask":[false,false,false,true],"behavior_logprobs":[0,0,0,-0.25],"advantage":-0.29166666666666663,"lane":"actor","group_index":0,"estimator":"DirectBranchTd","node_id":2,"search_pass":0,"problem_id":"fig61","response_start":3,"response_text":null,"return":0,"finished":false,"off_policy_tokens":0,"weight_versions":[]}
+	// {"tokens":[1,2,3,20,40],"loss_mask":[false,false,false,false,true],"behavior_logprobs":[0,0,0,0,-0.25],"advantage":-0.25,"lane":"actor","group_index":0,"estimator":"DirectBranchTd","node_id":6,"search_pass":0,"problem_id":"fig61","response_start":4,"response_text":null,"return":0,"finished":true,"off_policy_tokens":0,"weight_versions":[]}
 	// {"context":"s","target":0.5625,"lane":"critic","group_index":0,"node_id":0,"problem_id":"fig61"}
 	// {"context":"sa","target":1,"lane":"critic","group_index":0,"node_id":1,"problem_id":"fig61"}
 	// {"context":"sb","target":0,"lane":"critic","group_index":0,"node_id":2,"problem_id":"fig61"}

@@ -50,6 +50,7 @@ func TestPathLayoutFigure61(t *testing.T) {
 			ResponseStart:    3,
 			Return:           1,
 			Finished:         true,
+			WeightVersions:   []string{},
 		},
 		Advantages: []float64{0, 0, 0, w[1], w[1], w[3]},
 	}, first)

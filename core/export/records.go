@@ -139,6 +139,16 @@ type ActorColumns struct {
 	// resume kept, core/collect.WithResume). 0 for a tree never resumed and
 	// for a sample with explicit spans.
 	OffPolicyTokens []int64
+	// WeightVersionOffsets (NumActor+1 entries) and WeightVersion hold the
+	// weight versions that generated each record's response (from
+	// ResponseStart on): record i's are VersionNames[k] for each k in
+	// WeightVersion[WeightVersionOffsets[i]:WeightVersionOffsets[i+1]], the
+	// distinct tree.Node.WeightVersion of the edges holding its response, in
+	// path order (addWeightVersions). None where the server reported no
+	// version and for a sample with explicit spans.
+	WeightVersionOffsets []int64
+	WeightVersion        []int32
+	VersionNames         []string // distinct versions, first-seen order
 	// TextOffsets (NumActor+1 entries) and Text hold each record's response
 	// text, the UTF-8 Text[TextOffsets[i]:TextOffsets[i+1]]: its tokens from
 	// ResponseStart on, decoded by Options.Text. Both nil without Options.Text.
@@ -154,6 +164,7 @@ func (ac *ActorColumns) reserve(records, own int, opts Options) {
 	ac.Return = make([]float64, 0, records)
 	ac.Finished = make([]bool, 0, records)
 	ac.OffPolicyTokens = make([]int64, 0, records)
+	ac.WeightVersionOffsets = make([]int64, 1, records+1)
 	if opts.Text != nil {
 		ac.TextOffsets = make([]int64, 1, records+1)
 		ac.Text = make([]byte, 0, 8*own)
@@ -177,6 +188,7 @@ func (ac *ActorColumns) reserve(records, own int, opts Options) {
 func (ac *ActorColumns) addResponse(opts Options, spanStart, first int, response []uint32, t *tree.Tree, returns []float64, id int) error {
 	start := spanStart + first
 	ac.ResponseStart = append(ac.ResponseStart, int64(start))
+	ac.addWeightVersions(t, id, start, start+len(response))
 	if t != nil {
 		ac.Return = append(ac.Return, returns[id])
 		ac.Finished = append(ac.Finished, t.Finished(id))
@@ -607,6 +619,14 @@ type ActorRecord struct {
 	// --mask-offpolicy-in-partial-rollout) zeroes their loss mask. 0 for a tree
 	// never resumed and for explicit spans.
 	OffPolicyTokens int `json:"off_policy_tokens"`
+	// WeightVersions are the versions of the weights that generated the
+	// response (Tokens[ResponseStart:]): the distinct versions of the edges
+	// holding it, in path order, as the server reported them (SGLang's
+	// weight_version, tree.Node.WeightVersion). One version for a response one
+	// edge generated; several only when the weights changed between its
+	// edges (a run that allows it, core/fleet). Empty when the server
+	// reported none and for explicit spans.
+	WeightVersions []string `json:"weight_versions"`
 }
 
 // PathRecord is an actor record of the path layout: one root-to-leaf path,
@@ -683,6 +703,7 @@ func (f *Flat) ActorRecord(i int) ActorRecord {
 		Return:           ac.Return[i],
 		Finished:         ac.Finished[i],
 		OffPolicyTokens:  int(ac.OffPolicyTokens[i]),
+		WeightVersions:   ac.weightVersions(i),
 	}
 	if ac.TextOffsets != nil {
 		text := string(ac.Text[ac.TextOffsets[i]:ac.TextOffsets[i+1]])

@@ -71,6 +71,7 @@ func TestRecordLayout(t *testing.T) {
 		ResponseStart:    6,
 		Return:           1,
 		Finished:         true,
+		WeightVersions:   []string{},
 	}, first)
 	second := f.ActorRecord(3)
 	assert.Equal(t, []uint32{1, 2, 3, 10, 11, 7, 31, 32, 8, 9, 33}, second.Tokens)
@@ -186,9 +187,10 @@ func TestExplicitSamples(t *testing.T) {
 	assert.Equal(t, export.ActorRecord{
 		Tokens: []uint32{10, 20}, LossMask: []bool{false, true}, BehaviorLogprobs: []float64{0, -0.5},
 		Advantage: 0.4, Lane: "actor", Estimator: "DirectBranchTd", NodeID: 1, ResponseStart: 1,
+		WeightVersions: []string{},
 	}, rec)
 	buf := recordsJSONL(t, f)
-	assert.Equal(t, `{"tokens":[10,20],"loss_mask":[false,true],"behavior_logprobs":[0,-0.5],"advantage":0.4,"lane":"actor","group_index":0,"estimator":"DirectBranchTd","node_id":1,"search_pass":null,"problem_id":"","response_start":1,"response_text":null,"return":0,"finished":false,"off_policy_tokens":0}`+"\n", buf.String())
+	assert.Equal(t, `{"tokens":[10,20],"loss_mask":[false,true],"behavior_logprobs":[0,-0.5],"advantage":0.4,"lane":"actor","group_index":0,"estimator":"DirectBranchTd","node_id":1,"search_pass":null,"problem_id":"","response_start":1,"response_text":null,"return":0,"finished":false,"off_policy_tokens":0,"weight_versions":[]}`+"\n", buf.String())
 }
 
 // recordsJSONL is every record of f as JSON, one per line (what a Go caller
@@ -214,7 +216,7 @@ func TestRecordJSON(t *testing.T) {
 	buf := recordsJSONL(t, f)
 
 	actorKeys := []string{"tokens", "loss_mask", "behavior_logprobs", "advantage", "lane", "group_index", "estimator", "node_id", "search_pass", "problem_id",
-		"response_start", "response_text", "return", "finished", "off_policy_tokens"}
+		"response_start", "response_text", "return", "finished", "off_policy_tokens", "weight_versions"}
 	criticKeys := []string{"context", "target", "lane", "group_index", "node_id", "problem_id"}
 	require.Equal(t, actorKeys, export.ActorKeys)
 	require.Equal(t, criticKeys, export.CriticKeys)

@@ -34,7 +34,7 @@ LAYOUTS = ("spans", "paths")
 # the keys a path record (layout "paths") has after them, and a critic record's.
 ACTOR_KEYS = ("tokens", "loss_mask", "behavior_logprobs", "advantage", "lane", "group_index", "estimator",
               "node_id", "search_pass", "problem_id", "response_start", "response_text", "return", "finished",
-              "off_policy_tokens")
+              "off_policy_tokens", "weight_versions")
 PATH_EXTRA_KEYS = ("advantages",)
 CRITIC_KEYS = ("context", "target", "lane", "group_index", "node_id", "problem_id")
 
@@ -236,6 +236,9 @@ def _build_records(view, layout, group_index, sample_factory, critic_sample_fact
         path_return = _lib.section(view, layout, "return", "d").tolist()
         finished = _lib.section(view, layout, "finished", "?").tolist()
         off_policy = _lib.section(view, layout, "off_policy_tokens", "q").tolist()
+        versions = layout["weight_versions"]
+        version_offsets = _lib.section(view, layout, "weight_version_offsets", "q").tolist()
+        version = _lib.section(view, layout, "weight_version", "i").tolist()
         texts: List[Optional[str]] = [None] * n_actor
         if "response_text" in layout["sections"]:
             text_offsets = _lib.section(view, layout, "response_text_offsets", "q").tolist()
@@ -271,6 +274,7 @@ def _build_records(view, layout, group_index, sample_factory, critic_sample_fact
                 "return": path_return[i],
                 "finished": finished[i],
                 "off_policy_tokens": off_policy[i],
+                "weight_versions": [versions[v] for v in version[version_offsets[i] : version_offsets[i + 1]]],
             }
             if span_advantages is not None:
                 advantages = [0.0] * len(tokens)

@@ -8,10 +8,13 @@ generated), ``advantage``, ``lane`` ("actor"), ``group_index``, ``estimator``,
 generated token), ``response_text`` (the tokens from there, decoded once by the Go core
 with the collection's tokenizer; None from a ``Batch``, which has none), ``return`` (the
 sum of the environment rewards on the record's path from the root), ``finished``
-(that path ends a finished rollout: terminal, not failed) and ``off_policy_tokens`` (how
+(that path ends a finished rollout: terminal, not failed), ``off_policy_tokens`` (how
 many tokens of the response, from ``response_start`` on, an earlier collection generated:
 one the tree was resumed from with ``Collector.collect(resume=...)``; 0 for a tree never
-resumed). A critic record (one per target) has
+resumed) and ``weight_versions`` (the versions of the weights that generated the
+response, as the server reported them: the distinct versions of the edges holding it, in
+path order; several only when the weights changed between its edges; empty when the
+server reports none). A critic record (one per target) has
 ``context``, ``target``, ``lane`` ("critic"), ``group_index``, ``node_id`` and
 ``problem_id``. Factories receive the same values as keywords.
 
@@ -43,7 +46,7 @@ class SampleFactory(Protocol[T]):
     ``reward``, the lane and the group index. ``**extra`` carries the default record's other
     keys (``tokens``, ``loss_mask``, ``behavior_logprobs``, ``advantage``, ``estimator``,
     ``node_id``, ``search_pass``, ``problem_id``, ``response_start``, ``response_text``,
-    ``return``, ``finished``, ``off_policy_tokens``). With ``layout="paths"`` it also carries
+    ``return``, ``finished``, ``off_policy_tokens``, ``weight_versions``). With ``layout="paths"`` it also carries
     ``advantages``, the per-token advantages, which a path record's factory must use instead
     of ``reward`` (the path's last edge's advantage).
 

@@ -160,7 +160,11 @@ def to_sample(record: Mapping[str, Any], source: Any, tokenizer: Any, sample_typ
     COMPLETED, and ``rollout_id`` is the source's (its ``index`` if unset), so every
     segment of one tree shares it. The other fields (prompt, label, group_index, index,
     session_id, ...) are copied from ``source``; ``metadata`` gains a ``"focus"`` entry
-    with the record's node_id, search_pass, estimator and problem_id. ``tokenizer``
+    with the record's node_id, search_pass, estimator, problem_id, group_index and
+    weight_versions (the weight versions that generated the response; ``[]`` when the
+    server reported none). A record that names weight versions also sets the sample's own
+    ``weight_versions`` (Slime's field for the versions that generated it) to them;
+    otherwise that field is the source's. ``tokenizer``
     decodes the response text of a record that carries none (``response_text`` None: the
     records of ``Batch.to_records``, which has no tokenizer): any object with
     ``decode(ids, skip_special_tokens=False)``, a callable, or None for no text.
@@ -184,9 +188,13 @@ def to_sample(record: Mapping[str, Any], source: Any, tokenizer: Any, sample_typ
     if response is None:
         response = _decode_response(tokenizer, tokens[start:])
     focus = {k: record.get(k) for k in ("node_id", "search_pass", "estimator", "problem_id", "group_index")}
+    versions = list(record.get("weight_versions") or [])
+    focus["weight_versions"] = versions
     sample = _build_sample(
         source, sample_type, record, reward=float(record["advantage"]), status="COMPLETED", response=response, focus=focus
     )
+    if versions and hasattr(sample, "weight_versions"):
+        sample.weight_versions = list(versions)
     per_token = record.get("advantages")
     if per_token is not None:
         if len(per_token) != len(tokens):

@@ -59,7 +59,9 @@ def to_datum(record: Mapping[str, Any]) -> Any:
     the cookbook's datums end with a trajectory's last action.
 
     The record's ``off_policy_tokens`` is not read: Tinker has no partial rollout (``train``
-    never resumes a tree), so its records have none."""
+    never resumes a tree), so its records have none. Nor is its ``weight_versions``: a
+    datum holds only model input and loss inputs, and ``train``'s sampler, a Python policy,
+    reports no weight version (its records name none)."""
     types = _types()
     import numpy as np
 
