@@ -23,7 +23,10 @@ HERE = Path(__file__).resolve().parent
 
 
 def run(folder: Path, kill_at: str = "") -> int:
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]))
+    # A killed run cannot remove its simulator's model folder: it lands in the test's tmp.
+    scratch = folder.parent / "scratch"
+    scratch.mkdir(exist_ok=True)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]), TMPDIR=str(scratch))
     env.pop("FOCUS_GO_TINKER_KILL_AT", None)
     if kill_at:
         env["FOCUS_GO_TINKER_KILL_AT"] = kill_at
