@@ -252,7 +252,7 @@ FUZZ_TARGETS := \
 	backends/transport:FuzzErrorMessage backends/transport:FuzzParseRetryAfter \
 	core/tree:FuzzUnmarshal core/mathenv:FuzzNormalize capi:FuzzABIJSONInputs capi:FuzzAnswerBatch capi/binding:FuzzDecode \
 	capi/binding:FuzzCheck core/collect:FuzzRootMessages \
-	sim:FuzzFastGenerateDecode
+	core/strictjson:FuzzDecode sim:FuzzFastGenerateDecode
 
 .PHONY: fuzz race
 
