@@ -31,6 +31,33 @@ def server():
 
 
 @pytest.fixture
+def sim_policy(server):
+    """An SGLang policy (profile ``token_chunk``) on the module's simulated server."""
+    from focus_go.backends import SGLangPolicy
+
+    p = SGLangPolicy(model=server.model, base_url=server.url, profile="token_chunk")
+    yield p
+    p.close()
+
+
+@pytest.fixture
+def standin(sim_policy):
+    """The Tinker service stood in over ``sim_policy`` (tests/tinker_standin.py: the real
+    SDK's client classes, the transport replaced); needs the tinker package."""
+    from tinker_standin import StandinTinker
+
+    s = StandinTinker(sim_policy)
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def problems(server):
+    """The module's simulated server's first four problems."""
+    return server.problems()[:4]
+
+
+@pytest.fixture
 def selftest():
     """The test calls the focus_selftest_* exports, which only a self-test build of the
     library has (`make test-py` loads build/selftest/libfocus.so). Without one the test

@@ -21,7 +21,7 @@ from tinker import types  # noqa: E402
 from tinker.lib.public_interfaces.api_future import AwaitableConcurrentFuture  # noqa: E402
 
 from focus_go import MathEnv  # noqa: E402
-from focus_go.backends import PolicyFormat, SamplingParams, SGLangPolicy  # noqa: E402
+from focus_go.backends import PolicyFormat, SamplingParams  # noqa: E402
 from collectors import math_collector  # noqa: E402
 from focus_go.errors import CollectionError, ConfigError  # noqa: E402
 from focus_go.integrations import JsonlDirectory  # noqa: E402
@@ -162,13 +162,6 @@ class FakeTrainingClient:
 
 
 @pytest.fixture
-def sim_policy(server):
-    p = SGLangPolicy(model=server.model, base_url=server.url, profile="token_chunk")
-    yield p
-    p.close()
-
-
-@pytest.fixture
 def training_client(sim_policy):
     return FakeTrainingClient(sim_policy)
 
@@ -176,11 +169,6 @@ def training_client(sim_policy):
 @pytest.fixture
 def model(server):
     return server.model
-
-
-@pytest.fixture
-def problems(server):
-    return server.problems()[:4]
 
 
 def make_collector_for(log):

@@ -19,29 +19,10 @@ from test_tools import calc, grader  # noqa: E402
 
 from collectors import math_collector  # noqa: E402
 from focus_go import Agent, Collector, Critic, Selective, ToolEnv  # noqa: E402
-from focus_go.backends import SamplingParams, SGLangPolicy  # noqa: E402
+from focus_go.backends import SamplingParams  # noqa: E402
 from focus_go.integrations.tinker import load_checkpoint, train, update_actor  # noqa: E402
 
 TOOL_SAMPLING = SamplingParams(temperature=1.0, max_tokens=256)
-
-
-@pytest.fixture
-def sim_policy(server):
-    p = SGLangPolicy(model=server.model, base_url=server.url, profile="token_chunk")
-    yield p
-    p.close()
-
-
-@pytest.fixture
-def standin(sim_policy):
-    s = StandinTinker(sim_policy)
-    yield s
-    s.close()
-
-
-@pytest.fixture
-def problems(server):
-    return server.problems()[:4]
 
 
 def run_train(standin, server, problems, **kwargs):

@@ -15,28 +15,8 @@ np = pytest.importorskip("numpy")
 from tinker import types  # noqa: E402
 from tinker_standin import StandinTinker  # noqa: E402
 
-from focus_go.backends import SGLangPolicy  # noqa: E402
 from collectors import math_collector  # noqa: E402
 from focus_go.integrations.tinker import to_datum, train, update_actor  # noqa: E402
-
-
-@pytest.fixture
-def sim_policy(server):
-    p = SGLangPolicy(model=server.model, base_url=server.url, profile="token_chunk")
-    yield p
-    p.close()
-
-
-@pytest.fixture
-def standin(sim_policy):
-    s = StandinTinker(sim_policy)
-    yield s
-    s.close()
-
-
-@pytest.fixture
-def problems(server):
-    return server.problems()[:4]
 
 
 def collector_for(policy, problem):
