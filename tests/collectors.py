@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Optional
 
 from focus_go import Agent, Collector, Critic, MathEnv, Segments, Selective
@@ -37,3 +38,14 @@ def math_collector(
     search = (Selective(budget=budget, warmup=warmup, stop_alike=stop_alike) if score is None
               else Selective(budget=budget, warmup=warmup, score=score, stop_alike=stop_alike))
     return Collector(agent, critic=Critic.constant(0.5), search=search)
+
+
+def collect_tree(collector: Collector, problem):
+    """One tree of ``problem``, collected in a fresh event loop with ``collector`` open for
+    the collection only (its ``prepare`` still works on the state afterwards)."""
+
+    async def collect():
+        async with collector:
+            return await collector.collect(problem)
+
+    return asyncio.run(collect())

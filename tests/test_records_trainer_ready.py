@@ -8,7 +8,6 @@ change, by ``trainer_snapshots.py``)."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 
 import pytest
@@ -19,7 +18,7 @@ from focus_go.backends import SGLangPolicy
 from focus_go.errors import ConfigError
 from focus_go.tree import SchedulerState, SchedulerView
 
-from collectors import math_collector
+from collectors import collect_tree, math_collector
 from trainer_snapshots import slime_snapshots, snapshot_digests, tinker_snapshots
 
 NEW_KEYS = ["response_start", "response_text", "return", "finished", "off_policy_tokens", "weight_versions"]
@@ -93,11 +92,7 @@ def test_record_fields_from_the_full_length_tokens(server, policy, layout, skip)
     problem = server.problems()[1]
     collector = math_collector(policy, problem)
 
-    async def collect():
-        async with collector:
-            return await collector.collect(problem)
-
-    with asyncio.run(collect()) as state:
+    with collect_tree(collector, problem) as state:
         view = SchedulerView(state)
         records = tree_records(
             state, reward_config=RewardConfig(), estimator=DirectBranchTd(), group_index=3, layout=layout,
@@ -133,11 +128,7 @@ def test_batch_records_carry_the_keys_without_text(server, policy):
     problem = server.problems()[0]
     collector = math_collector(policy, problem)
 
-    async def collect():
-        async with collector:
-            return await collector.collect(problem)
-
-    with asyncio.run(collect()) as state:
+    with collect_tree(collector, problem) as state:
         batch = collector.prepare(state)
         records = [r for r in batch.to_records(0) if r["lane"] == "actor"]
     assert list(records[0])[-len(NEW_KEYS):] == NEW_KEYS
@@ -170,11 +161,7 @@ def test_records_name_the_weight_versions_of_their_response(server, policy, layo
     problem = server.problems()[1]
     collector = math_collector(policy, problem)
 
-    async def collect():
-        async with collector:
-            return await collector.collect(problem)
-
-    with asyncio.run(collect()) as state:
+    with collect_tree(collector, problem) as state:
         data = json.loads(state.to_json())
     versions = {}
     for i, node in enumerate(data["nodes"]):
