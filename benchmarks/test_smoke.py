@@ -3,7 +3,7 @@ each runs at the smallest settings that still execute every section and its cros
 (benchmarks/crosscheck.py), and this file asserts that every section ran and that every
 cross-check held. It never asserts a timing: the numbers of such a run mean nothing. One
 test per entry point: `make bench` (run.py), `make bench-signal` (learning_signal.py),
-resume_tokens.py and `make bench-learn` (learn.py --quick; it needs the `learn` extra's
+resume_tokens.py and `make bench-learn` (learn.py --quick, then decide.py over its results; it needs the `learn` extra's
 PyTorch, which `make bench-smoke` installs, and is skipped without it outside CI).
 
 Run by `make bench-smoke`, which builds what the benchmarks load first; by hand:
@@ -122,3 +122,6 @@ def test_make_bench_learn(tmp_path):
     for name in default_methods():
         assert f"| {name} |" in out, f"no row for {name}"
     assert (tmp_path / "quick" / "results.json").exists() and (tmp_path / "quick" / "report.md").exists()
+    # The decision rule (docs/signal.md §N) reads the run's fresh seeds.
+    out = run("benchmarks/decide.py", "--learn", str(tmp_path / "quick" / "results.json"))
+    assert "| selective |" in out and ("The rule's default: **" in out or "No candidate is admissible" in out), out

@@ -1,6 +1,7 @@
 """benchmarks/learn.py's protocol: the factor-2 grid grows at its edge, the cross-checks
 catch costs out of order, and the report reads the runs (skipped without torch)."""
 
+import json
 import sys
 from pathlib import Path
 
@@ -71,3 +72,43 @@ def test_report_pairs_settings_with_baselines():
     # over the first 50 tokens 0.1 for all.
     assert "| selective | grpo:8 | +0.000 ± 0.000 | +0.110 ± 0.010* |" in text
     assert "- selective: mean area" in text and "admissible" in text
+
+
+def _signal(areas):
+    """A bandit signal.json's learning section: ``areas[method]`` is the fresh seeds' area at
+    640 RE (the selection seeds' area is its mean)."""
+    def entry(xs):
+        return {"best_lr": {"640": 16.0}, "selection": {"16": [{"tokens": {"640": sum(xs) / len(xs)}}]},
+                "fresh": {"16": {"summary": [{"tokens": {"640": x}} for x in xs]}}}
+    return {"learning": {"0.5": {name: entry(xs) for name, xs in areas.items()}}}
+
+
+def _learn(successes):
+    """A bench-learn results.json: ``successes[method]`` is each fresh seed's success after
+    the first update; the selection seed 0 reaches the mean."""
+    methods = list(successes)
+    return {"run": {"budget_tokens": 200}, "methods": methods, "rates": {m: 1.0 for m in methods},
+            "selection": {m: {"1": [_result(m, 0, 1.0, sum(xs) / len(xs))]} for m, xs in successes.items()},
+            "fresh": [_result(m, 2 + i, 1.0, x) for m, xs in successes.items() for i, x in enumerate(xs)]}
+
+
+def test_decide_applies_the_rule_to_both_benchmarks(tmp_path):
+    import decide
+
+    tree = "selective8/4:value_refinement_per_token+stop"
+    (tmp_path / "s.json").write_text(json.dumps(_signal({tree: [0.8, 0.82, 0.81], "grpo:4": [0.7, 0.71, 0.72]})))
+    (tmp_path / "l.json").write_text(json.dumps(_learn({"selective": [0.6, 0.62, 0.61], "grpo:4": [0.4, 0.42, 0.41]})))
+    cells = decide.bandit_cells(tmp_path / "s.json") + decide.learn_cells(tmp_path / "l.json")
+    assert [c.name for c in cells] == ["noise 0.5, 640 RE", "50 generated tokens", "200 generated tokens"]
+    text = "\n".join(decide.decide(cells))
+    assert "The rule's default: **selective**" in text
+    # Ahead in the bandit cell and at 200 tokens, tied over the first 50 (no update yet): not shown.
+    assert "- neural, 50 generated tokens: +0.000 ± 0.000 against grpo:4\n" in text + "\n"
+    assert "- neural, 200 generated tokens: +0.100 ± 0.000 against grpo:4 *" in text
+    assert "teaches more per token than the best plain group: not shown." in text
+    # Behind the group in one bandit cell: not admissible, and the group becomes the default.
+    (tmp_path / "s.json").write_text(json.dumps(_signal({tree: [0.6, 0.61, 0.6], "grpo:4": [0.7, 0.71, 0.72]})))
+    cells = decide.bandit_cells(tmp_path / "s.json") + decide.learn_cells(tmp_path / "l.json")
+    text = "\n".join(decide.decide(cells))
+    assert "| selective | no |" in text and "grpo:4 (bandit, noise 0.5, 640 RE: -0.107 ± 0.007)" in text
+    assert "The rule's default: **grpo:4**" in text and "A plain group is the default" in text

@@ -4,6 +4,7 @@ trainer's loss, the task and the learning-curve area (skipped without torch)."""
 import asyncio
 import math
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -159,3 +160,25 @@ def test_one_update_through_the_collector_records_the_samplers_logprobs(tmp_path
         assert result.updates == 1 and result.points[-1].generated >= 1
     finally:
         setup.close()
+
+
+def test_held_out_success_is_measured_at_the_token_marks_only(tmp_path):
+    # grpo:1 trees of one rollout (at most 24 tokens) two per update: a budget of 120 tokens
+    # takes several updates, and evals=2 evaluates after the first update past 60 tokens only.
+    cfg = RunConfig(digits=1, segment=4, max_segments=6, train_problems=20, held_out=4, trees_per_update=2,
+                    budget_tokens=120, warm_target=0.0, evals=2, model={"d": 32, "layers": 1, "heads": 2, "max_len": 48})
+    setup = Setup.build(0, cfg, tmp_path)
+    try:
+        result = asyncio.run(Learner(setup, Method.parse("grpo:1"), 1e-3).run())
+    finally:
+        setup.close()
+    assert result.updates >= 3
+    start, *evaluated, last = result.points
+    assert start.generated == 0 and last.generated >= 120 and last.success != last.success  # the last policy: nan
+    assert len(evaluated) == 1 and 60 <= evaluated[0].generated < 120 and evaluated[0].success == evaluated[0].success
+    bad = Setup.build(0, replace(cfg, evals=0), tmp_path)
+    try:
+        with pytest.raises(ValueError, match="evals must be at least 1"):
+            asyncio.run(Learner(bad, Method.parse("grpo:1"), 1e-3).run())
+    finally:
+        bad.close()

@@ -89,10 +89,11 @@ class RunConfig:
     segment: int = 8  # tokens per segment (Segments(segment))
     max_segments: int = 8
     train_problems: int = 2000
-    held_out: int = 200
-    trees_per_update: int = 8
-    budget_tokens: int = 60_000  # generated tokens per run
+    held_out: int = 128
+    trees_per_update: int = 16
+    budget_tokens: int = 64_000  # generated tokens per run
     warm_target: float = 0.15  # supervised steps until held-out success (sampled) reaches this
+    evals: int = 16  # held-out evaluations per run: after the first update past each 1/evals of the budget
     model: Dict[str, int] = field(default_factory=lambda: {"d": 64, "layers": 2, "heads": 4, "max_len": 96})
     epochs: int = 2
     clip: float = 0.2
@@ -154,7 +155,8 @@ def policy_config(codec: Codec, cfg: RunConfig, out: int = 0) -> ModelConfig:
 
 @dataclass
 class Point:
-    """The state after one update: the costs so far and the new policy's held-out success."""
+    """An evaluated policy: the costs when it took over and its held-out success (nan for the
+    run's last policy, which is never evaluated)."""
 
     generated: int
     forward: int  # model forward tokens without a prefix cache (every call's prefix + its output)
@@ -253,6 +255,9 @@ class Learner:
         tgb_updates = 0
         generated = forward = cached = 0
         index = 0
+        if cfg.evals < 1:
+            raise ValueError(f"evals must be at least 1, got {cfg.evals}")
+        next_eval = cfg.budget_tokens / cfg.evals  # the next evaluation's token mark
         while generated < cfg.budget_tokens:
             choice = rule.choose() if rule is not None else None
             if choice is not None and type(choice.estimator).__name__ == "TreeGroupBaseline":
@@ -293,8 +298,13 @@ class Learner:
             for s in states:
                 s.close()
             res.updates += 1
-            rate = success(self.policy, setup.codec, setup.held_out, cfg.segment * cfg.max_segments) if generated < cfg.budget_tokens else float("nan")
-            res.points.append(Point(generated, forward, cached, rate))
+            if generated >= cfg.budget_tokens:
+                res.points.append(Point(generated, forward, cached, float("nan")))
+            elif generated >= next_eval:
+                res.points.append(Point(generated, forward, cached,
+                                        success(self.policy, setup.codec, setup.held_out, cfg.segment * cfg.max_segments)))
+                while next_eval <= generated:
+                    next_eval += cfg.budget_tokens / cfg.evals
         if meter is not None:
             res.critic_tau2 = meter.choose().tau_hat2
         if rule is not None:
@@ -304,7 +314,8 @@ class Learner:
 
 def area(points: Sequence[Point], axis: str, budget: float) -> float:
     """Mean held-out success over [0, budget] of ``axis`` (generated, forward or
-    forward_cached): each update's success holds from its cost until the next update's."""
+    forward_cached): each evaluated policy's success holds from its cost until the next
+    evaluation's."""
     if budget <= 0:
         raise ValueError(f"budget must be positive, got {budget}")
     covered = getattr(points[-1], axis)
