@@ -1,7 +1,6 @@
 package export_test
 
 import (
-	"encoding/binary"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -90,11 +89,11 @@ func TestWeightVersions(t *testing.T) {
 				off, idx := secs["weight_version_offsets"], secs["weight_version"]
 				offsets := i64s(blob.Buffer()[off.Offset : off.Offset+8*off.Count])
 				require.Len(t, offsets, len(wants)+1)
-				raw := blob.Buffer()[idx.Offset : idx.Offset+4*idx.Count]
+				index := i32s(blob.Buffer()[idx.Offset : idx.Offset+4*idx.Count])
 				for i, w := range wants {
 					got := []string{}
-					for j := offsets[i]; j < offsets[i+1]; j++ {
-						got = append(got, names[binary.LittleEndian.Uint32(raw[4*j:])])
+					for _, k := range index[offsets[i]:offsets[i+1]] {
+						got = append(got, names[k])
 					}
 					assert.Equal(t, w.versions, got, "blob record %d", i)
 				}
