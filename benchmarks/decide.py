@@ -76,19 +76,40 @@ def _lr_key(table: Dict[str, object], lr: float) -> str:
     raise KeyError(f"learning rate {lr} not in {sorted(table)}")
 
 
+def neural_cells(data: Dict, runs: Dict[str, List[dict]]) -> List[Cell]:
+    """The neural benchmark's cells, its two generated-token budgets, from `make bench-learn`'s
+    results ``data``: the areas of ``runs`` (per method, the runs reported) and each method's
+    selection-seed mean at its chosen rate."""
+    budget = data["run"]["budget_tokens"]
+    out = []
+    for t in (budget / 4, budget):
+        fresh = {m: [run_area(r, "generated", t) for r in sorted(rs, key=lambda r: r["seed"])] for m, rs in runs.items()}
+        sel = {m: mean_se([run_area(r, "generated", t) for r in data["selection"][m][f"{data['rates'][m]:g}"]])[0]
+               for m in data["methods"]}
+        out.append(Cell("neural", f"{t:.0f} generated tokens", fresh, sel))
+    return out
+
+
 def learn_cells(path: Path) -> List[Cell]:
     data = json.loads(path.read_text())
     if not data["fresh"]:
         raise ValueError(f"{path} has no fresh seeds (a --selection-only run decides nothing)")
-    budget = data["run"]["budget_tokens"]
+    runs: Dict[str, List[dict]] = {}
+    for r in data["fresh"]:
+        runs.setdefault(r["method"], []).append(r)
+    return neural_cells(data, runs)
+
+
+def behind(cells: Sequence[Cell], m: str) -> List[Tuple[str, Cell, float, float]]:
+    """Where method ``m`` is behind a baseline beyond two standard errors: (baseline, cell,
+    the paired difference, its standard error) each."""
     out = []
-    for t in (budget / 4, budget):
-        fresh: Dict[str, List[float]] = {}
-        for r in sorted(data["fresh"], key=lambda r: r["seed"]):
-            fresh.setdefault(r["method"], []).append(run_area(r, "generated", t))
-        sel = {m: mean_se([run_area(r, "generated", t) for r in data["selection"][m][f"{data['rates'][m]:g}"]])[0]
-               for m in data["methods"]}
-        out.append(Cell("neural", f"{t:.0f} generated tokens", fresh, sel))
+    for c in cells:
+        for b in c.fresh:
+            if b != m and b not in SETTINGS:
+                d, se = c.diff(m, b)
+                if d < -2 * se:
+                    out.append((b, c, d, se))
     return out
 
 
@@ -101,17 +122,11 @@ def decide(cells: Sequence[Cell]) -> List[str]:
     score = {}
     admissible = {}
     for m in candidates:
-        behind = []
-        for c in cells:
-            for b in c.fresh:
-                if b != m and b not in SETTINGS:
-                    d, se = c.diff(m, b)
-                    if d < -2 * se:
-                        behind.append(f"{b} ({c.bench}, {c.name}: {d:+.3f} ± {se:.3f})")
+        late = [f"{b} ({c.bench}, {c.name}: {d:+.3f} ± {se:.3f})" for b, c, d, se in behind(cells, m)]
         per = [sum(mean_se(c.fresh[m])[0] for c in cells if c.bench == b) / sum(c.bench == b for c in cells) for b in benches]
-        score[m], admissible[m] = sum(per) / len(per), not behind
-        lines.append(f"| {m} | {'yes' if not behind else 'no'} | " + " | ".join(f"{x:.3f}" for x in per)
-                     + f" | {score[m]:.3f} | {'; '.join(behind) or '-'} |")
+        score[m], admissible[m] = sum(per) / len(per), not late
+        lines.append(f"| {m} | {'yes' if not late else 'no'} | " + " | ".join(f"{x:.3f}" for x in per)
+                     + f" | {score[m]:.3f} | {'; '.join(late) or '-'} |")
     ok = [m for m in candidates if admissible[m]]
     if not ok:
         lines += ["", "No candidate is admissible: every one is behind a baseline somewhere."]

@@ -6,9 +6,9 @@ import math
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from decide import SETTINGS, behind, neural_cells
 from learn import mean_se, run_area
 
-SETTINGS = ("selective", "rule", "free")
 
 
 def fmt(m: float, se: float, digits: int = 3) -> str:
@@ -93,14 +93,14 @@ def report(data: Dict) -> List[str]:
             lines.append(f"| {s} | " + " | ".join(
                 f"{fmt_diff(*mean_se([x - y for x, y in zip(table[c[0]][s], table[c[0]][best[c[0]]])]))} ({best[c[0]]})"
                 for c in cs) + " |")
-        lines += ["", "The decision rule's reading on this benchmark alone (docs/signal.md §N; the bandit benchmark's cells join it), "
-                  "every setting and baseline:", ""]
+        lines += ["", "The decision rule's reading on this benchmark alone (docs/signal.md §N, its cells the two generated-token "
+                  "budgets; the bandit benchmark's cells join it in benchmarks/decide.py), every setting and baseline:", ""]
+        rule_cells = neural_cells(data, runs)
         for s in settings + baselines:
-            behind = [f"{b} at {c[0]}" for c in cs for b in baselines if b != s
-                      and (lambda d: d[0] < -2 * d[1])(mean_se([x - y for x, y in zip(table[c[0]][s], table[c[0]][b])]))]
-            mean_area = sum(mean_se(table[c[0]][s])[0] for c in cs[:2]) / 2
+            late = [f"{b} at {c.name}" for b, c, _, _ in behind(rule_cells, s)]
+            mean_area = sum(mean_se(c.fresh[s])[0] for c in rule_cells) / len(rule_cells)
             lines.append(f"- {s}: mean area over the generated-token cells {mean_area:.3f}; "
-                         + ("admissible (behind no baseline beyond 2 s.e.)" if not behind else "behind " + ", ".join(behind)))
+                         + ("admissible (behind no baseline beyond 2 s.e.)" if not late else "behind " + ", ".join(late)))
     lines += ["", "Costs per tree and the critic (reported runs):", "",
               "| method | updates | trees | dropped (+ds) | rollouts / tree | generated / tree | forward / tree | forward, cached / tree | "
               "critic MSE, first update | critic MSE, last update | critic tau² (noise removed) | rule: TGB share |",
